@@ -1,0 +1,206 @@
+"""backward() and grad(): from tensors to the engine's roots, edges and initial gradients.
+
+Both are coroutines; ``backward_sync``/``grad_sync`` run them for plain scripts, and from a
+kernel thread of the engine (a plain-def custom backward) hop back to the engine's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+from typing import Any, Sequence
+
+from asyncgrad.autograd.graph import NO_EDGE, Edge
+from asyncgrad.engine import get_engine, kernel_thread_loop
+from asyncgrad.tensor import Tensor
+
+TensorOrTensors = Tensor | Sequence[Tensor]
+
+
+def _tuple(tensors: Any, what: str) -> tuple:
+    if isinstance(tensors, Tensor):
+        return (tensors,)
+    if tensors is None:
+        return ()
+    result = tuple(tensors)
+    for t in result:
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
+    return result
+
+
+def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -> list:
+    """The initial gradient of each root, as the engine moves it (array or Tensor)."""
+    result = []
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if grad is None:
+            if out._requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.is_floating_point():
+                    raise RuntimeError(
+                        f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+                grad = Tensor._make(out.device.xp.ones(out.shape, dtype=out.dtype), out.device, False, None, 0, [0])
+            else:
+                result.append(None)
+                continue
+        elif not isinstance(grad, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
+        else:
+            if grad.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {_size(grad.shape)} and output[{i}] has a "
+                    f"shape of {_size(out.shape)}."
+                )
+            if grad.dtype.kind != out.dtype.kind and out.dtype.kind in "fc":
+                raise TypeError(
+                    f"For complex Tensors, both grad_output and output are required to have the same dtype. "
+                    f"Mismatch in dtype: grad_output[{i}] has a dtype of {grad.dtype} and output[{i}] has a dtype "
+                    f"of {out.dtype}."
+                )
+            if grad.device is not out.device:
+                raise RuntimeError(
+                    f"invalid gradient at index {i} - expected device {out.device} but got {grad.device}")
+        result.append(grad if create_graph else grad.data.astype(out.dtype, copy=False))
+    return result
+
+
+def _size(shape: tuple[int, ...]) -> str:
+    return f"asyncgrad.Size({list(shape)})"
+
+
+def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
+    edges = []
+    for i, t in enumerate(tensors):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(Edge(t.grad_fn, t.output_nr) if t.grad_fn is not None else Edge(t.grad_accumulator(), 0))
+    return edges
+
+
+def _input_edge(t: Tensor) -> Edge:
+    """The edge whose incoming gradient is ``t``'s (None when ``t`` is a leaf no graph used)."""
+    if t.grad_fn is not None:
+        return Edge(t.grad_fn, t.output_nr)
+    extra = t._extra
+    acc = extra.grad_accumulator() if extra is not None and extra.grad_accumulator is not None else None
+    return Edge(acc, 0) if acc is not None else NO_EDGE
+
+
+async def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
+                   create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of leaves (or of ``inputs``)."""
+    tensors = _tuple(tensors, "tensors")
+    if inputs is not None:
+        inputs = _tuple(inputs, "inputs")
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    grads = _tuple(grad_tensors, "grad_tensors") if grad_tensors is not None else (None,) * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grads else
+                           f"got {len(grads)} gradients for {len(tensors)} tensors")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grad_values = _make_grads(tensors, grads, create_graph)
+    roots = _root_edges(tensors)
+    outputs = None
+    if inputs is not None:
+        outputs = []
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if t.grad_fn is not None:
+                t.retain_grad()
+                outputs.append(Edge(t.grad_fn, t.output_nr))
+            else:
+                outputs.append(Edge(t.grad_accumulator(), 0))
+    await get_engine().execute(roots, grad_values, retain_graph, create_graph, True, outputs)
+
+
+async def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
+               retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
+               allow_unused: bool | None = None, is_grads_batched: bool = False,
+               materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+    """The gradients of ``outputs`` with respect to ``inputs``; leaves' ``.grad`` stay untouched."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
+        )
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by asyncgrad")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _tuple(outputs, "outputs")
+    inputs = _tuple(inputs, "inputs")
+    if not inputs:
+        raise RuntimeError("grad requires non-empty inputs.")
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _tuple(grad_outputs, "grad_outputs") if grad_outputs is not None else (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(
+            f"grad_outputs must have the same length as outputs: got {len(grads)} and {len(outputs)}")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grad_values = _make_grads(outputs, grads, create_graph)
+    roots = _root_edges(outputs)
+    captured = await get_engine().execute(
+        roots, grad_values, retain_graph, create_graph, False, [_input_edge(t) for t in inputs])
+    result = []
+    for i, (t, g) in enumerate(zip(inputs, captured)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                g = Tensor._make(t.device.xp.zeros(t.shape, dtype=t.dtype), t.device, False, None, 0, [0])
+            result.append(g)
+        elif isinstance(g, Tensor):
+            result.append(g)
+        else:
+            owned = g.base is None and g.flags.writeable
+            result.append(Tensor._make(g if owned else g.copy(), t.device, False, None, 0, [0]))
+    return tuple(result)
+
+
+# --------------------------------------------------------------------------- blocking bridges
+_runners = threading.local()
+
+
+def _thread_runner() -> asyncio.Runner:
+    runner = getattr(_runners, "runner", None)
+    if runner is None:
+        runner = _runners.runner = asyncio.Runner()
+        atexit.register(runner.close)
+    return runner
+
+
+def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run an engine coroutine to completion from synchronous code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            f"{coro_fn.__name__}_sync() cannot be called while an event loop is running in this thread; "
+            f"use 'await {coro_fn.__name__}(...)' instead"
+        )
+    loop = kernel_thread_loop()
+    if loop is not None and not loop.is_closed():
+        return asyncio.run_coroutine_threadsafe(coro_fn(*args, **kwargs), loop).result()
+    return _thread_runner().run(coro_fn(*args, **kwargs))
+
+
+def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
+                  create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
+    run_sync(backward, tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
+
+
+def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
+              retain_graph: bool | None = None, create_graph: bool = False, **kwargs: Any) -> tuple:
+    return run_sync(grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)

@@ -1,0 +1,79 @@
+"""Grad mode on context variables, so that each asyncio task has its own.
+
+``no_grad``/``enable_grad``/``set_grad_enabled`` are context managers and decorators, on
+``def`` and ``async def`` alike; a decorated coroutine function switches the mode inside
+the coroutine's own context, never in the caller's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from typing import Any, Callable
+
+grad_enabled = contextvars.ContextVar("asyncgrad_grad_enabled", default=True)
+
+
+def is_grad_enabled() -> bool:
+    return grad_enabled.get()
+
+
+class _GradModeContext:
+    """Base of the grad-mode switches: ``with`` form and decorator form."""
+
+    _mode: bool
+
+    def __enter__(self) -> None:
+        self._tokens = getattr(self, "_tokens", [])
+        self._tokens.append(grad_enabled.set(self._mode))
+
+    def __exit__(self, *exc: Any) -> None:
+        grad_enabled.reset(self._tokens.pop())
+
+    def __call__(self, fn: Callable) -> Callable:
+        mode = self._mode
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args, **kwargs):
+                token = grad_enabled.set(mode)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    grad_enabled.reset(token)
+
+            return async_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            token = grad_enabled.set(mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                grad_enabled.reset(token)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    _mode = False
+
+
+class enable_grad(_GradModeContext):
+    _mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """As torch: switches the mode at once when called, and restores it on ``__exit__``."""
+
+    def __init__(self, mode: bool) -> None:
+        self._mode = bool(mode)
+        self._tokens = [grad_enabled.set(self._mode)]
+
+    def __enter__(self) -> None:
+        pass
+
+    def __call__(self, fn: Callable) -> Callable:
+        grad_enabled.reset(self._tokens.pop())
+        return super().__call__(fn)

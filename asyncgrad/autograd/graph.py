@@ -1,0 +1,276 @@
+"""The recorded backward graph: Node, Edge, AccumulateGrad, GraphRoot and node hooks.
+
+Note [Grads on the fast path]: when a backward does not record a graph
+(``create_graph=False``) the engine moves raw device arrays between nodes, not Tensors;
+with ``create_graph=True`` it moves Tensors so that every formula records itself. Nodes
+receive ``create_graph`` in ``apply`` and hooks always see Tensors: the wrapping happens
+here, and only when a hook exists.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+from asyncgrad.autograd.saved import RELEASED
+
+if TYPE_CHECKING:
+    from asyncgrad.tensor import Tensor
+
+_sequence = itertools.count()
+"""Creation order of nodes; the engine runs later-created nodes first."""
+
+
+class Edge(NamedTuple):
+    """Where a gradient goes: input ``input_nr`` of ``function`` (None: nowhere)."""
+
+    function: Node | None
+    input_nr: int
+
+
+NO_EDGE = Edge(None, 0)
+
+
+class RemovableHandle:
+    """Returned by every ``register_*hook``; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+    __slots__ = ("_ref", "id")
+
+    def __init__(self, hooks_dict: dict) -> None:
+        self.id = next(RemovableHandle._ids)
+        self._ref = weakref.ref(hooks_dict)
+
+    def remove(self) -> None:
+        hooks = self._ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
+    if not callable(fn):
+        raise TypeError(f"hook must be callable, got {type(fn).__name__}")
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle
+
+
+class NodeHooks:
+    """All hooks of one node; a node without hooks holds None, so the hot path checks once."""
+
+    __slots__ = ("pre", "post", "tensor_pre", "retains_grad")
+
+    def __init__(self) -> None:
+        self.pre: dict[int, Callable] = {}
+        self.post: dict[int, Callable] = {}
+        self.tensor_pre: dict[int, dict[int, Callable]] = {}
+        self.retains_grad: dict[int, Callable] = {}
+
+    def run_tensor_pre(self, node: Node, grads: list, create_graph: bool) -> list:
+        """Tensor hooks, then retains_grad hooks, in torch's order; returns the new grads."""
+        for position, hooks in self.tensor_pre.items():
+            if hooks and position < len(grads) and grads[position] is not None:
+                grad = as_tensor(grads[position], node, position, create_graph)
+                for fn in list(hooks.values()):
+                    result = fn(grad)
+                    if result is not None:
+                        grad = result
+                grads[position] = as_grad(grad, create_graph)
+        for position, fn in self.retains_grad.items():
+            if position < len(grads) and grads[position] is not None:
+                fn(as_tensor(grads[position], node, position, create_graph))
+        return grads
+
+    def run_pre(self, node: Node, grads: list, create_graph: bool) -> list:
+        if not self.pre:
+            return grads
+        wrapped = tuple(as_tensor(g, node, i, create_graph) for i, g in enumerate(grads))
+        for fn in list(self.pre.values()):
+            result = fn(wrapped)
+            if result is not None:
+                wrapped = tuple(result)
+        return [as_grad(g, create_graph) for g in wrapped]
+
+    def run_post(self, node: Node, outputs: Any, grads: list, create_graph: bool) -> Any:
+        if not self.post:
+            return outputs
+        grad_inputs = tuple(_wrap_output(node, i, g, create_graph) for i, g in enumerate(outputs))
+        grad_outputs = tuple(as_tensor(g, node, i, create_graph) for i, g in enumerate(grads))
+        for fn in list(self.post.values()):
+            result = fn(grad_inputs, grad_outputs)
+            if result is not None:
+                grad_inputs = tuple(result)
+        return [as_grad(g, create_graph) for g in grad_inputs]
+
+
+def as_tensor(grad: Any, node: Node, position: int, create_graph: bool) -> Tensor | None:
+    """A gradient as hooks see it: a Tensor, whichever form the engine moves."""
+    if grad is None or create_graph:
+        return grad
+    from asyncgrad.tensor import Tensor
+
+    return Tensor._make(grad, node._input_meta[position][2], False, None, 0, [0])
+
+
+def _wrap_output(node: Node, index: int, grad: Any, create_graph: bool) -> Tensor | None:
+    if grad is None or create_graph:
+        return grad
+    edge_fn = node.next_edges[index].function
+    from asyncgrad.tensor import Tensor
+
+    device = edge_fn._input_meta[node.next_edges[index].input_nr][2] if edge_fn is not None else None
+    return Tensor._make(grad, device, False, None, 0, [0])
+
+
+def as_grad(tensor: Tensor | None, create_graph: bool) -> Any:
+    if tensor is None or create_graph:
+        return tensor
+    return tensor.data
+
+
+class Node:
+    """A backward function: maps gradients of its forward outputs to gradients of its inputs.
+
+    ``next_edges[i]`` says where the gradient for forward input ``i`` goes. ``_input_meta``
+    holds (shape, dtype, device) of each forward output, against which the engine checks the
+    gradients it routes here. ``work`` estimates the kernel's cost in element-operations so
+    the engine can decide between running it inline and sending it to the device's executor.
+    """
+
+    __slots__ = (
+        "next_edges", "sequence_nr", "topological_nr", "_input_meta", "_hooks", "_metadata", "work",
+        "saved", "__weakref__",
+    )
+    is_async = False
+    """True when ``apply`` returns an awaitable (a custom Function with an ``async def`` backward)."""
+    call_on_undefined = False
+    """Run ``apply`` even when every incoming gradient is undefined (None)."""
+
+    def __init__(self, next_edges: tuple[Edge, ...] = ()) -> None:
+        self.next_edges = next_edges
+        self.sequence_nr = next(_sequence)
+        topo = 0
+        for fn, _ in next_edges:
+            if fn is not None and fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        self.topological_nr = topo
+        self._input_meta: tuple = ()
+        self._hooks: NodeHooks | None = None
+        self._metadata: dict | None = None
+        self.work = 0
+        self.saved: tuple = ()
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        return tuple((fn, nr) for fn, nr in self.next_edges)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._input_meta)
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def _hook_store(self) -> NodeHooks:
+        if self._hooks is None:
+            self._hooks = NodeHooks()
+        return self._hooks
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after the node ran; may return new grad_inputs."""
+        return add_hook(self._hook_store().post, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` before the node runs; may return new grad_outputs."""
+        return add_hook(self._hook_store().pre, fn)
+
+    def _tensor_prehooks(self, output_nr: int) -> dict:
+        return self._hook_store().tensor_pre.setdefault(output_nr, {})
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        """Gradients for each next edge (None where there is none)."""
+        raise NotImplementedError(f"{self.name()} does not implement apply")
+
+    def release_variables(self) -> None:
+        if self.saved:
+            self.saved = RELEASED
+
+    def _register_hook_dict(self, tensor_hooks: dict) -> None:
+        self._hook_store().tensor_pre[0] = tensor_hooks
+
+
+class GraphRoot(Node):
+    """Feeds the initial gradients to several roots at once."""
+
+    __slots__ = ("grads",)
+
+    def __init__(self, roots: tuple[Edge, ...], grads: list) -> None:
+        super().__init__(roots)
+        self.grads = grads
+
+    def apply(self, grads: list, create_graph: bool) -> list:
+        return list(self.grads)
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
+
+    One per leaf, reused while the leaf lives: the leaf holds it weakly, it holds the leaf.
+    """
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__(())
+        self.variable = variable
+        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
+        extra = variable._extra
+        if extra is not None and extra.hooks is not None:
+            self._register_hook_dict(extra.hooks)
+
+    def apply(self, grads: list, create_graph: bool) -> tuple:
+        grad = grads[0]
+        if grad is None:
+            return ()
+        accumulate_grad(self.variable, grad, create_graph)
+        return ()
+
+
+def accumulate_grad(variable: Tensor, grad: Any, create_graph: bool) -> None:
+    """``variable.grad += grad`` with torch's rules: the first gradient is copied unless it is
+    recorded (create_graph), later ones are added in place unless a graph is being recorded."""
+    from asyncgrad.tensor import Tensor
+
+    old = variable._grad
+    if create_graph:
+        if old is None:
+            variable._grad = grad if grad.requires_grad else grad.detach().clone()
+        else:
+            variable._grad = old + grad
+    elif old is None:
+        variable._grad = Tensor._make(grad.copy(), variable.device, False, None, 0, [0])
+    elif old.requires_grad:
+        variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
+    else:
+        old.data += grad
+        old._vc[0] += 1
+    extra = variable._extra
+    if extra is not None and extra.post_accumulate_hooks:
+        for fn in list(extra.post_accumulate_hooks.values()):
+            fn(variable)

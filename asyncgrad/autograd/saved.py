@@ -1,0 +1,98 @@
+"""Saved tensors: what a node keeps from its forward, checked for in-place changes on unpack."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from asyncgrad.autograd.graph import Node
+    from asyncgrad.tensor import Tensor
+
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class _Released(tuple):
+    """Stands in for a node's saved tensors once they were freed; any use raises torch's error."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        raise RuntimeError(SECOND_BACKWARD)
+
+    def __getitem__(self, index):
+        raise RuntimeError(SECOND_BACKWARD)
+
+
+RELEASED = _Released()
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    An output of the saving node is kept without its ``grad_fn`` (that would be a reference
+    cycle); ``unpack`` rebuilds it from the node that asks.
+    """
+
+    __slots__ = ("data", "vc", "version", "tensor", "output_nr", "device")
+
+    def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
+        self.data = tensor.data
+        self.vc = tensor._vc
+        self.version = tensor._vc[0]
+        self.device = tensor.device
+        if is_output:
+            self.tensor = None
+            self.output_nr = tensor.output_nr
+        else:
+            self.tensor = tensor
+            self.output_nr = -1
+
+    def check_version(self, node: Node) -> None:
+        if self.vc[0] != self.version:
+            raise RuntimeError(self._modified_message(node))
+
+    def unpack_tensor(self, node: Node) -> Tensor:
+        """The saved value as a Tensor connected to the graph (for recording a backward)."""
+        self.check_version(node)
+        if self.tensor is not None:
+            return self.tensor
+        from asyncgrad.tensor import Tensor
+
+        return Tensor._make(self.data, self.device, True, node, self.output_nr, self.vc)
+
+    def _modified_message(self, node: Node) -> str:
+        from asyncgrad.tensor import type_name
+
+        data = self.data
+        shape = ", ".join(str(d) for d in data.shape)
+        if self.tensor is None:
+            origin = f", which is output {self.output_nr} of {node.name()},"
+        elif self.tensor.grad_fn is not None:
+            origin = f", which is output {self.tensor.output_nr} of {self.tensor.grad_fn.name()},"
+        else:
+            origin = ""
+        return (
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{type_name(data.dtype)} [{shape}]]{origin} is at version {self.vc[0]}; "
+            f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
+            "operation that failed to compute its gradient, with ag.set_detect_anomaly(True)."
+        )
+
+
+def unpack_arrays(node: Node) -> list[Any]:
+    """A node's saved tensors as raw arrays: the fast path when no backward graph is recorded."""
+    out = []
+    for saved in node.saved:
+        if saved.vc[0] != saved.version:
+            raise RuntimeError(saved._modified_message(node))
+        out.append(saved.data)
+    return out
+
+
+def unpack_tensors(node: Node) -> list[Tensor]:
+    return [saved.unpack_tensor(node) for saved in node.saved]

@@ -1,0 +1,89 @@
+"""Running one node: tensor pre-hooks, pre-hooks, apply, release, post-hooks; and the checks
+on what it returned. Free of engine state so it can run on the loop or in an executor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from asyncgrad.autograd.graph import Node
+from asyncgrad.engine.graph_task import GraphTask
+
+
+def _before_apply(graph_task: GraphTask, node: Node, inputs: list) -> list | None:
+    """The inputs after hooks; None when every gradient is undefined and the node may be skipped."""
+    hooks = node._hooks
+    if hooks is not None:
+        inputs = hooks.run_tensor_pre(node, inputs, graph_task.create_graph)
+        inputs = hooks.run_pre(node, inputs, graph_task.create_graph)
+    for grad in inputs:
+        if grad is not None:
+            return inputs
+    return inputs if node.call_on_undefined else None
+
+
+def _after_apply(graph_task: GraphTask, node: Node, inputs: list, outputs: Any) -> Any:
+    if not graph_task.keep_graph:
+        node.release_variables()
+    hooks = node._hooks
+    if hooks is not None and hooks.post:
+        outputs = hooks.run_post(node, outputs, inputs, graph_task.create_graph)
+    return outputs
+
+
+def call_function(graph_task: GraphTask, node: Node, inputs: list) -> Any:
+    inputs = _before_apply(graph_task, node, inputs)
+    if inputs is None:
+        return [None] * len(node.next_edges)
+    return _after_apply(graph_task, node, inputs, node.apply(inputs, graph_task.create_graph))
+
+
+async def call_function_async(graph_task: GraphTask, node: Node, inputs: list) -> Any:
+    """For nodes whose ``apply`` is a coroutine function."""
+    inputs = _before_apply(graph_task, node, inputs)
+    if inputs is None:
+        return [None] * len(node.next_edges)
+    return _after_apply(graph_task, node, inputs, await node.apply(inputs, graph_task.create_graph))
+
+
+def validate_grad(node: Node, index: int, grad: Any, meta: tuple, create_graph: bool) -> Any:
+    """Bring a gradient to its consumer's shape (summing broadcast dims) and dtype, or fail."""
+    shape, dtype, device = meta
+    if grad.shape != shape:
+        if not _expandable(shape, grad.shape):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {index} - got {list(grad.shape)} "
+                f"but expected shape compatible with {list(shape)}"
+            )
+        lead = grad.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
+        grad = grad.sum(axes, keepdim=True) if create_graph else grad.sum(axis=axes, keepdims=True)
+        grad = grad.reshape(shape)
+    if grad.dtype != dtype:
+        grad = grad.to(dtype) if create_graph else grad.astype(dtype)
+    if create_graph and grad.device is not device:
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {index} - expected device {device} "
+            f"but got {grad.device}"
+        )
+    return grad
+
+
+def _expandable(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    if len(shape) > len(to):
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
+
+
+def check_nan(node: Node, outputs: Any) -> None:
+    for i, grad in enumerate(outputs):
+        if grad is None:
+            continue
+        data = getattr(grad, "data", grad) if not isinstance(grad, np.ndarray) else grad
+        if bool(data.dtype.kind in "fc" and _isnan_any(data)):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+def _isnan_any(data: Any) -> bool:
+    return bool((data != data).any())

@@ -1,0 +1,279 @@
+"""The engine: runs a recorded graph backward, one GraphTask per call, on the event loop.
+
+It knows nodes, edges, gradients and devices, never individual ops. ``execute`` counts
+dependencies, marks what ``grad()``/``inputs=`` need, pushes the root task to its device's
+queue and awaits the graph task's future; device workers (``worker.py``) pop tasks and
+call ``evaluate_function``, which runs the node with its hooks and routes each output
+gradient into the consumer's input buffer, enqueuing consumers that became ready.
+
+Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
+awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
+starts a child GraphTask with ``reentrant_depth = parent + 1``. Such nodes never hold their
+worker: they run as tasks of their own, so the worker keeps serving the queue, where the
+child's deeper tasks sort first. Nothing grows the Python stack with depth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from asyncgrad.autograd.anomaly import anomaly_enabled
+from asyncgrad.autograd.graph import Edge, GraphRoot, Node
+from asyncgrad.devices import Device, cpu
+from asyncgrad.engine.calls import call_function, check_nan, validate_grad
+from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task
+from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
+from asyncgrad.engine.ready_queue import SHUTDOWN
+from asyncgrad.engine.worker import DeviceWorker
+
+_kernel_thread = threading.local()
+"""Set in executor threads while they run a kernel: the loop the kernel belongs to."""
+
+
+def kernel_thread_loop() -> asyncio.AbstractEventLoop | None:
+    return getattr(_kernel_thread, "loop", None)
+
+
+class Engine:
+    """One per event loop; holds the device workers and their executors."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.workers: dict[Device, DeviceWorker] = {}
+        self.live: set[GraphTask] = set()
+        self._executors: dict[Device, concurrent.futures.ThreadPoolExecutor] = {}
+        weakref.finalize(loop, _shutdown_executors, self._executors)
+
+    # ------------------------------------------------------------------ devices
+    def worker(self, device: Device) -> DeviceWorker:
+        worker = self.workers.get(device)
+        if worker is None:
+            worker = self.workers[device] = DeviceWorker(self, device)
+        return worker
+
+    def executor(self, device: Device) -> concurrent.futures.ThreadPoolExecutor:
+        executor = self._executors.get(device)
+        if executor is None or executor._max_workers != device.num_workers:
+            if executor is not None:
+                executor.shutdown(wait=False)
+            executor = self._executors[device] = concurrent.futures.ThreadPoolExecutor(
+                max_workers=device.num_workers, thread_name_prefix=f"asyncgrad-{device}",
+                initializer=_mark_kernel_thread, initargs=(self.loop,),
+            )
+        return executor
+
+    def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
+        graph_task.outstanding_tasks += 1
+        self.worker(buffer_device(node, cpu)).push(graph_task, node, inputs)
+
+    # ------------------------------------------------------------------ execute
+    async def execute(self, roots: list[Edge], grad_outputs: list, keep_graph: bool, create_graph: bool,
+                      accumulate_grad: bool, outputs: list[Edge] | None = None) -> list:
+        """Run backward from ``roots``; return the gradients captured for ``outputs``."""
+        parent = current_graph_task.get()
+        anomaly, check_nan = anomaly_enabled.get()
+        graph_task = GraphTask(
+            self.loop.create_future(), keep_graph, create_graph,
+            0 if parent is None else parent.reentrant_depth + 1,
+            cpu if parent is None else parent.owner, anomaly, check_nan,
+        )
+        skip_root = len(roots) == 1
+        graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
+        min_topo_nr = 0
+        if outputs is not None:
+            live = [edge.function.topological_nr for edge in outputs if edge.function is not None]
+            min_topo_nr = min(live) if live else 0
+        compute_dependencies(graph_root, graph_task, min_topo_nr)
+        if outputs is not None:
+            init_to_execute(graph_task, outputs, accumulate_grad)
+        if graph_task.exec_info is not None and not graph_task.exec_info.get(graph_root, ExecInfo()).should_execute():
+            return graph_task.captured_vars
+        self.live.add(graph_task)
+        if skip_root:
+            self.push(graph_task, graph_root, new_buffer(graph_root, roots[0].input_nr, grad_outputs[0]))
+        else:
+            self.push(graph_task, graph_root, [])
+        try:
+            return await graph_task.future
+        except asyncio.CancelledError:
+            graph_task.cancel()
+            raise
+
+    # ------------------------------------------------------------------ running one node
+    def evaluate_function(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
+        """Run ``node`` inline and route its outputs (the fast path of a device worker)."""
+        if graph_task.exec_info is not None:
+            inputs = self.capture(graph_task, node, inputs)
+            if inputs is None:
+                return
+        outputs = call_function(graph_task, node, inputs)
+        self.route(graph_task, node, outputs)
+
+    def capture(self, graph_task: GraphTask, node: Node, inputs: list) -> list | None:
+        """Store the gradients ``grad()`` asked for; None when the node itself need not run."""
+        info = graph_task.exec_info.get(node)
+        if info is None:
+            return None
+        if not info.needed and node._hooks is not None:
+            inputs = node._hooks.run_tensor_pre(node, list(inputs), graph_task.create_graph)
+        if info.captures is not None:
+            captured = graph_task.captured_vars
+            for input_nr, output_idx in info.captures:
+                captured[output_idx] = inputs[input_nr]
+        return inputs if info.needed else None
+
+    def route(self, graph_task: GraphTask, node: Node, outputs: Any) -> None:
+        """Send each output gradient to its consumer's input buffer; enqueue the ready ones."""
+        edges = node.next_edges
+        if graph_task.check_nan:
+            check_nan(node, outputs)
+        if len(outputs) != len(edges):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid number of gradients - expected {len(edges)}, "
+                f"but got {len(outputs)}"
+            )
+        dependencies = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        exec_info = graph_task.exec_info
+        for i, grad in enumerate(outputs):
+            fn, input_nr = edges[i]
+            if fn is None:
+                continue
+            if grad is not None:
+                meta = fn._input_meta[input_nr]
+                if grad.shape != meta[0] or grad.dtype != meta[1]:
+                    grad = validate_grad(node, i, grad, meta, graph_task.create_graph)
+            try:
+                count = dependencies[fn] - 1
+            except KeyError:
+                raise RuntimeError(f"dependency not found for {fn.name()}") from None
+            if count:
+                dependencies[fn] = count
+            else:
+                del dependencies[fn]
+            buffer = not_ready.get(fn)
+            if buffer is None:
+                if exec_info is not None:
+                    info = exec_info.get(fn)
+                    if info is None or not info.should_execute():
+                        continue
+                if count:
+                    not_ready[fn] = new_buffer(fn, input_nr, grad)
+                else:
+                    self.push(graph_task, fn, new_buffer(fn, input_nr, grad))
+            else:
+                accumulate(buffer, input_nr, grad)
+                if not count:
+                    del not_ready[fn]
+                    self.push(graph_task, fn, buffer)
+
+    def task_done(self, graph_task: GraphTask) -> None:
+        graph_task.outstanding_tasks -= 1
+        if graph_task.outstanding_tasks == 0:
+            self._finish(graph_task)
+
+    def _finish(self, graph_task: GraphTask) -> None:
+        """All nodes ran (or were skipped): final callbacks, then resolve the future."""
+        if not graph_task.has_error:
+            token = current_graph_task.set(graph_task)
+            try:
+                callbacks = graph_task.final_callbacks
+                i = 0
+                while i < len(callbacks):
+                    callbacks[i]()
+                    i += 1
+            except Exception as exc:
+                graph_task.set_error(exc, None)
+            finally:
+                current_graph_task.reset(token)
+        future = graph_task.future
+        if not future.done():
+            future.set_result(graph_task.captured_vars)
+        self.live.discard(graph_task)
+        if not self.live:
+            for worker in self.workers.values():
+                worker.queue.push_special(SHUTDOWN)
+
+    # ------------------------------------------------------------------ callbacks
+    def queue_callback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the current graph task has finished all its nodes."""
+        graph_task = current_graph_task.get()
+        if graph_task is None:
+            raise RuntimeError("Final callbacks can only be installed during backward pass.")
+        graph_task.final_callbacks.append(callback)
+
+
+def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) -> None:
+    """Count, for every node reachable from ``root``, how many edges point at it (iteratively)."""
+    dependencies = graph_task.dependencies
+    seen = graph_task.nodes_in_graph
+    seen.add(root)
+    stack = [root]
+    while stack:
+        fn = stack.pop()
+        if fn.topological_nr < min_topo_nr:
+            continue
+        for next_fn, _ in fn.next_edges:
+            if next_fn is not None:
+                dependencies[next_fn] = dependencies.get(next_fn, 0) + 1
+                if next_fn not in seen:
+                    seen.add(next_fn)
+                    stack.append(next_fn)
+
+
+def init_to_execute(graph_task: GraphTask, outputs: list[Edge], accumulate_grad: bool) -> None:
+    """Mark the nodes on a path from ``root`` to an output; register captures for ``grad()``."""
+    exec_info: dict[Node, ExecInfo] = {}
+    graph_task.exec_info = exec_info
+    graph_task.captured_vars = [None] * len(outputs)
+    for output_idx, (fn, input_nr) in enumerate(outputs):
+        if fn is None:
+            continue
+        info = exec_info.setdefault(fn, ExecInfo())
+        if accumulate_grad:
+            info.needed = True
+        else:
+            if info.captures is None:
+                info.captures = []
+            info.captures.append((input_nr, output_idx))
+    # A node's topological_nr exceeds its children's, so in ascending order every child is
+    # settled before its parents: one pass marks each node that leads to an output.
+    for fn in sorted(graph_task.nodes_in_graph, key=_topological_nr):
+        for child, _ in fn.next_edges:
+            if child is not None:
+                info = exec_info.get(child)
+                if info is not None and info.should_execute():
+                    exec_info.setdefault(fn, ExecInfo()).needed = True
+                    break
+
+
+def _topological_nr(node: Node) -> int:
+    return node.topological_nr
+
+
+def _mark_kernel_thread(loop: asyncio.AbstractEventLoop) -> None:
+    _kernel_thread.loop = loop
+
+
+def _shutdown_executors(executors: dict) -> None:
+    for executor in executors.values():
+        executor.shutdown(wait=True)
+    executors.clear()
+
+
+_engines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def get_engine() -> Engine:
+    """The running loop's engine, created on first use and gone with the loop."""
+    loop = asyncio.get_running_loop()
+    engine = _engines.get(loop)
+    if engine is None:
+        engine = _engines[loop] = Engine(loop)
+    return engine

@@ -1,0 +1,157 @@
+"""The device worker: one coroutine per device in use, serving that device's ready queue.
+
+Note [Per-node cost]: a small node runs inline in the worker's loop iteration: no Task, no
+future, no thread hop, no context manager. The worker switches grad mode and the current
+graph task only when the graph task changes, and yields to the event loop every couple of
+milliseconds so other coroutines stay responsive.
+
+Note [Inter-op parallelism]: a node whose estimated ``work`` reaches the device's inline
+threshold runs in the device's executor; the worker keeps up to ``device.num_workers``
+such kernels in flight and goes on dispatching in priority order meanwhile. Outputs come
+back to the loop before they are routed, so bookkeeping stays loop-only. AccumulateGrad
+always runs inline, so accumulation into a shared leaf is never concurrent.
+
+Note [Awaiting nodes]: a node whose ``apply`` is a coroutine (``is_async``) becomes a
+task of its own, so a suspended backward never holds its worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from typing import TYPE_CHECKING
+
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.engine.calls import call_function, call_function_async
+from asyncgrad.engine.graph_task import GraphTask, current_graph_task
+from asyncgrad.engine.ready_queue import SHUTDOWN, ReadyQueue
+
+if TYPE_CHECKING:
+    from asyncgrad.autograd.graph import Node
+    from asyncgrad.devices import Device
+    from asyncgrad.engine.engine import Engine
+
+_YIELD_EVERY_S = 0.002
+_CHECK_CLOCK_EVERY = 64
+
+
+class DeviceWorker:
+    __slots__ = ("engine", "device", "queue", "task", "in_flight", "_slot", "ran")
+
+    def __init__(self, engine: Engine, device: Device) -> None:
+        self.engine = engine
+        self.device = device
+        self.queue = ReadyQueue()
+        self.task: asyncio.Task | None = None
+        self.in_flight = 0
+        self._slot: asyncio.Future | None = None
+        self.ran = 0
+        """How many nodes this worker ran (tests use it to see where nodes went)."""
+
+    def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
+        self.queue.push(graph_task, node, inputs)
+        if self.task is None:
+            self.task = self.engine.loop.create_task(self._run(), name=f"asyncgrad worker {self.device}")
+
+    async def _run(self) -> None:
+        try:
+            await self._serve()
+        finally:
+            self.task = None
+
+    async def _serve(self) -> None:
+        engine = self.engine
+        queue = self.queue
+        heap = queue.heap
+        pop = queue.pop
+        evaluate = engine.evaluate_function
+        task_done = engine.task_done
+        device = self.device
+        current: GraphTask | None = None
+        clock = time.perf_counter
+        last_yield = clock()
+        countdown = _CHECK_CLOCK_EVERY
+        while True:
+            if not heap:
+                if not engine.live and not self.in_flight:
+                    return
+                await queue.wait()
+                last_yield = clock()
+                continue
+            entry = pop()
+            node = entry[4]
+            if node is None:
+                if entry[0] == SHUTDOWN and not engine.live and not heap and not self.in_flight:
+                    return
+                continue
+            graph_task = entry[3]
+            if graph_task.has_error:
+                task_done(graph_task)
+                continue
+            if graph_task is not current:
+                current = graph_task
+                grad_enabled.set(graph_task.create_graph)
+                current_graph_task.set(graph_task)
+            self.ran += 1
+            if node.is_async:
+                self._spawn(graph_task, node, entry[5], False)
+                continue
+            if node.work >= device.inline_threshold:
+                if self.in_flight >= device.num_workers:
+                    await self._free_slot()
+                self.in_flight += 1
+                self._spawn(graph_task, node, entry[5], True)
+                continue
+            try:
+                evaluate(graph_task, node, entry[5])
+            except Exception as exc:
+                graph_task.set_error(exc, node)
+            task_done(graph_task)
+            countdown -= 1
+            if not countdown:
+                countdown = _CHECK_CLOCK_EVERY
+                now = clock()
+                if now - last_yield > _YIELD_EVERY_S:
+                    await asyncio.sleep(0)
+                    last_yield = clock()
+
+    async def _free_slot(self) -> None:
+        while self.in_flight >= self.device.num_workers:
+            self._slot = self.engine.loop.create_future()
+            try:
+                await self._slot
+            finally:
+                self._slot = None
+
+    def _spawn(self, graph_task: GraphTask, node: Node, inputs: list, in_executor: bool) -> None:
+        task = self.engine.loop.create_task(self._run_elsewhere(graph_task, node, inputs, in_executor))
+        graph_task.node_tasks.add(task)
+
+    async def _run_elsewhere(self, graph_task: GraphTask, node: Node, inputs: list, in_executor: bool) -> None:
+        """A large kernel in the executor, or an ``async def`` node on the loop, as its own task."""
+        engine = self.engine
+        try:
+            if graph_task.exec_info is not None:
+                inputs = engine.capture(graph_task, node, inputs)
+            if inputs is not None:
+                if in_executor:
+                    ctx = contextvars.copy_context()
+                    outputs = await engine.loop.run_in_executor(
+                        engine.executor(self.device), ctx.run, call_function, graph_task, node, inputs)
+                else:
+                    outputs = await call_function_async(graph_task, node, inputs)
+                if not graph_task.has_error:
+                    engine.route(graph_task, node, outputs)
+        except asyncio.CancelledError:
+            if not graph_task.has_error:
+                graph_task.set_error(asyncio.CancelledError(), node)
+        except Exception as exc:
+            graph_task.set_error(exc, node)
+        finally:
+            graph_task.node_tasks.discard(asyncio.current_task())
+            if in_executor:
+                self.in_flight -= 1
+                if self._slot is not None and not self._slot.done():
+                    self._slot.set_result(None)
+            engine.task_done(graph_task)

@@ -1,0 +1,68 @@
+"""Every differentiable op, grouped by family; this module installs them as Tensor methods.
+
+One op lives in one place: its forward function and its backward node side by side in the
+family module (``elementwise``, ``reduction``, ``shape``, ``indexing``, ``linalg``, ``nn``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asyncgrad import dtypes
+from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape
+from asyncgrad.tensor import Tensor
+
+__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "_node"]
+
+
+def _inplace_method(compute):
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return inplace.apply_inplace(self, lambda x, *a: compute(x, *a, **kwargs), *args)
+
+    return method
+
+
+def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    inplace.apply_inplace(self, lambda x, v: indexing.index_put(x, index, v), value)
+
+
+def _to(dtype):
+    return lambda self: self.to(dtype)
+
+
+_METHODS = {
+    "__add__": elementwise.add, "__radd__": elementwise.add, "add": elementwise.add,
+    "__sub__": elementwise.sub, "__rsub__": elementwise.rsub, "sub": elementwise.sub,
+    "__mul__": elementwise.mul, "__rmul__": elementwise.mul, "mul": elementwise.mul,
+    "__truediv__": elementwise.div, "__rtruediv__": elementwise.rdiv, "div": elementwise.div,
+    "__pow__": elementwise.pow, "__rpow__": elementwise.rpow, "pow": elementwise.pow,
+    "__matmul__": linalg.matmul, "__rmatmul__": lambda a, b: linalg.matmul(b, a), "matmul": linalg.matmul,
+    "__neg__": elementwise.neg, "neg": elementwise.neg, "__abs__": elementwise.abs, "abs": elementwise.abs,
+    "__lt__": elementwise.lt, "__le__": elementwise.le, "__gt__": elementwise.gt, "__ge__": elementwise.ge,
+    "__eq__": elementwise.eq, "__ne__": elementwise.ne, "__invert__": elementwise.logical_not,
+    "exp": elementwise.exp, "log": elementwise.log, "sqrt": elementwise.sqrt, "sin": elementwise.sin,
+    "cos": elementwise.cos, "tanh": elementwise.tanh, "sigmoid": elementwise.sigmoid, "relu": elementwise.relu,
+    "sign": elementwise.sign, "clamp": elementwise.clamp, "clip": elementwise.clamp,
+    "maximum": elementwise.maximum, "minimum": elementwise.minimum,
+    "sum": reduction.sum, "mean": reduction.mean, "max": reduction.max, "min": reduction.min,
+    "argmax": reduction.argmax, "argmin": reduction.argmin,
+    "softmax": reduction.softmax, "log_softmax": reduction.log_softmax,
+    "reshape": shape.reshape, "view": shape.view, "flatten": shape.flatten, "unsqueeze": shape.unsqueeze,
+    "squeeze": shape.squeeze, "expand": shape.expand, "expand_as": shape.expand_as,
+    "permute": shape.permute, "transpose": shape.transpose, "t": shape.t,
+    "T": property(shape.numpy_T), "mT": property(shape.mT),
+    "clone": shape.clone, "contiguous": shape.contiguous,
+    "__getitem__": indexing.getitem, "__setitem__": _setitem,
+    "float": _to(dtypes.float32), "double": _to(dtypes.float64), "long": _to(dtypes.int64),
+    "int": _to(dtypes.int32), "bool": _to(dtypes.bool), "half": _to(dtypes.float16),
+    "add_": _inplace_method(elementwise.add), "__iadd__": _inplace_method(elementwise.add),
+    "sub_": _inplace_method(elementwise.sub), "__isub__": _inplace_method(elementwise.sub),
+    "mul_": _inplace_method(elementwise.mul), "__imul__": _inplace_method(elementwise.mul),
+    "div_": _inplace_method(elementwise.div), "__itruediv__": _inplace_method(elementwise.div),
+    "clamp_": _inplace_method(elementwise.clamp), "relu_": _inplace_method(elementwise.relu),
+    "fill_": _inplace_method(inplace.filled), "zero_": _inplace_method(inplace.zeroed),
+    "copy_": _inplace_method(inplace.copied),
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)

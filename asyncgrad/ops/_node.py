@@ -1,0 +1,222 @@
+"""What every op shares: recording its node, and the two math namespaces of its formula.
+
+Each backward formula is written once, against a namespace ``F``: ``ArrayMath`` runs it on
+raw device arrays (the fast path, nothing recorded), ``TensorMath`` runs it on Tensors with
+the ops themselves, so that with ``create_graph=True`` the backward pass is recorded and
+gradients of gradients work to any order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
+from asyncgrad.autograd.saved import SavedTensor, unpack_arrays, unpack_tensors
+from asyncgrad.devices import Device
+from asyncgrad.tensor import Tensor
+
+_tuple_new = tuple.__new__
+
+
+class OpNode(Node):
+    """A built-in backward node: ``backward(F, grad)`` returns one gradient per next edge."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        if create_graph:
+            return self.backward(TensorMath, grads[0])
+        return self.backward(ArrayMath, grads[0])
+
+    def backward(self, F: Any, grad: Any) -> Any:
+        raise NotImplementedError
+
+    def needs(self, index: int) -> bool:
+        return self.next_edges[index][0] is not None
+
+
+def gradient_edge(t: Tensor) -> Edge:
+    """Where the gradient for ``t`` goes: its grad_fn, or its leaf's AccumulateGrad."""
+    if not t._requires_grad:
+        return NO_EDGE
+    fn = t.grad_fn
+    if fn is not None:
+        return _tuple_new(Edge, (fn, t.output_nr))
+    return _tuple_new(Edge, (t.grad_accumulator(), 0))
+
+
+def record(node: OpNode, out_data: Any, device: Device, work: int = 0) -> Tensor:
+    """Attach ``node`` as the grad_fn of a new output tensor holding ``out_data``."""
+    node._input_meta = ((out_data.shape, out_data.dtype, device),)
+    node.work = work or out_data.size
+    if anomaly_enabled.get()[0]:
+        node.metadata["traceback_"] = forward_traceback()
+    return Tensor._make(out_data, device, True, node, 0, [0])
+
+
+def edges(*tensors: Tensor | None) -> tuple[Edge, ...]:
+    return tuple(NO_EDGE if t is None else gradient_edge(t) for t in tensors)
+
+
+def save(*tensors: Tensor) -> tuple[SavedTensor, ...]:
+    return tuple(SavedTensor(t) for t in tensors)
+
+
+def same_device(a: Tensor, b: Tensor) -> Device:
+    if a.device is not b.device:
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{a.device} and {b.device}!"
+        )
+    return a.device
+
+
+def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[tuple[int, ...], bool]:
+    """Axes that broadcasting ``target`` up to ``shape`` added or stretched."""
+    lead = len(shape) - len(target)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(target) if n == 1 and shape[i + lead] != 1
+    )
+    return axes, lead > 0
+
+
+class ArrayMath:
+    """Formula primitives on raw arrays (numpy or CuPy)."""
+
+    unpack = staticmethod(unpack_arrays)
+
+    @staticmethod
+    def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
+        if g.shape == shape:
+            return g
+        axes, _ = reduced_axes(g.shape, shape)
+        return g.sum(axis=axes).reshape(shape)
+
+    @staticmethod
+    def expand(g: Any, shape: tuple[int, ...]) -> Any:
+        if g.shape == shape:
+            return g
+        return np.broadcast_to(g, shape)
+
+    @staticmethod
+    def sum(g: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return g.sum(axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def reshape(g: Any, shape: tuple[int, ...]) -> Any:
+        return g.reshape(shape)
+
+    @staticmethod
+    def permute(g: Any, axes: tuple[int, ...]) -> Any:
+        return g.transpose(axes)
+
+    @staticmethod
+    def mT(g: Any) -> Any:
+        return g.swapaxes(-1, -2)
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> Any:
+        return np.where(cond, a, b)
+
+    exp = staticmethod(np.exp)
+    log = staticmethod(np.log)
+    sin = staticmethod(np.sin)
+    cos = staticmethod(np.cos)
+    sign = staticmethod(np.sign)
+
+    @staticmethod
+    def cast(g: Any, dtype: np.dtype) -> Any:
+        return g.astype(dtype, copy=False)
+
+    @staticmethod
+    def to_device(g: Any, device: Device) -> Any:
+        return device.asarray(g)
+
+    @staticmethod
+    def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Any) -> Any:
+        return indexing.scatter_add(shape, index[0], index[1], g)
+
+    @staticmethod
+    def constant(value: Any, like: Any) -> Any:
+        return value
+
+
+class TensorMath:
+    """The same primitives on Tensors, through the differentiable ops."""
+
+    unpack = staticmethod(unpack_tensors)
+
+    @staticmethod
+    def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        if g.shape == shape:
+            return g
+        axes, lead = reduced_axes(g.shape, shape)
+        return reduction.sum(g, axes).reshape(shape)
+
+    @staticmethod
+    def expand(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        return g if g.shape == shape else shape_ops.expand(g, shape)
+
+    @staticmethod
+    def sum(g: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return reduction.sum(g, axis, keepdims)
+
+    @staticmethod
+    def reshape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        return shape_ops.reshape(g, shape)
+
+    @staticmethod
+    def permute(g: Tensor, axes: tuple[int, ...]) -> Tensor:
+        return shape_ops.permute(g, axes)
+
+    @staticmethod
+    def mT(g: Tensor) -> Tensor:
+        return shape_ops.transpose(g, -1, -2)
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> Tensor:
+        return elementwise.where(cond, a, b)
+
+    @staticmethod
+    def exp(g: Tensor) -> Tensor:
+        return elementwise.exp(g)
+
+    @staticmethod
+    def log(g: Tensor) -> Tensor:
+        return elementwise.log(g)
+
+    @staticmethod
+    def sin(g: Tensor) -> Tensor:
+        return elementwise.sin(g)
+
+    @staticmethod
+    def cos(g: Tensor) -> Tensor:
+        return elementwise.cos(g)
+
+    @staticmethod
+    def sign(g: Tensor) -> Tensor:
+        return elementwise.sign(g)
+
+    @staticmethod
+    def cast(g: Tensor, dtype: np.dtype) -> Tensor:
+        return g if g.dtype == dtype else shape_ops.to_dtype(g, dtype)
+
+    @staticmethod
+    def to_device(g: Tensor, device: Device) -> Tensor:
+        return shape_ops.to_device(g, device)
+
+    @staticmethod
+    def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Tensor) -> Tensor:
+        return indexing.index_add_into(shape, index, g)
+
+    @staticmethod
+    def constant(value: Any, like: Tensor) -> Tensor:
+        """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
+        return Tensor._make(value, like.device, False, None, 0, [0])
+
+
+from asyncgrad.ops import elementwise, indexing, reduction  # noqa: E402  (formulas call them lazily)
+from asyncgrad.ops import shape as shape_ops  # noqa: E402

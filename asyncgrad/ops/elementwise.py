@@ -1,0 +1,543 @@
+"""Elementwise ops: each forward beside its backward formula, broadcasting summed back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from asyncgrad import dtypes
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.graph import NO_EDGE
+from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.tensor import Tensor
+
+_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+def operands(a: Any, b: Any) -> tuple[Tensor | None, Tensor | None, Any, Any, Any]:
+    """Split a binary op's arguments into (tensor or None, ...) and the values to compute with.
+
+    Python scalars stay Python scalars so numpy's weak scalar promotion keeps the tensor's
+    dtype (``float32_tensor * 2.0`` is float32, as in torch).
+    """
+    ta = a if type(a) is Tensor else None
+    tb = b if type(b) is Tensor else None
+    if ta is not None and tb is not None:
+        return ta, tb, ta.data, tb.data, same_device(ta, tb)
+    if ta is None and tb is None:
+        raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
+    if ta is None:
+        ta_val = _constant(a, tb)
+        return None, tb, ta_val, tb.data, tb.device
+    return ta, None, ta.data, _constant(b, ta), ta.device
+
+
+def _constant(value: Any, like: Tensor) -> Any:
+    if isinstance(value, _SCALARS):
+        if isinstance(value, float) and like.data.dtype.kind != "f":
+            return np.asarray(value, dtype=dtypes.get_default_dtype())
+        return value
+    if isinstance(value, Tensor):
+        return value.data
+    if isinstance(value, np.ndarray):
+        return like.device.asarray(value) if like.device.type == "cuda" else value
+    if isinstance(value, (list, tuple)):
+        return like.device.asarray(np.asarray(value, dtype=like.data.dtype))
+    raise TypeError(f"unsupported operand type: {type(value).__name__}")
+
+
+def _shape(t: Tensor | None, value: Any) -> tuple[int, ...]:
+    return t.data.shape if t is not None else np.shape(value)
+
+
+def _binary_node(node: OpNode, ta: Tensor | None, tb: Tensor | None) -> bool:
+    """Fill the node's edges; False when nothing needs recording."""
+    if not grad_enabled.get():
+        return False
+    ra = ta is not None and ta._requires_grad
+    rb = tb is not None and tb._requires_grad
+    if not (ra or rb):
+        return False
+    OpNode.__init__(node, (gradient_edge(ta) if ra else NO_EDGE, gradient_edge(tb) if rb else NO_EDGE))
+    return True
+
+
+def _plain(out: Any, device: Any) -> Tensor:
+    return Tensor._make(out, device, False, None, 0, [0])
+
+
+# --------------------------------------------------------------------------- add / sub
+class AddBackward0(OpNode):
+    __slots__ = ("a_shape", "b_shape", "alpha")
+
+    def backward(self, F, g):
+        return (
+            F.sum_to(g, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g if self.alpha == 1 else g * self.alpha, self.b_shape) if self.needs(1) else None,
+        )
+
+
+def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    ta, tb, da, db, dev = operands(a, b)
+    out = da + db if alpha == 1 else da + db * alpha
+    node = _new(AddBackward0)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    node.alpha = alpha
+    return record(node, out, dev)
+
+
+class SubBackward0(OpNode):
+    __slots__ = ("a_shape", "b_shape", "alpha")
+
+    def backward(self, F, g):
+        return (
+            F.sum_to(g, self.a_shape) if self.needs(0) else None,
+            F.sum_to(-g if self.alpha == 1 else g * -self.alpha, self.b_shape) if self.needs(1) else None,
+        )
+
+
+def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    ta, tb, da, db, dev = operands(a, b)
+    out = da - db if alpha == 1 else da - db * alpha
+    node = _new(SubBackward0)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    node.alpha = alpha
+    return record(node, out, dev)
+
+
+def rsub(a: Tensor, b: Any) -> Tensor:
+    return sub(b, a)
+
+
+# --------------------------------------------------------------------------- mul / div
+class MulBackward0(OpNode):
+    """Saves each side only if the other side needs its gradient; scalars are kept as is."""
+
+    __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
+
+    def backward(self, F, g):
+        saved = F.unpack(self)
+        a = saved[0] if self.a_const is None else self.a_const
+        b = saved[-1] if self.b_const is None else self.b_const
+        return (
+            F.sum_to(g * b, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * a, self.b_shape) if self.needs(1) else None,
+        )
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    ta, tb, da, db, dev = operands(a, b)
+    out = da * db
+    node = _new(MulBackward0)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    saved = []
+    node.a_const = node.b_const = None
+    if ta is None:
+        node.a_const = da
+    elif node.needs(1):
+        saved.append(SavedTensor(ta))
+    if tb is None:
+        node.b_const = db
+    elif node.needs(0):
+        saved.append(SavedTensor(tb))
+    node.saved = tuple(saved)
+    if node.a_const is None and not node.needs(1):
+        node.a_const = 0
+    if node.b_const is None and not node.needs(0):
+        node.b_const = 0
+    return record(node, out, dev)
+
+
+class DivBackward0(OpNode):
+    __slots__ = ("a_shape", "b_shape", "b_const")
+
+    def backward(self, F, g):
+        saved = F.unpack(self)
+        b = saved[0] if self.b_const is None else self.b_const
+        ga = gb = None
+        if self.needs(0):
+            ga = F.sum_to(g / b, self.a_shape)
+        if self.needs(1):
+            a = saved[1]
+            gb = F.sum_to(-g * a / (b * b), self.b_shape)
+        return ga, gb
+
+
+def div(a: Any, b: Any) -> Tensor:
+    ta, tb, da, db, dev = operands(a, b)
+    out = da / db
+    if not (_is_float(da) or _is_float(db)):
+        out = out.astype(dtypes.get_default_dtype())
+    node = _new(DivBackward0)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    node.b_const = None if tb is not None else db
+    saved = [SavedTensor(tb)] if tb is not None else []
+    if node.needs(1):
+        saved.append(SavedTensor(ta) if ta is not None else SavedTensor(_plain(np.asarray(da), dev)))
+    node.saved = tuple(saved)
+    return record(node, out, dev)
+
+
+def _is_float(value: Any) -> bool:
+    """Whether a true division's operand already decides its float dtype (ints give the default)."""
+    return isinstance(value, float) or getattr(value, "dtype", np.dtype(int)).kind == "f"
+
+
+def rdiv(a: Tensor, b: Any) -> Tensor:
+    return div(b, a)
+
+
+# --------------------------------------------------------------------------- pow
+class PowBackward0(OpNode):
+    """tensor ** scalar"""
+
+    __slots__ = ("exponent",)
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        p = self.exponent
+        if p == 0:
+            return (g * 0,)
+        return (g * (p * x ** (p - 1)),)
+
+
+class PowBackward1(OpNode):
+    """tensor ** tensor (and scalar ** tensor): d/db is masked to 0 where a == 0 and b >= 0."""
+
+    __slots__ = ("a_shape", "b_shape", "a_const")
+
+    def backward(self, F, g):
+        saved = F.unpack(self)
+        if self.a_const is None:
+            a, b, out = saved
+        else:
+            a, (b, out) = self.a_const, saved
+        ga = gb = None
+        if self.needs(0):
+            ga = F.sum_to(g * (b * a ** (b - 1)), self.a_shape)
+        if self.needs(1):
+            if self.a_const is None:
+                log_a = F.log(F.where(F.constant(_nonzero(a), g), a, 1.0))
+            else:
+                log_a = np.log(np.where(a != 0, a, 1.0))
+            gb = F.sum_to(g * out * log_a, self.b_shape)
+        return ga, gb
+
+
+def _nonzero(a: Any) -> Any:
+    data = a.data if isinstance(a, Tensor) else a
+    return data != 0
+
+
+def pow(a: Any, b: Any) -> Tensor:
+    ta, tb, da, db, dev = operands(a, b)
+    out = da ** db
+    if tb is None:
+        if not (grad_enabled.get() and ta._requires_grad):
+            return _plain(out, dev)
+        node = PowBackward0((gradient_edge(ta), NO_EDGE))
+        node.exponent = db
+        node.saved = (SavedTensor(ta),)
+        return record(node, out, dev)
+    node = _new(PowBackward1)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    node.a_const = None if ta is not None else da
+    result = record(node, out, dev)
+    saved = [SavedTensor(ta)] if ta is not None else []
+    node.saved = tuple(saved + [SavedTensor(tb), SavedTensor(result, is_output=True)])
+    return result
+
+
+def rpow(a: Tensor, b: Any) -> Tensor:
+    return pow(b, a)
+
+
+# --------------------------------------------------------------------------- unary
+def _unary(node_cls: type, x: Tensor, out: Any, save: str | None) -> Tensor:
+    """Record a one-input op; ``save`` is "input", "output" or None."""
+    if not (x._requires_grad and grad_enabled.get()):
+        return Tensor._make(out, x.device, False, None, 0, [0])
+    node = node_cls((gradient_edge(x),))
+    result = record(node, out, x.device)
+    if save == "input":
+        node.saved = (SavedTensor(x),)
+    elif save == "output":
+        node.saved = (SavedTensor(result, is_output=True),)
+    return result
+
+
+def _float_input(x: Tensor) -> Any:
+    """Integer inputs of float functions compute in the default float dtype, as torch."""
+    data = x.data
+    if data.dtype.kind != "f":
+        return data.astype(dtypes.get_default_dtype())
+    return data
+
+
+class NegBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (-g,)
+
+
+def neg(x: Tensor) -> Tensor:
+    return _unary(NegBackward0, x, -x.data, None)
+
+
+class ExpBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        return (g * y,)
+
+
+def exp(x: Tensor) -> Tensor:
+    return _unary(ExpBackward0, x, np.exp(_float_input(x)), "output")
+
+
+class LogBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (g / x,)
+
+
+def log(x: Tensor) -> Tensor:
+    return _unary(LogBackward0, x, np.log(_float_input(x)), "input")
+
+
+class SqrtBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        return (g / (2 * y),)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return _unary(SqrtBackward0, x, np.sqrt(_float_input(x)), "output")
+
+
+class SinBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (g * F.cos(x),)
+
+
+def sin(x: Tensor) -> Tensor:
+    return _unary(SinBackward0, x, np.sin(_float_input(x)), "input")
+
+
+class CosBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (g * -F.sin(x),)
+
+
+def cos(x: Tensor) -> Tensor:
+    return _unary(CosBackward0, x, np.cos(_float_input(x)), "input")
+
+
+class TanhBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        return (g * (1 - y * y),)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return _unary(TanhBackward0, x, np.tanh(_float_input(x)), "output")
+
+
+class SigmoidBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        return (g * (y * (1 - y)),)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    half = _float_input(x) * 0.5
+    return _unary(SigmoidBackward0, x, np.tanh(half) * 0.5 + 0.5, "output")
+
+
+class ReluBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        return (g * (y > 0),)
+
+
+def relu(x: Tensor) -> Tensor:
+    data = x.data
+    return _unary(ReluBackward0, x, np.maximum(data, 0, dtype=data.dtype), "output")
+
+
+class AbsBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (g * F.sign(x),)
+
+
+def abs(x: Tensor) -> Tensor:
+    return _unary(AbsBackward0, x, np.abs(x.data), "input")
+
+
+class SignBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (g * 0,)
+
+
+def sign(x: Tensor) -> Tensor:
+    return _unary(SignBackward0, x, np.sign(x.data), None)
+
+
+class ClampBackward1(OpNode):
+    """The gradient passes where min <= x <= max (inclusive, as torch)."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (mask,) = F.unpack(self)
+        return (g * mask,)
+
+
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    data = x.data
+    out = np.clip(data, min, max)
+    if out.dtype != data.dtype and data.dtype.kind == "f":
+        out = out.astype(data.dtype)
+    result = _unary(ClampBackward1, x, out, None)
+    if result.grad_fn is not None:
+        mask = np.ones(data.shape, dtype=bool)
+        if min is not None:
+            mask &= data >= min
+        if max is not None:
+            mask &= data <= max
+        result.grad_fn.saved = (SavedTensor(_plain(mask, x.device)),)
+    return result
+
+
+# --------------------------------------------------------------------------- two-tensor selections
+class MaximumBackward0(OpNode):
+    """Ties split the gradient evenly between both sides, as torch."""
+
+    __slots__ = ("a_shape", "b_shape")
+
+    def backward(self, F, g):
+        (share,) = F.unpack(self)
+        return (
+            F.sum_to(g * share, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * (1 - share), self.b_shape) if self.needs(1) else None,
+        )
+
+
+class MinimumBackward0(MaximumBackward0):
+    __slots__ = ()
+
+
+def _select2(node_cls: type, a: Any, b: Any, pick_a: Any) -> Tensor:
+    ta, tb, da, db, dev = operands(a, b)
+    out = np.where(pick_a(da, db), da, db)
+    node = _new(node_cls)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    share = pick_a(da, db).astype(out.dtype) + (da == db).astype(out.dtype) * 0.5
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    node.saved = (SavedTensor(_plain(share, dev)),)
+    return record(node, out, dev)
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    return _select2(MaximumBackward0, a, b, lambda x, y: x > y)
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    return _select2(MinimumBackward0, a, b, lambda x, y: x < y)
+
+
+class WhereBackward0(OpNode):
+    __slots__ = ("a_shape", "b_shape")
+
+    def backward(self, F, g):
+        (cond,) = F.unpack(self)
+        return (
+            F.sum_to(F.where(cond, g, 0.0), self.a_shape) if self.needs(0) else None,
+            F.sum_to(F.where(cond, 0.0, g), self.b_shape) if self.needs(1) else None,
+        )
+
+
+def where(condition: Any, a: Any, b: Any) -> Tensor:
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if cond.dtype != np.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+    ta, tb, da, db, dev = operands(a, b)
+    if isinstance(condition, Tensor) and condition.device is not dev:
+        same_device(condition, ta if ta is not None else tb)
+    out = np.where(cond, da, db)
+    node = _new(WhereBackward0)
+    if not _binary_node(node, ta, tb):
+        return _plain(out, dev)
+    node.a_shape = _shape(ta, da)
+    node.b_shape = _shape(tb, db)
+    node.saved = (SavedTensor(_plain(np.broadcast_to(cond, out.shape), dev)),)
+    return record(node, out, dev)
+
+
+# --------------------------------------------------------------------------- comparisons (no grad)
+def _compare(op: Any) -> Any:
+    def compare(a: Any, b: Any) -> Tensor:
+        ta, tb, da, db, dev = operands(a, b)
+        return _plain(op(da, db), dev)
+
+    compare.__name__ = op.__name__
+    return compare
+
+
+lt = _compare(np.less)
+le = _compare(np.less_equal)
+gt = _compare(np.greater)
+ge = _compare(np.greater_equal)
+eq = _compare(np.equal)
+ne = _compare(np.not_equal)
+
+
+def logical_not(x: Tensor) -> Tensor:
+    return _plain(np.logical_not(x.data), x.device)
+
+
+_new = object.__new__

@@ -1,0 +1,147 @@
+"""Indexing: basic (views) and integer/boolean-array (copies, repeated indices accumulate)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops.elementwise import _binary_node, operands
+from asyncgrad.ops.reduction import _recording
+from asyncgrad.ops.shape import _view
+from asyncgrad.tensor import Tensor
+
+_BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+
+
+def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
+    """The index as the array module takes it, and whether it is basic (gives a view)."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    basic = True
+    for item in items:
+        if isinstance(item, Tensor):
+            same_device(x, item) if item.device is not x.device and not item.device.is_cpu else None
+            item = x.device.asarray(item.data) if item.device is not x.device else item.data
+            if item.dtype.kind not in "iub":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            basic = False
+        elif isinstance(item, (list, np.ndarray)):
+            item = x.device.asarray(np.asarray(item)) if x.device.type == "cuda" else np.asarray(item)
+            if item.dtype.kind not in "iub":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            basic = False
+        elif isinstance(item, bool):
+            basic = False
+        elif not isinstance(item, _BASIC):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                f"(got {type(item).__name__})"
+            )
+        out.append(item)
+    return (out[0] if not isinstance(index, tuple) else tuple(out)), basic
+
+
+def scatter_add(shape: tuple[int, ...], index: Any, basic: bool, g: Any) -> Any:
+    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
+    xp = np if isinstance(g, np.ndarray) else __import__("cupy")
+    out = xp.zeros(shape, dtype=g.dtype)
+    if basic:
+        out[index] = g
+    elif xp is np:
+        np.add.at(out, index, g)
+    else:
+        xp.add.at(out, index, g)
+    return out
+
+
+class IndexBackward0(OpNode):
+    """x[index]; SliceBackward0 / SelectBackward0 are its basic-index forms."""
+
+    __slots__ = ("shape", "index", "basic")
+
+    def backward(self, F, g):
+        return (F.index_add(self.shape, (self.index, self.basic), g),)
+
+
+class SliceBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class SelectBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    if x.ndim == 0 and index not in ((), Ellipsis, None):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>(m)` in "
+                         "C++ to convert a 0-dim tensor to a number")
+    idx, basic = normalize_index(x, index)
+    try:
+        out = x.data[idx]
+    except IndexError as exc:
+        raise IndexError(str(exc)) from None
+    if not isinstance(out, type(x.data)):
+        out = x.device.xp.asarray(out)
+    if not _recording(x):
+        node = None
+    else:
+        cls = IndexBackward0 if not basic else SelectBackward0 if isinstance(index, (int, np.integer)) else SliceBackward0
+        node = cls((gradient_edge(x),))
+        node.shape = x.data.shape
+        node.index = idx
+        node.basic = basic
+    if basic:
+        return _view(x, out, node)
+    if node is None:
+        return Tensor._make(out, x.device, False, None, 0, [0])
+    return record(node, out, x.device)
+
+
+class IndexBackwardBackward0(OpNode):
+    """The backward of indexing, itself differentiable: its gradient is indexing again."""
+
+    __slots__ = ("index",)
+
+    def backward(self, F, g):
+        return (g[self.index[0]],)
+
+
+def index_add_into(shape: tuple[int, ...], index: Any, g: Tensor) -> Tensor:
+    out = scatter_add(shape, index[0], index[1], g.data)
+    if not _recording(g):
+        return Tensor._make(out, g.device, False, None, 0, [0])
+    node = IndexBackwardBackward0((gradient_edge(g),))
+    node.index = index
+    return record(node, out, g.device)
+
+
+class IndexPutBackward0(OpNode):
+    """x[index] = value, out of place: x keeps the gradient outside ``index``, value gets the rest."""
+
+    __slots__ = ("index", "value_shape")
+
+    def backward(self, F, g):
+        (keep,) = F.unpack(self)
+        gv = None
+        if self.needs(1):
+            gv = F.sum_to(g[self.index], self.value_shape)
+        return (g * keep if self.needs(0) else None, gv)
+
+
+def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
+    idx, _ = normalize_index(x, index)
+    tx, tv, dx, dv, dev = operands(x, value)
+    out = dx.copy()
+    out[idx] = dv
+    node = object.__new__(IndexPutBackward0)
+    if not _binary_node(node, tx, tv):
+        return Tensor._make(out, dev, False, None, 0, [0])
+    keep = np.ones(dx.shape, dtype=dx.dtype) if isinstance(dx, np.ndarray) else dev.xp.ones(dx.shape, dtype=dx.dtype)
+    keep[idx] = 0
+    node.index = idx
+    node.value_shape = tv.shape if tv is not None else ()
+    node.saved = (SavedTensor(Tensor._make(keep, dev, False, None, 0, [0])),)
+    return record(node, out, dev)

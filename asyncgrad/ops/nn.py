@@ -1,0 +1,191 @@
+"""Neural-network ops that are worth one fused node each: linear, mse_loss, nll_loss."""
+
+from __future__ import annotations
+
+import warnings
+import numpy as np
+
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.graph import NO_EDGE
+from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC
+from asyncgrad.ops.reduction import log_softmax
+from asyncgrad.tensor import Tensor
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _edges_for(*tensors: Tensor | None) -> tuple | None:
+    """Edges of a fused op, or None when nothing needs recording."""
+    if not grad_enabled.get() or not any(t is not None and t._requires_grad for t in tensors):
+        return None
+    return tuple(gradient_edge(t) if t is not None and t._requires_grad else NO_EDGE for t in tensors)
+
+
+class AddmmBackward0(OpNode):
+    """linear(x, w, b) = x @ w.T + b as one node (inputs x, w, b)."""
+
+    __slots__ = ("x_shape", "w_shape", "b_shape")
+
+    def backward(self, F, g):
+        saved = iter(F.unpack(self))
+        x = next(saved) if self.needs(1) else None
+        w = next(saved) if self.needs(0) else None
+        g2 = F.reshape(g, (-1, self.w_shape[0])) if g.ndim != 2 else g
+        gx = F.reshape(g2 @ w, self.x_shape) if w is not None else None
+        gw = None
+        if x is not None:
+            x2 = F.reshape(x, (-1, self.w_shape[1])) if len(self.x_shape) != 2 else x
+            gw = F.mT(g2) @ x2
+        gb = F.sum_to(g, self.b_shape) if self.needs(2) else None
+        return gx, gw, gb
+
+
+class MmBackward0(AddmmBackward0):
+    """linear without a bias."""
+
+    __slots__ = ()
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    same_device(input, weight)
+    if bias is not None:
+        same_device(input, bias)
+    if input.shape[-1] != weight.shape[-1]:
+        rows = int(np.prod(input.shape[:-1])) if input.ndim > 1 else 1
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
+            f"{weight.shape[-1]}x{weight.shape[0]})"
+        )
+    out = input.data @ weight.data.T
+    if bias is not None:
+        out = out + bias.data
+    edges = _edges_for(input, weight, bias)
+    if edges is None:
+        return Tensor._make(out, input.device, False, None, 0, [0])
+    node = (AddmmBackward0 if bias is not None else MmBackward0)(edges)
+    node.x_shape = input.shape
+    node.w_shape = weight.shape
+    node.b_shape = bias.shape if bias is not None else ()
+    saved = []
+    if node.needs(1):
+        saved.append(SavedTensor(input))
+    if node.needs(0):
+        saved.append(SavedTensor(weight))
+    node.saved = tuple(saved)
+    work = int(out.size * weight.shape[-1] * MATMUL_WORK_PER_MAC) + out.size
+    return record(node, out, input.device, work)
+
+
+class MseLossBackward0(OpNode):
+    __slots__ = ("scale", "reduction", "shapes")
+
+    def backward(self, F, g):
+        x, t = F.unpack(self)
+        diff = (x - t) * (2 * self.scale)
+        grad = g * diff
+        return (
+            F.sum_to(grad, self.shapes[0]) if self.needs(0) else None,
+            F.sum_to(-grad, self.shapes[1]) if self.needs(1) else None,
+        )
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    same_device(input, target)
+    if input.shape != target.shape:
+        warnings.warn(
+            f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
+    diff = input.data - target.data
+    sq = diff * diff
+    out = sq.mean() if reduction == "mean" else sq.sum() if reduction == "sum" else sq
+    out = np.asarray(out, dtype=sq.dtype) if isinstance(sq, np.ndarray) else out
+    edges = _edges_for(input, target)
+    if edges is None:
+        return Tensor._make(out, input.device, False, None, 0, [0])
+    node = MseLossBackward0(edges)
+    node.scale = 1.0 / sq.size if reduction == "mean" else 1.0
+    node.reduction = reduction
+    node.shapes = (input.shape, target.shape)
+    node.saved = (SavedTensor(input), SavedTensor(target))
+    return record(node, out, input.device, sq.size)
+
+
+class NllLossBackward0(OpNode):
+    """The gradient lands on each row's target class, scaled by its weight (and 1/total for mean)."""
+
+    __slots__ = ("reduction", "rows")
+
+    def backward(self, F, g):
+        (coef,) = F.unpack(self)
+        if self.reduction == "none":
+            return (F.reshape(g, (self.rows, 1) if coef.ndim == 2 else ()) * coef,)
+        return (g * coef,)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if target.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"Expected 1 or 2 dimensions (got {input.ndim})")
+    logp = input.data if input.ndim == 2 else input.data.reshape(1, -1)
+    tgt = target.data.reshape(-1)
+    if logp.shape[0] != tgt.shape[0]:
+        raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size ({tgt.shape[0]}).")
+    classes = logp.shape[1]
+    valid = tgt != ignore_index
+    bad = (tgt < 0) | (tgt >= classes)
+    if (bad & valid).any():
+        raise IndexError(f"Target {int(tgt[bad & valid][0])} is out of bounds.")
+    safe = np.where(valid, tgt, 0)
+    rows = np.arange(tgt.shape[0])
+    w = np.ones(classes, dtype=logp.dtype) if weight is None else weight.data.astype(logp.dtype)
+    row_w = w[safe] * valid
+    picked = -logp[rows, safe] * row_w
+    if reduction == "mean":
+        total = row_w.sum()
+        out = np.asarray(picked.sum() / total, dtype=logp.dtype)
+    elif reduction == "sum":
+        total = 1.0
+        out = np.asarray(picked.sum(), dtype=logp.dtype)
+    else:
+        total = 1.0
+        out = picked if input.ndim == 2 else picked.reshape(())
+    edges = _edges_for(input)
+    if edges is None:
+        return Tensor._make(out, input.device, False, None, 0, [0])
+    coef = np.zeros_like(logp)
+    coef[rows, safe] = -row_w / total
+    node = NllLossBackward0(edges)
+    node.reduction = reduction
+    node.rows = logp.shape[0]
+    node.saved = (SavedTensor(Tensor._make(coef.reshape(input.shape), input.device, False, None, 0, [0])),)
+    return record(node, out, input.device, logp.size)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
+                  reduction: str = "mean") -> Tensor:
+    """log_softmax over the class dim (1, or 0 for an unbatched input), then nll_loss.
+
+    A float ``target`` of the input's shape holds class probabilities instead of indices.
+    """
+    dim = 1 if input.ndim >= 2 else 0
+    logp = log_softmax(input, dim)
+    if target.dtype.kind == "f":
+        if target.shape != input.shape:
+            raise RuntimeError("cross_entropy: a probability target must have the same shape as the input")
+        losses = -(logp * target).sum(dim)
+        if reduction == "mean":
+            return losses.mean()
+        return losses.sum() if reduction == "sum" else losses
+    return nll_loss(logp, target, weight, ignore_index, reduction)

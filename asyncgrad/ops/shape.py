@@ -1,0 +1,346 @@
+"""Shape ops (views share memory and the version counter, as torch views do), joins, copies."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from asyncgrad.autograd.graph import NO_EDGE
+from asyncgrad.devices import Device
+from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops.reduction import _recording, normalize_dim
+from asyncgrad.tensor import Tensor
+
+
+def _sizes(sizes: tuple) -> tuple[int, ...]:
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return tuple(int(s) for s in sizes)
+
+
+def _view(x: Tensor, out: Any, node: OpNode | None) -> Tensor:
+    """An output that shares ``x``'s memory: same version counter, ``x``'s base remembered."""
+    if node is None:
+        t = Tensor._make(out, x.device, False, None, 0, x._vc)
+    else:
+        t = record(node, out, x.device)
+        t._vc = x._vc
+    base = x._extra.base if x._extra is not None and x._extra.base is not None else x
+    t._extras().base = base
+    return t
+
+
+def _node(cls: type, x: Tensor, **attrs: Any) -> OpNode | None:
+    if not _recording(x):
+        return None
+    node = cls((gradient_edge(x),))
+    for name, value in attrs.items():
+        setattr(node, name, value)
+    return node
+
+
+# --------------------------------------------------------------------------- reshape family
+class ViewBackward0(OpNode):
+    __slots__ = ("shape",)
+
+    def backward(self, F, g):
+        return (F.reshape(g, self.shape),)
+
+
+def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    text = "[" + ", ".join(str(s) for s in shape) + "]"
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{text}' is invalid for input of size {numel}")
+        return tuple(numel // known if s == -1 else s for s in shape)
+    if known != numel:
+        raise RuntimeError(f"shape '{text}' is invalid for input of size {numel}")
+    return shape
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    new_shape = _infer_shape(_sizes(shape), x.data.size)
+    out = x.data.reshape(new_shape)
+    node = _node(ViewBackward0, x, shape=x.data.shape)
+    if np.may_share_memory(out, x.data):
+        return _view(x, out, node)
+    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
+
+
+def view(x: Tensor, *shape: Any) -> Tensor:
+    new_shape = _infer_shape(_sizes(shape), x.data.size)
+    out = x.data.view()
+    try:
+        out.shape = new_shape
+    except AttributeError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            "across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+    return _view(x, out, _node(ViewBackward0, x, shape=x.data.shape))
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, 1)
+    start, end = normalize_dim(start_dim, x.ndim), normalize_dim(end_dim, x.ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = x.shape[:start] + (int(np.prod(x.shape[start:end + 1])),) + x.shape[end + 1:]
+    return reshape(x, shape)
+
+
+class UnsqueezeBackward0(OpNode):
+    __slots__ = ("shape",)
+
+    def backward(self, F, g):
+        return (F.reshape(g, self.shape),)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    axis = normalize_dim(dim, x.ndim + 1)
+    out = np.expand_dims(x.data, axis) if isinstance(x.data, np.ndarray) else x.data.reshape(
+        x.shape[:axis] + (1,) + x.shape[axis:])
+    return _view(x, out, _node(UnsqueezeBackward0, x, shape=x.data.shape))
+
+
+class SqueezeBackward0(OpNode):
+    __slots__ = ("shape",)
+
+    def backward(self, F, g):
+        return (F.reshape(g, self.shape),)
+
+
+class SqueezeBackward1(SqueezeBackward0):
+    __slots__ = ()
+
+
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    if dim is None:
+        out = x.data.reshape(tuple(n for n in x.shape if n != 1))
+        return _view(x, out, _node(SqueezeBackward0, x, shape=x.data.shape))
+    axes = (dim,) if isinstance(dim, int) else tuple(dim)
+    axes = tuple(normalize_dim(d, max(x.ndim, 1)) for d in axes)
+    shape = tuple(n for i, n in enumerate(x.shape) if not (i in axes and n == 1))
+    return _view(x, x.data.reshape(shape), _node(SqueezeBackward1, x, shape=x.data.shape))
+
+
+class ExpandBackward0(OpNode):
+    __slots__ = ("shape",)
+
+    def backward(self, F, g):
+        return (F.sum_to(g, self.shape),)
+
+
+def expand(x: Tensor, *sizes: Any) -> Tensor:
+    sizes = _sizes(sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError(
+            f"expand(asyncgrad.Tensor{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes provided "
+            f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})"
+        )
+    lead = len(sizes) - x.ndim
+    target = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    for i in range(x.ndim):
+        have, want = x.shape[i], target[i + lead]
+        if have != want and have != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size ({have}) at non-singleton "
+                f"dimension {i + lead}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(x.shape)}"
+            )
+    out = np.broadcast_to(x.data, target)
+    return _view(x, out, _node(ExpandBackward0, x, shape=x.data.shape))
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, other.shape)
+
+
+# --------------------------------------------------------------------------- axis order
+class PermuteBackward0(OpNode):
+    __slots__ = ("inverse",)
+
+    def backward(self, F, g):
+        return (F.permute(g, self.inverse),)
+
+
+def permute(x: Tensor, *dims: Any) -> Tensor:
+    dims = _sizes(dims)
+    if len(dims) != x.ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {x.ndim} is not equal to len(dims) = {len(dims)}"
+        )
+    axes = tuple(normalize_dim(d, x.ndim) for d in dims)
+    if len(set(axes)) != len(axes):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    inverse = tuple(int(i) for i in np.argsort(axes))
+    return _view(x, x.data.transpose(axes), _node(PermuteBackward0, x, inverse=inverse))
+
+
+class TransposeBackward0(OpNode):
+    __slots__ = ("dim0", "dim1")
+
+    def backward(self, F, g):
+        axes = list(range(g.ndim))
+        axes[self.dim0], axes[self.dim1] = axes[self.dim1], axes[self.dim0]
+        return (F.permute(g, tuple(axes)),)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    ndim = max(x.ndim, 1)
+    d0, d1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
+    if x.ndim == 0:
+        return _view(x, x.data, _node(TransposeBackward0, x, dim0=0, dim1=0))
+    return _view(x, x.data.swapaxes(d0, d1), _node(TransposeBackward0, x, dim0=d0, dim1=d1))
+
+
+class TBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (F.mT(g) if g.ndim == 2 else g,)
+
+
+def t(x: Tensor) -> Tensor:
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return _view(x, x.data.T, _node(TBackward0, x))
+
+
+def numpy_T(x: Tensor) -> Tensor:
+    return permute(x, tuple(reversed(range(x.ndim))))
+
+
+def mT(x: Tensor) -> Tensor:
+    return transpose(x, -2, -1)
+
+
+# --------------------------------------------------------------------------- joins
+class CatBackward0(OpNode):
+    __slots__ = ("dim", "bounds")
+
+    def backward(self, F, g):
+        lead = (slice(None),) * self.dim
+        return tuple(
+            g[lead + (slice(start, stop),)] if self.needs(i) else None
+            for i, (start, stop) in enumerate(self.bounds)
+        )
+
+
+def _check_tensors(name: str, tensors: Sequence[Tensor]) -> list[Tensor]:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+    for t in tensors[1:]:
+        same_device(tensors[0], t)
+    return tensors
+
+
+def _join_node(cls: type, tensors: list[Tensor]) -> OpNode | None:
+    if not _recording_any(tensors):
+        return None
+    return cls(tuple(gradient_edge(t) if t._requires_grad else NO_EDGE for t in tensors))
+
+
+def _recording_any(tensors: list[Tensor]) -> bool:
+    return any(_recording(t) for t in tensors)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _check_tensors("cat", tensors)
+    axis = normalize_dim(dim, tensors[0].ndim)
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != tensors[0].ndim:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {tensors[0].ndim} and {t.ndim}")
+        for d in range(t.ndim):
+            if d != axis and t.shape[d] != tensors[0].shape[d]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {axis}. Expected size {tensors[0].shape[d]} "
+                    f"but got size {t.shape[d]} for tensor number {i} in the list."
+                )
+    xp = tensors[0].device.xp
+    out = xp.concatenate([t.data for t in tensors], axis=axis)
+    node = _join_node(CatBackward0, tensors)
+    if node is None:
+        return Tensor._make(out, tensors[0].device, False, None, 0, [0])
+    node.dim = axis
+    offsets = np.cumsum([0] + [t.shape[axis] for t in tensors])
+    node.bounds = tuple(zip(offsets[:-1].tolist(), offsets[1:].tolist()))
+    return record(node, out, tensors[0].device)
+
+
+class StackBackward0(OpNode):
+    __slots__ = ("dim", "count")
+
+    def backward(self, F, g):
+        lead = (slice(None),) * self.dim
+        return tuple(g[lead + (i,)] if self.needs(i) else None for i in range(self.count))
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _check_tensors("stack", tensors)
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at entry 0 and "
+                f"{list(t.shape)} at entry {i}"
+            )
+    axis = normalize_dim(dim, tensors[0].ndim + 1)
+    out = tensors[0].device.xp.stack([t.data for t in tensors], axis=axis)
+    node = _join_node(StackBackward0, tensors)
+    if node is None:
+        return Tensor._make(out, tensors[0].device, False, None, 0, [0])
+    node.dim = axis
+    node.count = len(tensors)
+    return record(node, out, tensors[0].device)
+
+
+# --------------------------------------------------------------------------- copies
+class CloneBackward0(OpNode):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (g,)
+
+
+def clone(x: Tensor) -> Tensor:
+    out = x.data.copy()
+    node = _node(CloneBackward0, x)
+    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
+
+
+def contiguous(x: Tensor) -> Tensor:
+    return x if x.data.flags.c_contiguous else clone(x)
+
+
+class ToCopyBackward0(OpNode):
+    """Moves the gradient back to where, and to the dtype, the input was."""
+
+    __slots__ = ("src_device", "src_dtype")
+
+    def backward(self, F, g):
+        if g.dtype != self.src_dtype:
+            g = F.cast(g, self.src_dtype)
+        return (F.to_device(g, self.src_device),)
+
+
+def _copy_to(x: Tensor, out: Any, device: Device) -> Tensor:
+    node = _node(ToCopyBackward0, x, src_device=x.device, src_dtype=x.data.dtype)
+    return Tensor._make(out, device, False, None, 0, [0]) if node is None else record(node, out, device)
+
+
+def to_device(x: Tensor, device: Device) -> Tensor:
+    return _copy_to(x, device.asarray(x.data), device)
+
+
+def to_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
+    if dtype.kind not in "fc" and x._requires_grad and _recording(x):
+        out = x.data.astype(dtype)
+        return Tensor._make(out, x.device, False, None, 0, [0])
+    return _copy_to(x, x.data.astype(dtype), x.device)

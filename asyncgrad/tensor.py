@@ -1,0 +1,360 @@
+"""Tensor: a device array plus the autograd state torch keeps beside it.
+
+Operators and math methods are installed by ``asyncgrad.ops`` (one place per op, forward and
+backward together); this module holds the state, the metadata and the autograd entry points.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from asyncgrad import dtypes
+from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.devices import Device, cpu, device as as_device
+
+_TYPE_NAMES = {
+    "float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor", "int8": "CharTensor",
+    "int16": "ShortTensor", "int32": "IntTensor", "int64": "LongTensor", "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+}
+
+
+def type_name(dtype: np.dtype) -> str:
+    """torch's legacy type name (``FloatTensor``), which its error messages use."""
+    return "asyncgrad." + _TYPE_NAMES.get(np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")
+
+
+class _Extra:
+    """Rarely used per-tensor state, kept out of the hot slots."""
+
+    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "name")
+
+    def __init__(self) -> None:
+        self.hooks: dict | None = None
+        self.post_accumulate_hooks: dict | None = None
+        self.retains_grad = False
+        self.grad_accumulator: weakref.ref | None = None
+        self.base: Tensor | None = None
+        self.name: str | None = None
+
+
+class Tensor:
+    __slots__ = ("data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra",
+                 "__weakref__")
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    def __init__(self, data: Any, dtype=None, device: str | Device | None = None, requires_grad: bool = False):
+        from asyncgrad.factories import to_array
+
+        dev = as_device(device)
+        self.data = to_array(data, dtype, dev)
+        self.device = dev
+        self._requires_grad = False
+        self.grad_fn = None
+        self.output_nr = 0
+        self._grad = None
+        self._vc = [0]
+        self._extra = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _make(data: Any, device: Device, requires_grad: bool, grad_fn: Node | None, output_nr: int,
+              vc: list) -> Tensor:
+        """The fast constructor every op uses: no checks, no copies."""
+        t = _new(Tensor)
+        t.data = data
+        t.device = device
+        t._requires_grad = requires_grad
+        t.grad_fn = grad_fn
+        t.output_nr = output_nr
+        t._grad = None
+        t._vc = vc
+        t._extra = None
+        return t
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def size(self, dim: int | None = None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def is_floating_point(self) -> bool:
+        return dtypes.is_floating_point(self.data.dtype)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    # ----------------------------------------------------------------- autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a "
+                    "computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and not dtypes.is_floating_point(self.data.dtype):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self.grad_fn is not None and not self.retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value.dtype != self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value.device is not self.device:
+                raise RuntimeError("assigned grad has data located on a different device")
+        self._grad = value
+
+    def _extras(self) -> _Extra:
+        if self._extra is None:
+            self._extra = _Extra()
+        return self._extra
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._extra is not None and self._extra.retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` of a non-leaf after backward, through a hook on its grad_fn."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self.retains_grad:
+            return
+        self._extras().retains_grad = True
+        ref = weakref.ref(self)
+
+        def retain(grad: Tensor) -> None:
+            tensor = ref()
+            if tensor is None:
+                return
+            if tensor._grad is None:
+                tensor._grad = grad.detach().clone() if not grad.requires_grad else grad
+            else:
+                tensor._grad = tensor._grad + grad
+
+        self.grad_fn._hook_store().retains_grad[self.output_nr] = retain
+
+    def grad_accumulator(self) -> AccumulateGrad:
+        """The leaf's AccumulateGrad, created on first use and shared while the leaf lives."""
+        extra = self._extras()
+        acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            extra.grad_accumulator = weakref.ref(acc)
+        return acc
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """``hook(grad)`` runs when the gradient for this tensor is computed; may return a new one."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return add_hook(self.grad_fn._tensor_prehooks(self.output_nr), hook)
+        extra = self._extras()
+        if extra.hooks is None:
+            extra.hooks = {}
+            acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+            if acc is not None:
+                acc._register_hook_dict(extra.hooks)
+        return add_hook(extra.hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        extra = self._extras()
+        if extra.post_accumulate_hooks is None:
+            extra.post_accumulate_hooks = {}
+        return add_hook(extra.post_accumulate_hooks, hook)
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing memory and the version counter, cut off from the graph."""
+        return Tensor._make(self.data, self.device, False, None, 0, self._vc)
+
+    def detach_(self) -> Tensor:
+        if self._extra is not None and self._extra.base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                "buckets, and hence detach_() cannot be called on these gradients."
+            )
+        self.grad_fn = None
+        self.output_nr = 0
+        self._requires_grad = False
+        return self
+
+    # ----------------------------------------------------------------- host values
+    def numpy(self) -> np.ndarray:
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device.type == "cuda":
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                "to host memory first."
+            )
+        return self.data
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        host = self.device.to_host(self.data)
+        return np.asarray(host, dtype=dtype) if copy is not True else np.array(host, dtype=dtype)
+
+    def item(self) -> Any:
+        if self.data.size != 1:
+            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
+        return self.device.to_host(self.data).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.device.to_host(self.data).tolist()
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.data.dtype.kind not in "iub" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    def __repr__(self) -> str:
+        host = self.device.to_host(self.data)
+        body = np.array2string(host, separator=", ", prefix="tensor(", precision=4,
+                               floatmode="fixed" if host.dtype.kind == "f" else "maxprec")
+        parts = [f"tensor({body}"]
+        if not self.device.is_cpu:
+            parts.append(f"device='{self.device}'")
+        if host.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
+            parts.append(f"dtype=ag.{host.dtype.name}")
+        if self.grad_fn is not None:
+            parts.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            parts.append("requires_grad=True")
+        return ", ".join(parts) + ")"
+
+    # ----------------------------------------------------------------- devices
+    def cpu(self) -> Tensor:
+        return self.to(cpu)
+
+    def cuda(self, index: int = 0) -> Tensor:
+        return self.to(f"cuda:{index}")
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; differentiable both ways."""
+        from asyncgrad.ops import shape
+
+        dev, dtype = None, kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        for arg in args:
+            if isinstance(arg, (str, Device)):
+                dev = arg
+            else:
+                dtype = arg
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        out = self
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            out = shape.to_dtype(out, np.dtype(dtype))
+        if dev is not None and as_device(dev) is not self.device:
+            out = shape.to_device(out, as_device(dev))
+        return out
+
+    # ----------------------------------------------------------------- backward
+    async def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                       create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> None:
+        from asyncgrad.autograd import api
+
+        await api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def backward_sync(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                      create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> None:
+        from asyncgrad.autograd import api
+
+        api.backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_new = object.__new__
+
+
+def is_recording(*tensors: Tensor) -> bool:
+    """Whether an op on these tensors records a node (grad mode on and an input requires grad)."""
+    if not grad_enabled.get():
+        return False
+    for t in tensors:
+        if t._requires_grad:
+            return True
+    return False
