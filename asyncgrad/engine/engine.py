@@ -81,7 +81,7 @@ class Engine:
         graph_task = GraphTask(
             self.loop.create_future(), keep_graph, create_graph,
             0 if parent is None else parent.reentrant_depth + 1,
-            cpu if parent is None else parent.owner, anomaly, check_nan,
+            cpu if parent is None else parent.owner, anomaly, anomaly and check_nan,
         )
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
@@ -112,7 +112,17 @@ class Engine:
             inputs = self.capture(graph_task, node, inputs)
             if inputs is None:
                 return
-        outputs = call_function(graph_task, node, inputs)
+        if node._hooks is None and not node.call_on_undefined:
+            for grad in inputs:
+                if grad is not None:
+                    outputs = node.apply(inputs, graph_task.create_graph)
+                    if not graph_task.keep_graph and node.saved:
+                        node.release_variables()
+                    break
+            else:
+                outputs = [None] * len(node.next_edges)
+        else:
+            outputs = call_function(graph_task, node, inputs)
         self.route(graph_task, node, outputs)
 
     def capture(self, graph_task: GraphTask, node: Node, inputs: list) -> list | None:
@@ -141,6 +151,7 @@ class Engine:
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
         exec_info = graph_task.exec_info
+        last_device = worker = None
         for i, grad in enumerate(outputs):
             fn, input_nr = edges[i]
             if fn is None:
@@ -163,15 +174,21 @@ class Engine:
                     info = exec_info.get(fn)
                     if info is None or not info.should_execute():
                         continue
+                buffer = [grad] if len(fn._input_meta) == 1 else new_buffer(fn, input_nr, grad)
                 if count:
-                    not_ready[fn] = new_buffer(fn, input_nr, grad)
-                else:
-                    self.push(graph_task, fn, new_buffer(fn, input_nr, grad))
+                    not_ready[fn] = buffer
+                    continue
             else:
                 accumulate(buffer, input_nr, grad)
-                if not count:
-                    del not_ready[fn]
-                    self.push(graph_task, fn, buffer)
+                if count:
+                    continue
+                del not_ready[fn]
+            graph_task.outstanding_tasks += 1
+            device = buffer_device(fn, cpu)
+            if device is not last_device:
+                last_device = device
+                worker = self.worker(device)
+            worker.push(graph_task, fn, buffer)
 
     def task_done(self, graph_task: GraphTask) -> None:
         graph_task.outstanding_tasks -= 1
@@ -210,21 +227,28 @@ class Engine:
 
 
 def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) -> None:
-    """Count, for every node reachable from ``root``, how many edges point at it (iteratively)."""
+    """Count, for every node reachable from ``root``, how many edges point at it (iteratively).
+
+    Nodes below ``min_topo_nr`` cannot lead to an output of ``grad()``: they are counted
+    but not expanded (torch's topological_nr pruning).
+    """
     dependencies = graph_task.dependencies
-    seen = graph_task.nodes_in_graph
-    seen.add(root)
     stack = [root]
+    pop = stack.pop
+    push = stack.append
     while stack:
-        fn = stack.pop()
-        if fn.topological_nr < min_topo_nr:
+        fn = pop()
+        if min_topo_nr and fn.topological_nr < min_topo_nr:
             continue
         for next_fn, _ in fn.next_edges:
             if next_fn is not None:
-                dependencies[next_fn] = dependencies.get(next_fn, 0) + 1
-                if next_fn not in seen:
-                    seen.add(next_fn)
-                    stack.append(next_fn)
+                if next_fn in dependencies:
+                    dependencies[next_fn] += 1
+                else:
+                    dependencies[next_fn] = 1
+                    push(next_fn)
+    graph_task.nodes_in_graph = set(dependencies)
+    graph_task.nodes_in_graph.add(root)
 
 
 def init_to_execute(graph_task: GraphTask, outputs: list[Edge], accumulate_grad: bool) -> None:

@@ -48,9 +48,27 @@ def gradient_edge(t: Tensor) -> Edge:
     return _tuple_new(Edge, (t.grad_accumulator(), 0))
 
 
+_META: dict[tuple, tuple] = {}
+
+
+def input_meta(shape: tuple[int, ...], dtype: Any, device: Device) -> tuple:
+    """The interned ``((shape, dtype, device),)`` of a one-output node.
+
+    Interning keeps the objects that every recorded node holds for its whole life down to
+    those it cannot share, which is what keeps Python's cyclic GC from taxing the forward.
+    """
+    key = (shape, dtype, device)
+    meta = _META.get(key)
+    if meta is None:
+        if len(_META) > 4096:
+            _META.clear()
+        meta = _META[key] = (key,)
+    return meta
+
+
 def record(node: OpNode, out_data: Any, device: Device, work: int = 0) -> Tensor:
     """Attach ``node`` as the grad_fn of a new output tensor holding ``out_data``."""
-    node._input_meta = ((out_data.shape, out_data.dtype, device),)
+    node._input_meta = input_meta(out_data.shape, out_data.dtype, device)
     node.work = work or out_data.size
     if anomaly_enabled.get()[0]:
         node.metadata["traceback_"] = forward_traceback()
