@@ -11,8 +11,10 @@ import atexit
 import threading
 from typing import Any, Sequence
 
+import greenback
+
 from asyncgrad.autograd.graph import NO_EDGE, Edge
-from asyncgrad.engine import get_engine, kernel_thread_loop
+from asyncgrad.engine import get_engine, run_from_kernel_thread
 from asyncgrad.tensor import Tensor
 
 TensorOrTensors = Tensor | Sequence[Tensor]
@@ -180,7 +182,14 @@ def _thread_runner() -> asyncio.Runner:
 
 
 def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run an engine coroutine to completion from synchronous code."""
+    """Run an engine coroutine to completion from synchronous code.
+
+    Inside a plain-def backward it reenters the running engine: through the greenback portal
+    the node runs in, or from its kernel thread back to the loop. Elsewhere in a thread with a
+    running loop it refuses (that would block the loop); otherwise it runs on a per-thread loop.
+    """
+    if greenback.has_portal():
+        return greenback.await_(coro_fn(*args, **kwargs))
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -190,9 +199,9 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
             f"{coro_fn.__name__}_sync() cannot be called while an event loop is running in this thread; "
             f"use 'await {coro_fn.__name__}(...)' instead"
         )
-    loop = kernel_thread_loop()
-    if loop is not None and not loop.is_closed():
-        return asyncio.run_coroutine_threadsafe(coro_fn(*args, **kwargs), loop).result()
+    result = run_from_kernel_thread(coro_fn(*args, **kwargs))
+    if result is not NotImplemented:
+        return result
     return _thread_runner().run(coro_fn(*args, **kwargs))
 
 

@@ -152,6 +152,9 @@ class Node:
     """True when ``apply`` returns an awaitable (a custom Function with an ``async def`` backward)."""
     call_on_undefined = False
     """Run ``apply`` even when every incoming gradient is undefined (None)."""
+    needs_portal = False
+    """True when ``apply`` may block on a reentrant backward (a plain-def custom backward): such
+    a node never runs inline on the loop, but in the executor or in a greenback portal."""
 
     def __init__(self, next_edges: tuple[Edge, ...] = ()) -> None:
         self.next_edges = next_edges

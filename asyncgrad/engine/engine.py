@@ -33,11 +33,26 @@ from asyncgrad.engine.ready_queue import SHUTDOWN
 from asyncgrad.engine.worker import DeviceWorker
 
 _kernel_thread = threading.local()
-"""Set in executor threads while they run a kernel: the loop the kernel belongs to."""
+"""In an engine's executor threads: the worker (and so the loop) the thread serves."""
 
 
-def kernel_thread_loop() -> asyncio.AbstractEventLoop | None:
-    return getattr(_kernel_thread, "loop", None)
+def run_from_kernel_thread(coro: Any) -> Any:
+    """Run an engine coroutine from a kernel thread (a plain backward calling ``backward_sync``).
+
+    The coroutine goes to the engine's loop; the thread waits for it, and tells its worker it
+    is waiting so the worker stops counting on this thread (no deadlock with one thread).
+    Returns ``NotImplemented`` when this is not a kernel thread of a live loop.
+    """
+    worker = getattr(_kernel_thread, "worker", None)
+    if worker is None or worker.engine.loop.is_closed():
+        coro.close()
+        return NotImplemented
+    loop = worker.engine.loop
+    loop.call_soon_threadsafe(worker.add_blocked, 1)
+    try:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+    finally:
+        loop.call_soon_threadsafe(worker.add_blocked, -1)
 
 
 class Engine:
@@ -64,7 +79,7 @@ class Engine:
                 executor.shutdown(wait=False)
             executor = self._executors[device] = concurrent.futures.ThreadPoolExecutor(
                 max_workers=device.num_workers, thread_name_prefix=f"asyncgrad-{device}",
-                initializer=_mark_kernel_thread, initargs=(self.loop,),
+                initializer=_mark_kernel_thread, initargs=(self.worker(device),),
             )
         return executor
 
@@ -281,8 +296,8 @@ def _topological_nr(node: Node) -> int:
     return node.topological_nr
 
 
-def _mark_kernel_thread(loop: asyncio.AbstractEventLoop) -> None:
-    _kernel_thread.loop = loop
+def _mark_kernel_thread(worker: DeviceWorker) -> None:
+    _kernel_thread.worker = worker
 
 
 def _shutdown_executors(executors: dict) -> None:

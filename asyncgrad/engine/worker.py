@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+
+import greenback
 from typing import TYPE_CHECKING
 
 from asyncgrad.autograd.grad_mode import grad_enabled
@@ -32,12 +34,13 @@ if TYPE_CHECKING:
     from asyncgrad.devices import Device
     from asyncgrad.engine.engine import Engine
 
+_ON_LOOP, _IN_EXECUTOR, _IN_PORTAL = range(3)
 _YIELD_EVERY_S = 0.002
 _CHECK_CLOCK_EVERY = 64
 
 
 class DeviceWorker:
-    __slots__ = ("engine", "device", "queue", "task", "in_flight", "_slot", "ran")
+    __slots__ = ("engine", "device", "queue", "task", "in_flight", "blocked", "_slot")
 
     def __init__(self, engine: Engine, device: Device) -> None:
         self.engine = engine
@@ -45,9 +48,8 @@ class DeviceWorker:
         self.queue = ReadyQueue()
         self.task: asyncio.Task | None = None
         self.in_flight = 0
+        self.blocked = 0
         self._slot: asyncio.Future | None = None
-        self.ran = 0
-        """How many nodes this worker ran (tests use it to see where nodes went)."""
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
         self.queue.push(graph_task, node, inputs)
@@ -93,15 +95,19 @@ class DeviceWorker:
                 current = graph_task
                 grad_enabled.set(graph_task.create_graph)
                 current_graph_task.set(graph_task)
-            self.ran += 1
             if node.is_async:
-                self._spawn(graph_task, node, entry[5], False)
+                self._spawn(graph_task, node, entry[5], _ON_LOOP)
                 continue
             if node.work >= device.inline_threshold:
-                if self.in_flight >= device.num_workers:
+                if self.in_flight >= device.num_workers and not self.blocked:
                     await self._free_slot()
-                self.in_flight += 1
-                self._spawn(graph_task, node, entry[5], True)
+                if self.in_flight < device.num_workers:
+                    self.in_flight += 1
+                    self._spawn(graph_task, node, entry[5], _IN_EXECUTOR)
+                    continue
+                # Every executor thread waits on a reentrant backward: run it here instead.
+            if node.needs_portal:
+                self._spawn(graph_task, node, entry[5], _IN_PORTAL)
                 continue
             try:
                 evaluate(graph_task, node, entry[5])
@@ -116,29 +122,41 @@ class DeviceWorker:
                     await asyncio.sleep(0)
                     last_yield = clock()
 
+    def add_blocked(self, delta: int) -> None:
+        """A kernel thread of this device started (+1) or stopped (-1) waiting on a reentrant backward."""
+        self.blocked += delta
+        self._release_slot()
+
+    def _release_slot(self) -> None:
+        if self._slot is not None and not self._slot.done():
+            self._slot.set_result(None)
+
     async def _free_slot(self) -> None:
-        while self.in_flight >= self.device.num_workers:
+        while self.in_flight >= self.device.num_workers and not self.blocked:
             self._slot = self.engine.loop.create_future()
             try:
                 await self._slot
             finally:
                 self._slot = None
 
-    def _spawn(self, graph_task: GraphTask, node: Node, inputs: list, in_executor: bool) -> None:
-        task = self.engine.loop.create_task(self._run_elsewhere(graph_task, node, inputs, in_executor))
+    def _spawn(self, graph_task: GraphTask, node: Node, inputs: list, where: int) -> None:
+        task = self.engine.loop.create_task(self._run_elsewhere(graph_task, node, inputs, where))
         graph_task.node_tasks.add(task)
 
-    async def _run_elsewhere(self, graph_task: GraphTask, node: Node, inputs: list, in_executor: bool) -> None:
-        """A large kernel in the executor, or an ``async def`` node on the loop, as its own task."""
+    async def _run_elsewhere(self, graph_task: GraphTask, node: Node, inputs: list, where: int) -> None:
+        """A node as a task of its own: a large kernel in the executor, an ``async def`` backward on
+        the loop, or a plain backward that may reenter the engine in a greenback portal."""
         engine = self.engine
         try:
             if graph_task.exec_info is not None:
                 inputs = engine.capture(graph_task, node, inputs)
             if inputs is not None:
-                if in_executor:
+                if where == _IN_EXECUTOR:
                     ctx = contextvars.copy_context()
                     outputs = await engine.loop.run_in_executor(
                         engine.executor(self.device), ctx.run, call_function, graph_task, node, inputs)
+                elif where == _IN_PORTAL:
+                    outputs = await greenback.with_portal_run_sync(call_function, graph_task, node, inputs)
                 else:
                     outputs = await call_function_async(graph_task, node, inputs)
                 if not graph_task.has_error:
@@ -150,8 +168,7 @@ class DeviceWorker:
             graph_task.set_error(exc, node)
         finally:
             graph_task.node_tasks.discard(asyncio.current_task())
-            if in_executor:
+            if where == _IN_EXECUTOR:
                 self.in_flight -= 1
-                if self._slot is not None and not self._slot.done():
-                    self._slot.set_result(None)
+                self._release_slot()
             engine.task_done(graph_task)

@@ -249,7 +249,7 @@ def pow(a: Any, b: Any) -> Tensor:
     if tb is None:
         if not (grad_enabled.get() and ta._requires_grad):
             return _plain(out, dev)
-        node = PowBackward0((gradient_edge(ta), NO_EDGE))
+        node = PowBackward0((gradient_edge(ta),))
         node.exponent = db
         node.saved = (SavedTensor(ta),)
         return record(node, out, dev)

@@ -1,0 +1,233 @@
+"""Custom autograd functions: ``ag.Function`` with ``forward(ctx, ...)`` and ``backward(ctx, ...)``.
+
+The node recorded for ``MyFn.apply`` is also its ``ctx`` (as in torch, ``MyFnBackward``).
+A backward may be a plain ``def`` or an ``async def``. An ``async def`` backward runs as a
+task of its own on the loop; a plain one runs in the device's executor when it is large and
+otherwise in a greenback portal on the loop, so that either kind may run a reentrant
+``ag.backward``/``ag.grad`` (awaited, or ``*_sync`` from a plain backward) without ever
+holding its device worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from typing import Any, Callable
+
+from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
+from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
+from asyncgrad.autograd.saved import RELEASED, SavedTensor, unpack_tensors
+from asyncgrad.tensor import Tensor
+
+
+class FunctionCtx:
+    """What ``forward`` and ``backward`` use to talk to each other (mixed into the node)."""
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument 0 is not a Variable")
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        """Version-checked; raises torch's error once the graph was freed."""
+        if self.saved is RELEASED:
+            tuple(self.saved)
+        tensors = iter(unpack_tensors(self))
+        return tuple(None if slot is None else next(tensors) for slot in self._saved_layout)
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+class FunctionNode(FunctionCtx, Node):
+    """The node (and ctx) of one ``Function.apply`` call; one subclass per Function."""
+
+    _function: type[Function]
+    call_on_undefined = True
+
+    def __init__(self, next_edges: tuple[Edge, ...]) -> None:
+        Node.__init__(self, next_edges)
+        self._to_save: tuple = ()
+        self._saved_layout: tuple = ()
+        self._dirty: tuple = ()
+        self._non_differentiable: tuple = ()
+        self.materialize_grads = True
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self._tensor_positions: tuple[int, ...] = ()
+
+    @property
+    def is_async(self) -> bool:
+        return self._function._async_backward
+
+    @property
+    def needs_portal(self) -> bool:
+        return not self._function._async_backward
+
+    def _grads_in(self, grads: list, create_graph: bool) -> list:
+        """Incoming gradients as the user's backward sees them: Tensors (zeros where undefined)."""
+        out = []
+        for (shape, dtype, device), grad in zip(self._input_meta, grads):
+            if grad is None:
+                if self.materialize_grads:
+                    grad = Tensor._make(device.xp.zeros(shape, dtype=dtype), device, False, None, 0, [0])
+            elif not create_graph:
+                grad = Tensor._make(grad, device, False, None, 0, [0])
+            out.append(grad)
+        return out
+
+    def _grads_out(self, result: Any, create_graph: bool) -> list:
+        if not isinstance(result, tuple):
+            result = (result,)
+        expected = len(self.needs_input_grad)
+        if len(result) < expected or any(g is not None for g in result[expected:]):
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected {expected}, "
+                f"got {len(result)})"
+            )
+        grads = []
+        for position in self._tensor_positions:
+            grad = result[position]
+            if grad is not None and not isinstance(grad, Tensor):
+                raise TypeError(
+                    f"function {self.name()} returned a gradient of type {type(grad).__name__} at index {position}, "
+                    "expected a Tensor or None")
+            grads.append(grad if create_graph or grad is None else grad.data)
+        return grads
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        backward = self._function.backward
+        if self._function._async_backward:
+            return self._apply_async(backward, grads, create_graph)
+        return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
+
+    async def _apply_async(self, backward: Callable, grads: list, create_graph: bool) -> list:
+        return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
+
+
+class Function:
+    """Base class of custom differentiable operations (torch.autograd.Function)."""
+
+    _async_backward = False
+    _node_class: type[FunctionNode]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._async_backward = inspect.iscoroutinefunction(inspect.unwrap(cls.backward))
+        cls._node_class = type(f"{cls.__name__}Backward", (FunctionNode,), {"_function": cls})
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is Function:
+            raise RuntimeError("Function.apply must be called on a subclass")
+        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        recording = grad_enabled.get() and any(args[i]._requires_grad for i in positions)
+        edges = tuple(_edge(args[i]) for i in positions) if recording else ()
+        node = cls._node_class(edges)
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)
+        node._tensor_positions = positions
+        with no_grad():
+            outputs = cls.forward(node, *args, **kwargs)
+        if inspect.isawaitable(outputs):
+            raise TypeError(f"{cls.__name__}.forward must be a plain def; only backward may be async")
+        single = not isinstance(outputs, tuple)
+        result = _wrap_outputs(node, args, (outputs,) if single else outputs, recording)
+        return result[0] if single else result
+
+
+def _edge(t: Tensor) -> Edge:
+    if not t._requires_grad:
+        return NO_EDGE
+    if t.grad_fn is not None:
+        return Edge(t.grad_fn, t.output_nr)
+    return Edge(t.grad_accumulator(), 0)
+
+
+def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bool) -> tuple:
+    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones."""
+    dirty = {id(t) for t in node._dirty}
+    non_diff = {id(t) for t in node._non_differentiable}
+    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    for t in node._dirty:
+        t._vc[0] += 1
+        if recording and t._requires_grad and t.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    wrapped = []
+    metas = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            wrapped.append(out)
+            continue
+        if id(out) in inputs and id(out) not in dirty:
+            out = Tensor._make(out.data, out.device, False, None, 0, out._vc)
+        metas.append((out.shape, out.dtype, out.device))
+        if recording and id(out) not in non_diff and out.is_floating_point():
+            out.grad_fn = node
+            out.output_nr = len(metas) - 1
+            out._requires_grad = True
+        elif id(out) in dirty:
+            out.grad_fn = None
+            out._requires_grad = False
+        wrapped.append(out)
+    node._input_meta = tuple(metas)
+    node.work = sum(math.prod(m[0]) for m in metas)
+    outs = {id(o): o for o in wrapped if isinstance(o, Tensor)}
+    layout = tuple(None if t is None else True for t in node._to_save)
+    saved = []
+    for t in node._to_save:
+        if t is None:
+            continue
+        is_output = id(t) in outs and t.grad_fn is node
+        saved.append(SavedTensor(t, is_output=is_output))
+    node.saved = tuple(saved)
+    node._saved_layout = layout
+    node._to_save = ()
+    return tuple(wrapped)
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """For backwards that are not themselves differentiable: run without recording, and make
+    any attempt to differentiate their result fail with torch's error."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx: FunctionCtx, *grads: Any) -> Any:
+        with no_grad():
+            result = backward(ctx, *grads)
+        if not grad_enabled.get() or not any(isinstance(g, Tensor) and g._requires_grad for g in grads):
+            return result
+        single = not isinstance(result, tuple)
+        edges = tuple(_edge(g) for g in grads if isinstance(g, Tensor))
+        wrapped = []
+        for r in ((result,) if single else result):
+            if isinstance(r, Tensor):
+                err = DelayedError(edges)
+                err._input_meta = ((r.shape, r.dtype, r.device),)
+                r = Tensor._make(r.data, r.device, True, err, 0, [0])
+            wrapped.append(r)
+        return wrapped[0] if single else tuple(wrapped)
+
+    return wrapper
+
+
+class DelayedError(Node):
+    __slots__ = ()
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
