@@ -4,25 +4,84 @@ Data flows one way: ``tensor`` -> ``ops`` (forward + backward formulas) -> ``aut
 (the recorded graph) -> ``engine`` (runs it backward) -> ``devices``.
 """
 
+from asyncgrad import functional, profiler  # noqa: E402
 from asyncgrad import ops as _ops  # noqa: F401  (installs the Tensor methods)
 from asyncgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
 from asyncgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from asyncgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from asyncgrad.autograd.graph import AccumulateGrad, Edge, GraphRoot, Node, RemovableHandle
+from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
 from asyncgrad.dtypes import (
-    bool, double, float, float16, float32, float64, get_default_dtype, half, int, int8, int16, int32, int64, long,
-    set_default_dtype, short, uint8,
+    bool,
+    double,
+    float,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    set_default_dtype,
+    short,
+    uint8,
 )
 from asyncgrad.engine import get_engine
 from asyncgrad.factories import (
-    arange, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand,
-    rand_like, randint, randn, randn_like, tensor, zeros, zeros_like,
+    arange,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
 )
+from asyncgrad.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from asyncgrad.ops.elementwise import (
-    abs, add, clamp, cos, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul, ne, neg, pow, relu, sigmoid,
-    sign, sin, sqrt, sub, tanh, where,
+    abs,
+    add,
+    clamp,
+    cos,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    relu,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    sub,
+    tanh,
+    where,
 )
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.devices import Device, device as as_device
+from asyncgrad.devices import Device
+from asyncgrad.devices import device as as_device
 from asyncgrad.tensor import Tensor
 
 _rng = [np.random.default_rng()]

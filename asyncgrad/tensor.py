@@ -13,9 +13,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
 from asyncgrad.autograd.grad_mode import grad_enabled
-from asyncgrad.devices import Device, cpu, device as as_device
+from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
+from asyncgrad.devices import Device, cpu
+from asyncgrad.devices import device as as_device
 
 _TYPE_NAMES = {
     "float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor", "int8": "CharTensor",

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import threading
 from typing import Any, Sequence
 
+import anyio.from_thread
 import greenback
 
 from asyncgrad.autograd.graph import NO_EDGE, Edge
@@ -100,7 +102,7 @@ async def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_gr
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     grads = _tuple(grad_tensors, "grad_tensors") if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grads else
+        raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grads else
                            f"got {len(grads)} gradients for {len(tensors)} tensors")
     if retain_graph is None:
         retain_graph = create_graph
@@ -185,7 +187,8 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run an engine coroutine to completion from synchronous code.
 
     Inside a plain-def backward it reenters the running engine: through the greenback portal
-    the node runs in, or from its kernel thread back to the loop. Elsewhere in a thread with a
+    the node runs in, or from its kernel thread back to the loop; from an anyio worker thread
+    (``anyio.to_thread.run_sync``) it runs on that thread's event loop. In a thread with a
     running loop it refuses (that would block the loop); otherwise it runs on a per-thread loop.
     """
     if greenback.has_portal():
@@ -202,7 +205,10 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
     result = run_from_kernel_thread(coro_fn(*args, **kwargs))
     if result is not NotImplemented:
         return result
-    return _thread_runner().run(coro_fn(*args, **kwargs))
+    try:
+        return anyio.from_thread.run(functools.partial(coro_fn, *args, **kwargs))
+    except anyio.NoEventLoopError:
+        return _thread_runner().run(coro_fn(*args, **kwargs))
 
 
 def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,

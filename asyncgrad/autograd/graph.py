@@ -10,7 +10,6 @@ here, and only when a hook exists.
 from __future__ import annotations
 
 import itertools
-import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from asyncgrad.autograd.saved import RELEASED
@@ -36,16 +35,14 @@ class RemovableHandle:
     """Returned by every ``register_*hook``; ``remove()`` unregisters the hook."""
 
     _ids = itertools.count()
-    __slots__ = ("_ref", "id")
+    __slots__ = ("_hooks", "id")
 
     def __init__(self, hooks_dict: dict) -> None:
         self.id = next(RemovableHandle._ids)
-        self._ref = weakref.ref(hooks_dict)
+        self._hooks = hooks_dict
 
     def remove(self) -> None:
-        hooks = self._ref()
-        if hooks is not None:
-            hooks.pop(self.id, None)
+        self._hooks.pop(self.id, None)
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -222,6 +219,7 @@ class GraphRoot(Node):
     """Feeds the initial gradients to several roots at once."""
 
     __slots__ = ("grads",)
+    call_on_undefined = True
 
     def __init__(self, roots: tuple[Edge, ...], grads: list) -> None:
         super().__init__(roots)

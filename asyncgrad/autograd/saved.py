@@ -38,19 +38,20 @@ class SavedTensor:
     cycle); ``unpack`` rebuilds it from the node that asks.
     """
 
-    __slots__ = ("data", "vc", "version", "tensor", "output_nr", "device")
+    __slots__ = ("data", "vc", "version", "tensor", "output_nr", "device", "grad_fn")
 
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor.data
         self.vc = tensor._vc
         self.version = tensor._vc[0]
         self.device = tensor.device
+        self.output_nr = tensor.output_nr
         if is_output:
             self.tensor = None
-            self.output_nr = tensor.output_nr
+            self.grad_fn = None
         else:
             self.tensor = tensor
-            self.output_nr = -1
+            self.grad_fn = tensor.grad_fn
 
     def check_version(self, node: Node) -> None:
         if self.vc[0] != self.version:
@@ -72,8 +73,8 @@ class SavedTensor:
         shape = ", ".join(str(d) for d in data.shape)
         if self.tensor is None:
             origin = f", which is output {self.output_nr} of {node.name()},"
-        elif self.tensor.grad_fn is not None:
-            origin = f", which is output {self.tensor.output_nr} of {self.tensor.grad_fn.name()},"
+        elif self.grad_fn is not None:
+            origin = f", which is output {self.output_nr} of {self.grad_fn.name()},"
         else:
             origin = ""
         return (

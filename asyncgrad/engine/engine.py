@@ -16,12 +16,8 @@ child's deeper tasks sort first. Nothing grows the Python stack with depth.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import threading
 import weakref
 from typing import Any, Callable
-
-import numpy as np
 
 from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
@@ -32,38 +28,17 @@ from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.ready_queue import SHUTDOWN
 from asyncgrad.engine.worker import DeviceWorker
 
-_kernel_thread = threading.local()
-"""In an engine's executor threads: the worker (and so the loop) the thread serves."""
-
-
-def run_from_kernel_thread(coro: Any) -> Any:
-    """Run an engine coroutine from a kernel thread (a plain backward calling ``backward_sync``).
-
-    The coroutine goes to the engine's loop; the thread waits for it, and tells its worker it
-    is waiting so the worker stops counting on this thread (no deadlock with one thread).
-    Returns ``NotImplemented`` when this is not a kernel thread of a live loop.
-    """
-    worker = getattr(_kernel_thread, "worker", None)
-    if worker is None or worker.engine.loop.is_closed():
-        coro.close()
-        return NotImplemented
-    loop = worker.engine.loop
-    loop.call_soon_threadsafe(worker.add_blocked, 1)
-    try:
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
-    finally:
-        loop.call_soon_threadsafe(worker.add_blocked, -1)
-
 
 class Engine:
-    """One per event loop; holds the device workers and their executors."""
+    """One per event loop; holds the device workers.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    It keeps no reference to its loop (only running tasks and futures do), so the engine is
+    dropped with the loop; kernel threads are anyio's, which stop with the loop's main task.
+    """
+
+    def __init__(self) -> None:
         self.workers: dict[Device, DeviceWorker] = {}
         self.live: set[GraphTask] = set()
-        self._executors: dict[Device, concurrent.futures.ThreadPoolExecutor] = {}
-        weakref.finalize(loop, _shutdown_executors, self._executors)
 
     # ------------------------------------------------------------------ devices
     def worker(self, device: Device) -> DeviceWorker:
@@ -71,17 +46,6 @@ class Engine:
         if worker is None:
             worker = self.workers[device] = DeviceWorker(self, device)
         return worker
-
-    def executor(self, device: Device) -> concurrent.futures.ThreadPoolExecutor:
-        executor = self._executors.get(device)
-        if executor is None or executor._max_workers != device.num_workers:
-            if executor is not None:
-                executor.shutdown(wait=False)
-            executor = self._executors[device] = concurrent.futures.ThreadPoolExecutor(
-                max_workers=device.num_workers, thread_name_prefix=f"asyncgrad-{device}",
-                initializer=_mark_kernel_thread, initargs=(self.worker(device),),
-            )
-        return executor
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
         graph_task.outstanding_tasks += 1
@@ -94,10 +58,11 @@ class Engine:
         parent = current_graph_task.get()
         anomaly, check_nan = anomaly_enabled.get()
         graph_task = GraphTask(
-            self.loop.create_future(), keep_graph, create_graph,
+            asyncio.get_running_loop().create_future(), keep_graph, create_graph,
             0 if parent is None else parent.reentrant_depth + 1,
             cpu if parent is None else parent.owner, anomaly, anomaly and check_nan,
         )
+        graph_task.profile = recorders[-1] if recorders else None
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
         min_topo_nr = 0
@@ -296,17 +261,10 @@ def _topological_nr(node: Node) -> int:
     return node.topological_nr
 
 
-def _mark_kernel_thread(worker: DeviceWorker) -> None:
-    _kernel_thread.worker = worker
-
-
-def _shutdown_executors(executors: dict) -> None:
-    for executor in executors.values():
-        executor.shutdown(wait=True)
-    executors.clear()
-
-
 _engines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+recorders: list = []
+"""Active profiler traces (``asyncgrad.profiler``); a graph task records into the innermost."""
 
 
 def get_engine() -> Engine:
@@ -314,5 +272,5 @@ def get_engine() -> Engine:
     loop = asyncio.get_running_loop()
     engine = _engines.get(loop)
     if engine is None:
-        engine = _engines[loop] = Engine(loop)
+        engine = _engines[loop] = Engine()
     return engine

@@ -43,7 +43,7 @@ class GraphTask:
     __slots__ = (
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "nodes_in_graph", "exec_info",
         "captured_vars", "future", "reentrant_depth", "owner", "keep_graph", "create_graph",
-        "final_callbacks", "anomaly", "check_nan", "node_tasks", "__weakref__",
+        "final_callbacks", "anomaly", "check_nan", "node_tasks", "profile", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -64,6 +64,7 @@ class GraphTask:
         self.anomaly = anomaly
         self.check_nan = check_nan
         self.node_tasks: set[asyncio.Task] = set()
+        self.profile: Any = None
 
     def set_error(self, exc: BaseException, node: Node | None) -> None:
         if self.has_error:

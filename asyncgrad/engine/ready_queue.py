@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node

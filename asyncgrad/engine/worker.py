@@ -18,15 +18,16 @@ task of its own, so a suspended backward never holds its worker.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
-
-import greenback
 from typing import TYPE_CHECKING
+
+import anyio.to_thread
+import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.engine.calls import call_function, call_function_async
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task
+from asyncgrad.engine.kernels import run_kernel
 from asyncgrad.engine.ready_queue import SHUTDOWN, ReadyQueue
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ _CHECK_CLOCK_EVERY = 64
 
 
 class DeviceWorker:
-    __slots__ = ("engine", "device", "queue", "task", "in_flight", "blocked", "_slot")
+    __slots__ = ("engine", "device", "queue", "task", "in_flight", "blocked", "limiter", "_slot")
 
     def __init__(self, engine: Engine, device: Device) -> None:
         self.engine = engine
@@ -49,12 +50,17 @@ class DeviceWorker:
         self.task: asyncio.Task | None = None
         self.in_flight = 0
         self.blocked = 0
+        self.limiter: anyio.CapacityLimiter | None = None
         self._slot: asyncio.Future | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.device} worker"
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
         self.queue.push(graph_task, node, inputs)
         if self.task is None:
-            self.task = self.engine.loop.create_task(self._run(), name=f"asyncgrad worker {self.device}")
+            self.task = asyncio.get_running_loop().create_task(self._run(), name=f"asyncgrad worker {self.device}")
 
     async def _run(self) -> None:
         try:
@@ -71,6 +77,7 @@ class DeviceWorker:
         task_done = engine.task_done
         device = self.device
         current: GraphTask | None = None
+        profile = None
         clock = time.perf_counter
         last_yield = clock()
         countdown = _CHECK_CLOCK_EVERY
@@ -93,6 +100,7 @@ class DeviceWorker:
                 continue
             if graph_task is not current:
                 current = graph_task
+                profile = graph_task.profile
                 grad_enabled.set(graph_task.create_graph)
                 current_graph_task.set(graph_task)
             if node.is_async:
@@ -110,7 +118,14 @@ class DeviceWorker:
                 self._spawn(graph_task, node, entry[5], _IN_PORTAL)
                 continue
             try:
-                evaluate(graph_task, node, entry[5])
+                if profile is None:
+                    evaluate(graph_task, node, entry[5])
+                else:
+                    start = clock()
+                    try:
+                        evaluate(graph_task, node, entry[5])
+                    finally:
+                        profile.record(node, device, self.name, graph_task, start, clock(), True)
             except Exception as exc:
                 graph_task.set_error(exc, node)
             task_done(graph_task)
@@ -121,6 +136,13 @@ class DeviceWorker:
                 if now - last_yield > _YIELD_EVERY_S:
                     await asyncio.sleep(0)
                     last_yield = clock()
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        """anyio's threads run the kernels; the limiter only mirrors ``num_workers``."""
+        if self.limiter is None:
+            self.limiter = anyio.CapacityLimiter(self.device.num_workers)
+        self.limiter.total_tokens = self.device.num_workers
+        return self.limiter
 
     def add_blocked(self, delta: int) -> None:
         """A kernel thread of this device started (+1) or stopped (-1) waiting on a reentrant backward."""
@@ -133,28 +155,29 @@ class DeviceWorker:
 
     async def _free_slot(self) -> None:
         while self.in_flight >= self.device.num_workers and not self.blocked:
-            self._slot = self.engine.loop.create_future()
+            self._slot = asyncio.get_running_loop().create_future()
             try:
                 await self._slot
             finally:
                 self._slot = None
 
     def _spawn(self, graph_task: GraphTask, node: Node, inputs: list, where: int) -> None:
-        task = self.engine.loop.create_task(self._run_elsewhere(graph_task, node, inputs, where))
+        task = asyncio.get_running_loop().create_task(self._run_elsewhere(graph_task, node, inputs, where))
         graph_task.node_tasks.add(task)
 
     async def _run_elsewhere(self, graph_task: GraphTask, node: Node, inputs: list, where: int) -> None:
         """A node as a task of its own: a large kernel in the executor, an ``async def`` backward on
         the loop, or a plain backward that may reenter the engine in a greenback portal."""
         engine = self.engine
+        start = time.perf_counter()
         try:
             if graph_task.exec_info is not None:
                 inputs = engine.capture(graph_task, node, inputs)
             if inputs is not None:
                 if where == _IN_EXECUTOR:
-                    ctx = contextvars.copy_context()
-                    outputs = await engine.loop.run_in_executor(
-                        engine.executor(self.device), ctx.run, call_function, graph_task, node, inputs)
+                    outputs = await anyio.to_thread.run_sync(
+                        run_kernel, self, asyncio.get_running_loop(), call_function, graph_task, node, inputs,
+                        limiter=self._limiter())
                 elif where == _IN_PORTAL:
                     outputs = await greenback.with_portal_run_sync(call_function, graph_task, node, inputs)
                 else:
@@ -168,6 +191,9 @@ class DeviceWorker:
             graph_task.set_error(exc, node)
         finally:
             graph_task.node_tasks.discard(asyncio.current_task())
+            if graph_task.profile is not None:
+                lane = f"{self.name} executor" if where == _IN_EXECUTOR else f"{self.name} task"
+                graph_task.profile.record(node, self.device, lane, graph_task, start, time.perf_counter(), False)
             if where == _IN_EXECUTOR:
                 self.in_flight -= 1
                 self._release_slot()

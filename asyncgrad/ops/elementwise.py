@@ -101,10 +101,16 @@ class SubBackward0(OpNode):
         )
 
 
+class RsubBackward1(SubBackward0):
+    """scalar - tensor: torch's name for the reflected form."""
+
+    __slots__ = ()
+
+
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
     out = da - db if alpha == 1 else da - db * alpha
-    node = _new(SubBackward0)
+    node = _new(SubBackward0 if ta is not None else RsubBackward1)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
     node.a_shape = _shape(ta, da)
@@ -238,6 +244,12 @@ class PowBackward1(OpNode):
         return ga, gb
 
 
+class PowBackward2(PowBackward1):
+    """scalar ** tensor: torch's name for the scalar-base form."""
+
+    __slots__ = ()
+
+
 def _nonzero(a: Any) -> Any:
     data = a.data if isinstance(a, Tensor) else a
     return data != 0
@@ -253,7 +265,7 @@ def pow(a: Any, b: Any) -> Tensor:
         node.exponent = db
         node.saved = (SavedTensor(ta),)
         return record(node, out, dev)
-    node = _new(PowBackward1)
+    node = _new(PowBackward1 if ta is not None else PowBackward2)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
     node.a_shape = _shape(ta, da)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+
 import numpy as np
 
 from asyncgrad.autograd.grad_mode import grad_enabled

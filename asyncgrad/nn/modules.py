@@ -1,0 +1,123 @@
+"""The layers and losses the notebooks and the demo train with, each a thin Module over an op."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+from asyncgrad import ops
+from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.factories import rand
+from asyncgrad.nn import functional as F
+from asyncgrad.nn.module import Module
+from asyncgrad.nn.parameter import Parameter
+from asyncgrad.tensor import Tensor
+
+
+def _uniform_parameter(shape: tuple[int, ...], bound: float, dtype: Any, device: Any) -> Parameter:
+    """U(-bound, bound) from asyncgrad's seeded generator, so ``ag.manual_seed`` fixes the init."""
+    with no_grad():
+        values = rand(*shape, dtype=dtype, device=device) * (2 * bound) - bound
+    return Parameter(values)
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias``, initialised as torch does: U(-1/sqrt(in), 1/sqrt(in)) for both.
+
+    (torch's kaiming_uniform_ with a=sqrt(5) reduces to exactly that bound for the weight.)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = _uniform_parameter((out_features, in_features), bound, dtype, device)
+        self.bias = _uniform_parameter((out_features,), bound, dtype, device) if bias else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class ReLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Tanh(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.elementwise.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.elementwise.sigmoid(input)
+
+
+class Sequential(Module):
+    """Runs its modules in order; they are named ``"0"``, ``"1"``, ... as in torch."""
+
+    def __init__(self, *modules: Module) -> None:
+        super().__init__()
+        for module in modules:
+            self.append(module)
+
+    def append(self, module: Module) -> Sequential:
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        setattr(self, str(len(self)), module)
+        return self
+
+    def _layers(self) -> list[Module]:
+        """Every entry, in order, repeats included (``children()`` lists a shared module once)."""
+        return [member for name, member in self._members() if name.isdigit()]
+
+    def __len__(self) -> int:
+        return len(self._layers())
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._layers())
+
+    def __getitem__(self, index: int | slice) -> Module:
+        if isinstance(index, slice):
+            return Sequential(*self._layers()[index])
+        return self._layers()[index]
+
+    def forward(self, input: Any) -> Any:
+        for module in self._layers():
+            input = module(input)
+        return input
+
+
+class MSELoss(Module):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(Module):
+    """Logits and class indices (or class probabilities) in, log_softmax + nll_loss as one loss."""
+
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__()
+        self.weight = weight
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction)

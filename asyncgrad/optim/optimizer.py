@@ -1,0 +1,61 @@
+"""Optimizer: parameter groups, per-parameter state and zero_grad, as in torch.optim."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from asyncgrad.nn.parameter import zero_grads
+from asyncgrad.tensor import Tensor
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
+
+
+class Optimizer:
+    """Subclasses implement ``step()``; a group's own settings override ``defaults``.
+
+    ``state`` is keyed by the parameter itself, as in torch, so ``opt.state[p]`` works.
+    """
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                + type(params).__name__
+            )
+        self.defaults = defaults
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        params = param_group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + type(param).__name__)
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        taken = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in taken for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append({**self.defaults, **param_group, "params": params})
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+
+    def step(self) -> None:
+        """One update of every parameter that has a ``.grad``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for index, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {index}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        return "\n".join(lines) + "\n)"
