@@ -1,0 +1,140 @@
+"""ag.functional against finite differences and torch.autograd.functional; gradcheck; the profiler."""
+
+import json
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+from asyncgrad import functional as F
+
+
+def f_vec(x):
+    return (x ** 2).sin() * x.sum()
+
+
+def f_scalar(x, y):
+    return ((x * y).tanh() ** 2).sum() + (x ** 3).sum()
+
+
+def numeric_jacobian(f, x, eps=1e-6):
+    out = f(x)
+    jac = np.zeros(out.shape + x.shape)
+    for idx in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += eps
+        xm[idx] -= eps
+        jac[(...,) + idx] = (f(xp) - f(xm)) / (2 * eps)
+    return jac
+
+
+def f_vec_np(x):
+    return np.sin(x ** 2) * x.sum()
+
+
+async def test_jacobian_and_vjp_jvp_match_finite_differences(rng):
+    x_np = rng.standard_normal(4)
+    x = ag.tensor(x_np)
+    jac = await F.jacobian(f_vec, x)
+    expected = numeric_jacobian(f_vec_np, x_np)
+    np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-6, atol=1e-8)
+    v = rng.standard_normal(4)
+    _, vjp = await F.vjp(f_vec, x, ag.tensor(v))
+    np.testing.assert_allclose(vjp.numpy(), v @ expected, rtol=1e-6, atol=1e-8)
+    out, jvp = await F.jvp(f_vec, x, ag.tensor(v))
+    np.testing.assert_allclose(jvp.numpy(), expected @ v, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(out.numpy(), f_vec_np(x_np))
+
+
+async def test_hessian_hvp_vhp_match_finite_differences(rng):
+    x_np, y_np = rng.standard_normal(3), rng.standard_normal(3)
+    x, y = ag.tensor(x_np), ag.tensor(y_np)
+
+    def grad_np(x):
+        return 2 * np.tanh(x * y_np) * (1 - np.tanh(x * y_np) ** 2) * y_np + 3 * x ** 2
+
+    expected = numeric_jacobian(grad_np, x_np)
+    hxx, hxy = (await F.hessian(f_scalar, (x, y)))[0]
+    np.testing.assert_allclose(hxx.numpy(), expected, rtol=1e-5, atol=1e-7)
+    v = rng.standard_normal(3)
+    _, (hv, _) = await F.hvp(f_scalar, (x, y), (ag.tensor(v), ag.zeros(3, dtype=ag.float64)))
+    np.testing.assert_allclose(hv.numpy(), expected @ v, rtol=1e-5, atol=1e-7)
+    _, (vh, _) = await F.vhp(f_scalar, (x, y), (ag.tensor(v), ag.zeros(3, dtype=ag.float64)))
+    np.testing.assert_allclose(vh.numpy(), v @ expected, rtol=1e-5, atol=1e-7)
+
+
+async def test_functional_matches_torch(torch, rng):
+    x_np, y_np = rng.standard_normal(3), rng.standard_normal(3)
+    tx, ty = torch.tensor(x_np), torch.tensor(y_np)
+    x, y = ag.tensor(x_np), ag.tensor(y_np)
+    t_h = torch.autograd.functional.hessian(f_scalar, (tx, ty))
+    a_h = await F.hessian(f_scalar, (x, y))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(a_h[i][j].numpy(), t_h[i][j].numpy(), rtol=1e-10, atol=1e-12)
+    t_j = torch.autograd.functional.jacobian(f_vec, tx)
+    np.testing.assert_allclose((await F.jacobian(f_vec, x)).numpy(), t_j.numpy(), rtol=1e-10, atol=1e-12)
+    v = torch.tensor(rng.standard_normal(3))
+    _, t_jvp = torch.autograd.functional.jvp(f_vec, tx, v)
+    _, a_jvp = await F.jvp(f_vec, x, ag.tensor(v.numpy()))
+    np.testing.assert_allclose(a_jvp.numpy(), t_jvp.numpy(), rtol=1e-10)
+
+
+async def test_functional_create_graph_and_strict():
+    x = ag.tensor([0.3, -0.7], dtype=ag.float64, requires_grad=True)
+    _, g = await F.vjp(lambda t: (t ** 3).sum(), x, create_graph=True)
+    assert g.requires_grad
+    (gg,) = await ag.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy())
+    with pytest.raises(RuntimeError, match="independent of input 0. This is not allowed in strict mode."):
+        await F.vjp(lambda t: ag.ones(2, dtype=ag.float64) * 1.0, x, ag.ones(2, dtype=ag.float64), strict=True)
+    with pytest.raises(RuntimeError, match="The vector v can only be None"):
+        await F.vjp(lambda t: t * 2, x)
+
+
+async def test_gradcheck_catches_a_wrong_backward():
+    class Wrong(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    with pytest.raises(ag.GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        await ag.gradcheck(Wrong.apply, (x,))
+    assert not await ag.gradcheck(Wrong.apply, (x,), raise_exception=False)
+    assert await ag.gradcheck(lambda t: (t.exp() * t).sum(), (x,))
+    assert await ag.gradgradcheck(lambda t: (t.exp() * t).sum(), (x,))
+
+
+async def test_profiler_events_table_timeline_and_chrome_trace(tmp_path):
+    x = ag.randn(8, requires_grad=True)
+    with ag.profiler.trace() as prof:
+        await ((x * 2).tanh().to("sim:0") * 3).sum().backward()
+    names = [e.name for e in prof.events]
+    assert names[0] == "SumBackward0" and names[-1] == "AccumulateGrad"
+    assert {e.device for e in prof.events} == {"cpu", "sim:0"}
+    assert all(e.end >= e.start and e.depth == 0 and e.graph_task == 0 for e in prof.events)
+    assert "TanhBackward0" in prof.table()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    assert len(events) == len(prof.events) and all(e["ph"] == "X" for e in events)
+    assert {e["args"]["device"] for e in events} == {"cpu", "sim:0"}
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = prof.timeline()
+    assert len(fig.axes) == 1
+
+
+async def test_profiler_off_records_nothing():
+    x = ag.randn(4, requires_grad=True)
+    with ag.profiler.trace() as prof:
+        pass
+    await (x * 2).sum().backward()
+    assert prof.events == []
