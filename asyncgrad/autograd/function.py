@@ -16,7 +16,7 @@ import math
 from typing import Any, Callable
 
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
+from asyncgrad.autograd.graph import ALWAYS_DISPATCH, NO_EDGE, Edge, Node
 from asyncgrad.autograd.saved import RELEASED, SavedTensor, unpack_tensors
 from asyncgrad.tensor import Tensor
 
@@ -56,6 +56,8 @@ class FunctionNode(FunctionCtx, Node):
 
     def __init__(self, next_edges: tuple[Edge, ...]) -> None:
         Node.__init__(self, next_edges)
+        self.work = ALWAYS_DISPATCH
+        self.kernel_work = 0
         self._to_save: tuple = ()
         self._saved_layout: tuple = ()
         self._dirty: tuple = ()
@@ -187,7 +189,7 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out._requires_grad = False
         wrapped.append(out)
     node._input_meta = tuple(metas)
-    node.work = sum(math.prod(m[0]) for m in metas)
+    node.kernel_work = sum(math.prod(m[0]) for m in metas)
     outs = {id(o): o for o in wrapped if isinstance(o, Tensor)}
     layout = tuple(None if t is None else True for t in node._to_save)
     saved = []

@@ -132,6 +132,11 @@ def as_grad(tensor: Tensor | None, create_graph: bool) -> Any:
     return tensor.data
 
 
+ALWAYS_DISPATCH = 1 << 62
+"""The ``work`` of nodes that must never run inline (async or possibly reentrant backwards):
+above any inline threshold, so the worker's one comparison also catches them."""
+
+
 class Node:
     """A backward function: maps gradients of its forward outputs to gradients of its inputs.
 
@@ -146,12 +151,14 @@ class Node:
         "saved", "__weakref__",
     )
     is_async = False
-    """True when ``apply`` returns an awaitable (a custom Function with an ``async def`` backward)."""
+    """True when ``apply`` returns an awaitable (a custom Function with an ``async def`` backward);
+    such a node's ``work`` is ALWAYS_DISPATCH."""
     call_on_undefined = False
     """Run ``apply`` even when every incoming gradient is undefined (None)."""
     needs_portal = False
     """True when ``apply`` may block on a reentrant backward (a plain-def custom backward): such
-    a node never runs inline on the loop, but in the executor or in a greenback portal."""
+    a node never runs inline on the loop, but in the executor or in a greenback portal; its
+    ``work`` is ALWAYS_DISPATCH and ``kernel_work`` its real size."""
 
     def __init__(self, next_edges: tuple[Edge, ...] = ()) -> None:
         self.next_edges = next_edges

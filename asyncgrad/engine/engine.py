@@ -49,7 +49,9 @@ class Engine:
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
         graph_task.outstanding_tasks += 1
-        self.worker(buffer_device(node, cpu)).push(graph_task, node, inputs)
+        worker = self.worker(buffer_device(node, cpu))
+        worker.ensure_running()
+        worker.queue.push(graph_task, node, inputs)
 
     # ------------------------------------------------------------------ execute
     async def execute(self, roots: list[Edge], grad_outputs: list, keep_graph: bool, create_graph: bool,
@@ -131,7 +133,7 @@ class Engine:
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
         exec_info = graph_task.exec_info
-        last_device = worker = None
+        last_device = push = None
         for i, grad in enumerate(outputs):
             fn, input_nr = edges[i]
             if fn is None:
@@ -168,7 +170,9 @@ class Engine:
             if device is not last_device:
                 last_device = device
                 worker = self.worker(device)
-            worker.push(graph_task, fn, buffer)
+                worker.ensure_running()
+                push = worker.queue.push
+            push(graph_task, fn, buffer)
 
     def task_done(self, graph_task: GraphTask) -> None:
         graph_task.outstanding_tasks -= 1

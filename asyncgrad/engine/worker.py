@@ -57,8 +57,8 @@ class DeviceWorker:
     def name(self) -> str:
         return f"{self.device} worker"
 
-    def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
-        self.queue.push(graph_task, node, inputs)
+    def ensure_running(self) -> None:
+        """Start the worker task if it is not running (it exits whenever the engine is idle)."""
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run(), name=f"asyncgrad worker {self.device}")
 
@@ -78,6 +78,7 @@ class DeviceWorker:
         device = self.device
         current: GraphTask | None = None
         profile = None
+        threshold = device.inline_threshold
         clock = time.perf_counter
         last_yield = clock()
         countdown = _CHECK_CLOCK_EVERY
@@ -101,22 +102,28 @@ class DeviceWorker:
             if graph_task is not current:
                 current = graph_task
                 profile = graph_task.profile
+                threshold = device.inline_threshold
                 grad_enabled.set(graph_task.create_graph)
                 current_graph_task.set(graph_task)
-            if node.is_async:
-                self._spawn(graph_task, node, entry[5], _ON_LOOP)
-                continue
-            if node.work >= device.inline_threshold:
-                if self.in_flight >= device.num_workers and not self.blocked:
-                    await self._free_slot()
-                if self.in_flight < device.num_workers:
-                    self.in_flight += 1
-                    self._spawn(graph_task, node, entry[5], _IN_EXECUTOR)
+            work = node.work
+            if work >= threshold:
+                if node.is_async:
+                    self._spawn(graph_task, node, entry[5], _ON_LOOP)
                     continue
-                # Every executor thread waits on a reentrant backward: run it here instead.
-            if node.needs_portal:
-                self._spawn(graph_task, node, entry[5], _IN_PORTAL)
-                continue
+                portal = node.needs_portal
+                if portal:
+                    work = node.kernel_work
+                if work >= threshold:
+                    if self.in_flight >= device.num_workers and not self.blocked:
+                        await self._free_slot()
+                    if self.in_flight < device.num_workers:
+                        self.in_flight += 1
+                        self._spawn(graph_task, node, entry[5], _IN_EXECUTOR)
+                        continue
+                    # Every executor thread waits on a reentrant backward: run it here instead.
+                if portal:
+                    self._spawn(graph_task, node, entry[5], _IN_PORTAL)
+                    continue
             try:
                 if profile is None:
                     evaluate(graph_task, node, entry[5])
@@ -128,7 +135,9 @@ class DeviceWorker:
                         profile.record(node, device, self.name, graph_task, start, clock(), True)
             except Exception as exc:
                 graph_task.set_error(exc, node)
-            task_done(graph_task)
+            graph_task.outstanding_tasks -= 1
+            if not graph_task.outstanding_tasks:
+                engine._finish(graph_task)
             countdown -= 1
             if not countdown:
                 countdown = _CHECK_CLOCK_EVERY
