@@ -1,0 +1,114 @@
+"""The engine's parts on their own: ready queue order, input buffers, dependencies, exec_info."""
+
+import asyncio
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+from asyncgrad.autograd.graph import Edge
+from asyncgrad.engine.engine import compute_dependencies, init_to_execute
+from asyncgrad.engine.graph_task import GraphTask
+from asyncgrad.engine.input_buffer import accumulate
+from asyncgrad.engine.ready_queue import SHUTDOWN, WAKEUP, ReadyQueue
+
+
+def graph_task(depth=0):
+    loop = asyncio.new_event_loop()
+    try:
+        return GraphTask(loop.create_future(), False, False, depth, ag.device("cpu"), False, False)
+    finally:
+        loop.close()
+
+
+def test_ready_queue_order_shutdown_wakeup_depth_sequence():
+    x = ag.randn(2, requires_grad=True)
+    early, late = x * 2, x * 3
+    queue = ReadyQueue()
+    shallow, deep = graph_task(0), graph_task(3)
+    queue.push(shallow, early.grad_fn, [])
+    queue.push(shallow, late.grad_fn, [])
+    queue.push(deep, early.grad_fn, [])
+    queue.push_special(WAKEUP)
+    queue.push_special(SHUTDOWN)
+    order = [queue.pop() for _ in range(len(queue))]
+    assert [e.order for e in order[:2]] == [SHUTDOWN, WAKEUP]
+    assert order[2].graph_task is deep
+    assert [e.node for e in order[3:]] == [late.grad_fn, early.grad_fn]
+
+
+def test_input_buffer_accumulates_in_place_only_when_unshared():
+    owned = np.ones(3)
+    buffer = [owned]
+    del owned
+    before = id(buffer[0])
+    accumulate(buffer, 0, np.ones(3))
+    assert id(buffer[0]) == before and buffer[0].tolist() == [2, 2, 2]
+
+    shared = np.ones(3)
+    buffer = [shared]
+    accumulate(buffer, 0, np.ones(3))
+    assert buffer[0] is not shared and shared.tolist() == [1, 1, 1]
+
+    view_base = np.ones(6)
+    buffer = [view_base[:3]]
+    accumulate(buffer, 0, np.ones(3))
+    assert view_base.tolist() == [1] * 6
+
+
+def test_compute_dependencies_counts_edges_and_prunes_by_topological_nr():
+    x = ag.randn(2, requires_grad=True)
+    h = x * 2
+    a, b = h.exp(), h.sin()
+    out = (a + b).sum()
+    gt = graph_task()
+    compute_dependencies(out.grad_fn, gt, 0)
+    assert gt.dependencies[h.grad_fn] == 2
+    assert gt.dependencies[x.grad_accumulator()] == 1
+    assert out.grad_fn in gt.nodes_in_graph
+
+    pruned = graph_task()
+    compute_dependencies(out.grad_fn, pruned, h.grad_fn.topological_nr + 1)
+    assert h.grad_fn in pruned.dependencies
+    assert x.grad_accumulator() not in pruned.dependencies
+
+
+def test_init_to_execute_marks_only_paths_to_the_outputs():
+    x, y = ag.randn(2, requires_grad=True), ag.randn(2, requires_grad=True)
+    a, b = x.exp(), y.sin()
+    out = (a + b).sum()
+    gt = graph_task()
+    compute_dependencies(out.grad_fn, gt, 0)
+    init_to_execute(gt, [Edge(x.grad_accumulator(), 0)], False)
+    info = gt.exec_info
+    assert info[x.grad_accumulator()].captures == [(0, 0)] and not info[x.grad_accumulator()].needed
+    assert info[a.grad_fn].needed and info[out.grad_fn].needed
+    assert b.grad_fn not in info
+
+
+async def test_graph_task_fields_after_a_backward():
+    x = ag.randn(2, requires_grad=True)
+    seen = {}
+
+    def hook(g):
+        from asyncgrad.engine.graph_task import current_graph_task
+
+        gt = current_graph_task.get()
+        seen.update(depth=gt.reentrant_depth, keep=gt.keep_graph, create=gt.create_graph,
+                    outstanding=gt.outstanding_tasks, future=gt.future.done())
+
+    y = x * 2
+    y.register_hook(hook)
+    await y.sum().backward(retain_graph=True)
+    assert seen == {"depth": 0, "keep": True, "create": False, "outstanding": 1, "future": False}
+
+
+@pytest.mark.skipif(not ag.device("cpu").is_cpu, reason="sanity")
+def test_cuda_device_needs_cupy():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="cuda devices need CuPy"):
+            ag.device("cuda:0")
+    else:
+        pytest.skip("CuPy is installed: covered by test_cuda.py")
