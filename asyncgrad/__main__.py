@@ -69,7 +69,8 @@ async def demo(epochs: int, seed: int, hidden: int, lr: float) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m asyncgrad", description="asyncgrad: PyTorch's autograd engine rebuilt on asyncio.")
+    parser = argparse.ArgumentParser(prog="python -m asyncgrad",
+                                     description="asyncgrad: PyTorch's autograd engine rebuilt on asyncio.")
     commands = parser.add_subparsers(dest="command", metavar="command", required=True)
     demo_parser = commands.add_parser("demo", help="train an MLP on a 3-class spiral with the async engine")
     demo_parser.add_argument("--epochs", type=int, default=1000, help="full-batch training steps (default 1000)")

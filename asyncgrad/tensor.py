@@ -68,7 +68,10 @@ class Tensor:
     @staticmethod
     def _make(data: Any, device: Device, requires_grad: bool, grad_fn: Node | None, output_nr: int,
               vc: list) -> Tensor:
-        """The fast constructor every op uses: no checks, no copies."""
+        """The fast constructor every op uses: no copies, and the one check that numpy's 0-d
+        results (scalars) become 0-d arrays, which in-place ops can write into."""
+        if data.__class__ is not _ndarray and isinstance(data, np.generic):
+            data = np.asarray(data)
         t = _new(Tensor)
         t.data = data
         t.device = device
@@ -349,6 +352,7 @@ class Tensor:
 
 
 _new = object.__new__
+_ndarray = np.ndarray
 
 
 def is_recording(*tensors: Tensor) -> bool:

@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, help="replace the bench:start/end section of this file")
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
+    if args.readme:
+        report.readme_section(args.readme)  # fail before the long run, not after
 
     facts = report.machine_facts()
     skipped: dict[str, str] = {}

@@ -89,9 +89,13 @@ def render(
         f"{facts['numpy']}; float64 everywhere.",
         "",
         "Versions: " + ", ".join(f"{name} {v}" for name, v in versions.items()) + ".",
-        f"Each cell: median of {repeats} repeat(s) after {warmup} warm-up, (min–max) when they differ; "
-        "W5 and W6 run each repeat (at most 3) in a fresh process, without warm-up. "
-        "Last column: asyncgrad's median over this framework's, on the first metric "
+        f"Each cell: median of {repeats} repeat(s) after {warmup} warm-up, (min–max) when they differ"
+        + "".join(
+            f"; {w.key} runs each repeat (at most {w.max_repeats}) in a fresh process, without warm-up"
+            for w, _ in results
+            if w.fresh_process
+        )
+        + ". Last column: asyncgrad's median over this framework's, on the first metric "
         "(below 1: asyncgrad is faster, or uses less memory).",
     ]
     mismatches = [c for c in cells if c.grad.startswith("MISMATCH")]
@@ -109,10 +113,16 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def splice_readme(path: Path, markdown: str) -> None:
-    """Replace what lies between the markers in `path` with `markdown`."""
+def readme_section(path: Path) -> tuple[str, int, int]:
+    """The README's text and where its bench section lies; exits when the markers are missing."""
     text = path.read_text()
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
         raise SystemExit(f"{path}: no '{START}' ... '{END}' section to replace")
-    path.write_text(text[: start + len(START)] + "\n" + markdown + text[end:])
+    return text, start + len(START), end
+
+
+def splice_readme(path: Path, markdown: str) -> None:
+    """Replace what lies between the markers in `path` with `markdown`."""
+    text, start, end = readme_section(path)
+    path.write_text(text[:start] + "\n" + markdown + text[end:])

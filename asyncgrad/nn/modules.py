@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any, Iterator
 
-from asyncgrad import ops
 from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
 from asyncgrad.nn import functional as F
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
+from asyncgrad.ops.elementwise import sigmoid, tanh
 from asyncgrad.tensor import Tensor
 
 
@@ -57,12 +57,12 @@ class ReLU(Module):
 
 class Tanh(Module):
     def forward(self, input: Tensor) -> Tensor:
-        return ops.elementwise.tanh(input)
+        return tanh(input)
 
 
 class Sigmoid(Module):
     def forward(self, input: Tensor) -> Tensor:
-        return ops.elementwise.sigmoid(input)
+        return sigmoid(input)
 
 
 class Sequential(Module):

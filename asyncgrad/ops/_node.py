@@ -128,6 +128,12 @@ class ArrayMath:
         return g.reshape(shape)
 
     @staticmethod
+    def index(g: Any, index: Any) -> Any:
+        """``g[index]``, kept an array: numpy gives a scalar for an all-integer index."""
+        out = g[index]
+        return np.asarray(out) if isinstance(out, np.generic) else out
+
+    @staticmethod
     def permute(g: Any, axes: tuple[int, ...]) -> Any:
         return g.transpose(axes)
 
@@ -185,6 +191,10 @@ class TensorMath:
     @staticmethod
     def reshape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
         return shape_ops.reshape(g, shape)
+
+    @staticmethod
+    def index(g: Tensor, index: Any) -> Tensor:
+        return g[index]
 
     @staticmethod
     def permute(g: Tensor, axes: tuple[int, ...]) -> Tensor:

@@ -22,8 +22,8 @@ def operands(a: Any, b: Any) -> tuple[Tensor | None, Tensor | None, Any, Any, An
     Python scalars stay Python scalars so numpy's weak scalar promotion keeps the tensor's
     dtype (``float32_tensor * 2.0`` is float32, as in torch).
     """
-    ta = a if type(a) is Tensor else None
-    tb = b if type(b) is Tensor else None
+    ta = a if type(a) is Tensor or isinstance(a, Tensor) else None
+    tb = b if type(b) is Tensor or isinstance(b, Tensor) else None
     if ta is not None and tb is not None:
         return ta, tb, ta.data, tb.data, same_device(ta, tb)
     if ta is None and tb is None:
@@ -222,7 +222,8 @@ class PowBackward0(OpNode):
 
 
 class PowBackward1(OpNode):
-    """tensor ** tensor (and scalar ** tensor): d/db is masked to 0 where a == 0 and b >= 0."""
+    """tensor ** tensor: d/da is 0 where b == 0 (not 0 * a ** -1, nan at a == 0), and d/db is
+    masked to 0 where a == 0, as torch."""
 
     __slots__ = ("a_shape", "b_shape", "a_const")
 
@@ -234,7 +235,9 @@ class PowBackward1(OpNode):
             a, (b, out) = self.a_const, saved
         ga = gb = None
         if self.needs(0):
-            ga = F.sum_to(g * (b * a ** (b - 1)), self.a_shape)
+            b_zero = _zero(b)
+            b_minus_1 = F.where(F.constant(b_zero, g), 1.0, b - 1) if b_zero.any() else b - 1
+            ga = F.sum_to(g * (b * a ** b_minus_1), self.a_shape)
         if self.needs(1):
             if self.a_const is None:
                 log_a = F.log(F.where(F.constant(_nonzero(a), g), a, 1.0))
@@ -253,6 +256,11 @@ class PowBackward2(PowBackward1):
 def _nonzero(a: Any) -> Any:
     data = a.data if isinstance(a, Tensor) else a
     return data != 0
+
+
+def _zero(a: Any) -> Any:
+    data = a.data if isinstance(a, Tensor) else a
+    return data == 0
 
 
 def pow(a: Any, b: Any) -> Tensor:

@@ -106,7 +106,7 @@ class IndexBackwardBackward0(OpNode):
     __slots__ = ("index",)
 
     def backward(self, F, g):
-        return (g[self.index[0]],)
+        return (F.index(g, self.index[0]),)
 
 
 def index_add_into(shape: tuple[int, ...], index: Any, g: Tensor) -> Tensor:
@@ -127,7 +127,7 @@ class IndexPutBackward0(OpNode):
         (keep,) = F.unpack(self)
         gv = None
         if self.needs(1):
-            gv = F.sum_to(g[self.index], self.value_shape)
+            gv = F.sum_to(F.index(g, self.index), self.value_shape)
         return (g * keep if self.needs(0) else None, gv)
 
 

@@ -178,13 +178,18 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
                   reduction: str = "mean") -> Tensor:
     """log_softmax over the class dim (1, or 0 for an unbatched input), then nll_loss.
 
-    A float ``target`` of the input's shape holds class probabilities instead of indices.
+    A float ``target`` of the input's shape holds class probabilities instead of indices;
+    ``weight`` then scales each class's term, and "mean" divides by the batch size (torch).
     """
     dim = 1 if input.ndim >= 2 else 0
     logp = log_softmax(input, dim)
     if target.dtype.kind == "f":
         if target.shape != input.shape:
             raise RuntimeError("cross_entropy: a probability target must have the same shape as the input")
+        if weight is not None:
+            same_device(input, weight)
+            shape = (-1,) + (1,) * (input.ndim - dim - 1)
+            target = target * weight.reshape(shape)
         losses = -(logp * target).sum(dim)
         if reduction == "mean":
             return losses.mean()

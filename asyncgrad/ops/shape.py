@@ -227,7 +227,7 @@ class CatBackward0(OpNode):
     def backward(self, F, g):
         lead = (slice(None),) * self.dim
         return tuple(
-            g[lead + (slice(start, stop),)] if self.needs(i) else None
+            F.index(g, lead + (slice(start, stop),)) if self.needs(i) else None
             for i, (start, stop) in enumerate(self.bounds)
         )
 
@@ -280,7 +280,7 @@ class StackBackward0(OpNode):
 
     def backward(self, F, g):
         lead = (slice(None),) * self.dim
-        return tuple(g[lead + (i,)] if self.needs(i) else None for i in range(self.count))
+        return tuple(F.index(g, lead + (i,)) if self.needs(i) else None for i in range(self.count))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
