@@ -19,11 +19,12 @@ def manual_seed(seed: int) -> None:
 
 
 def to_array(data: Any, dtype: Any, dev: Device) -> Any:
-    """A fresh array on ``dev``: python values take the default float dtype, arrays keep theirs."""
+    """A fresh array on ``dev``: python values take the default float dtype, arrays (and numpy
+    scalars, ``np.float64(1.0)``) keep theirs."""
     dtype = dtypes.to_dtype(dtype)
     if isinstance(data, Tensor):
         data = data.device.to_host(data.data)
-    if isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
+    if isinstance(data, (np.ndarray, np.generic)) or hasattr(data, "__cuda_array_interface__"):
         return dev.asarray(data, dtype=dtype, copy=True)
     host = np.array(data, dtype=dtype)
     if dtype is None and host.dtype.kind == "f":

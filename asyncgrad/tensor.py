@@ -30,6 +30,12 @@ def type_name(dtype: np.dtype) -> str:
     return "asyncgrad." + _TYPE_NAMES.get(np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")
 
 
+def scalar_type_name(dtype: np.dtype) -> str:
+    """torch's ScalarType name (``Float``, ``Double``, ``Long``), which its dtype errors use."""
+    name = np.dtype(dtype).name
+    return _TYPE_NAMES[name][:-len("Tensor")] if name in _TYPE_NAMES else name.capitalize()
+
+
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
@@ -164,7 +170,8 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
             if value.shape != self.shape:
                 raise RuntimeError("assigned grad has data of a different size")
             if value.dtype != self.dtype:

@@ -236,19 +236,11 @@ class Asyncgrad(Framework):
         import asyncgrad as ag
 
         self.ag = ag
-        cross_entropy = getattr(getattr(getattr(ag, "nn", None), "functional", None), "cross_entropy", None)
-        if cross_entropy is None:
-            self.notes = "cross_entropy: log_softmax + indexing fallback"
-
-            def cross_entropy(logits: Any, target: Any) -> Any:
-                t = np.asarray(target.numpy())
-                return -logits.log_softmax(1)[np.arange(len(t)), t].mean()
-
-        if hasattr(ag, "set_num_workers"):
-            workers = len(os.sched_getaffinity(0))
-            ag.set_num_workers("cpu", workers)
-            self.notes = "; ".join(filter(None, [self.notes, f"set_num_workers('cpu', {workers})"]))
-        self.ops = _ops(tanh=ag.tanh, relu=lambda t: t.relu(), sum=lambda t: t.sum(), cross_entropy=cross_entropy)
+        workers = len(os.sched_getaffinity(0))
+        ag.set_num_workers("cpu", workers)
+        self.notes = f"set_num_workers('cpu', {workers})"
+        self.ops = _ops(tanh=ag.tanh, relu=lambda t: t.relu(), sum=lambda t: t.sum(),
+                        cross_entropy=ag.nn.functional.cross_entropy)
 
     def leaves(self, graph: Graph) -> list[Any]:
         return [self.ag.tensor(a, requires_grad=True) for a in graph.params]

@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
-_DEFAULT_INLINE_THRESHOLD = 200_000
+_DEFAULT_INLINE_THRESHOLD = 1_000_000
 """Kernels estimated below this many element-operations run inline on the event loop.
 
-Measured on the 2-core reference machine: a thread-pool round trip costs 170-190 us while
-numpy does roughly one element-operation per nanosecond on float64, so below ~2e5
-element-operations the hop costs more than it can overlap (``benchmarks`` re-measures it).
+Measured on the 2-core reference machine (``benchmarks``, W3 and W4): handing a kernel to a
+worker thread and getting its result back to the loop costs 50-200 us of wake-ups, so only
+kernels of roughly a millisecond and more (a 512x512 matmul is 8e6 here, an elementwise op
+on 256x256 is 6.5e4) gain from running beside others; smaller ones run fastest inline.
 """
 
 

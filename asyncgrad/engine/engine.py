@@ -166,7 +166,8 @@ class Engine:
                     continue
                 del not_ready[fn]
             graph_task.outstanding_tasks += 1
-            device = buffer_device(fn, cpu)
+            metas = fn._input_meta
+            device = metas[0][2] if len(metas) == 1 else buffer_device(fn, cpu)
             if device is not last_device:
                 last_device = device
                 worker = self.worker(device)

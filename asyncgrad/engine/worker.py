@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from heapq import heappop
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -72,7 +73,6 @@ class DeviceWorker:
         engine = self.engine
         queue = self.queue
         heap = queue.heap
-        pop = queue.pop
         evaluate = engine.evaluate_function
         task_done = engine.task_done
         device = self.device
@@ -89,7 +89,7 @@ class DeviceWorker:
                 await queue.wait()
                 last_yield = clock()
                 continue
-            entry = pop()
+            entry = heappop(heap)
             node = entry[4]
             if node is None:
                 if entry[0] == SHUTDOWN and not engine.live and not heap and not self.in_flight:

@@ -101,6 +101,12 @@ def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[tuple
     return axes, lead > 0
 
 
+def _array(value: Any) -> Any:
+    """numpy gives a scalar for a full reduction or an all-integer index: keep gradients arrays,
+    so that the next formula (``scatter_add``, an in-place accumulation) gets what it expects."""
+    return np.asarray(value) if isinstance(value, np.generic) else value
+
+
 class ArrayMath:
     """Formula primitives on raw arrays (numpy or CuPy)."""
 
@@ -111,7 +117,7 @@ class ArrayMath:
         if g.shape == shape:
             return g
         axes, _ = reduced_axes(g.shape, shape)
-        return g.sum(axis=axes).reshape(shape)
+        return _array(g.sum(axis=axes).reshape(shape))
 
     @staticmethod
     def expand(g: Any, shape: tuple[int, ...]) -> Any:
@@ -121,7 +127,7 @@ class ArrayMath:
 
     @staticmethod
     def sum(g: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return g.sum(axis=axis, keepdims=keepdims)
+        return _array(g.sum(axis=axis, keepdims=keepdims))
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:
@@ -130,8 +136,7 @@ class ArrayMath:
     @staticmethod
     def index(g: Any, index: Any) -> Any:
         """``g[index]``, kept an array: numpy gives a scalar for an all-integer index."""
-        out = g[index]
-        return np.asarray(out) if isinstance(out, np.generic) else out
+        return _array(g[index])
 
     @staticmethod
     def permute(g: Any, axes: tuple[int, ...]) -> Any:

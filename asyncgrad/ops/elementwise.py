@@ -20,24 +20,64 @@ def operands(a: Any, b: Any) -> tuple[Tensor | None, Tensor | None, Any, Any, An
     """Split a binary op's arguments into (tensor or None, ...) and the values to compute with.
 
     Python scalars stay Python scalars so numpy's weak scalar promotion keeps the tensor's
-    dtype (``float32_tensor * 2.0`` is float32, as in torch).
+    dtype (``float32_tensor * 2.0`` is float32, as in torch). Two tensors of different dtypes
+    follow torch's promotion, not numpy's (see ``_promote``).
     """
     ta = a if type(a) is Tensor or isinstance(a, Tensor) else None
     tb = b if type(b) is Tensor or isinstance(b, Tensor) else None
     if ta is not None and tb is not None:
-        return ta, tb, ta.data, tb.data, same_device(ta, tb)
+        da, db = ta.data, tb.data
+        if da.dtype != db.dtype:
+            da, db = _promote(da, db)
+        return ta, tb, da, db, same_device(ta, tb)
     if ta is None and tb is None:
         raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
     if ta is None:
         ta_val = _constant(a, tb)
-        return None, tb, ta_val, tb.data, tb.device
-    return ta, None, ta.data, _constant(b, ta), ta.device
+        return None, tb, ta_val, _float_for(a, tb.data), tb.device
+    return ta, None, _float_for(b, ta.data), _constant(b, ta), ta.device
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _promote(da: Any, db: Any) -> tuple[Any, Any]:
+    """Cast two arrays to torch's result dtype, where it differs from numpy's.
+
+    torch ranks a higher category (bool < int < float) above a wider type (int64 with float32
+    gives float32, numpy says float64), and a 0-d tensor decides the dtype only when its
+    category is higher than the other operand's (float32 with a 0-d float64 gives float32).
+    """
+    dtype = result_dtype(da, db)
+    return da.astype(dtype, copy=False), db.astype(dtype, copy=False)
+
+
+def result_dtype(*arrays: Any) -> np.dtype:
+    """torch's result type of several tensors' arrays (``_promote`` says why it is not numpy's)."""
+    dtype, zero = arrays[0].dtype, arrays[0].ndim == 0
+    for b in arrays[1:]:
+        ka, kb = _CATEGORY.get(dtype.kind, 3), _CATEGORY.get(b.dtype.kind, 3)
+        zero_b = b.ndim == 0
+        if zero == zero_b:
+            dtype = np.promote_types(dtype, b.dtype) if ka == kb else dtype if ka > kb else b.dtype
+        elif zero:
+            dtype = dtype if ka > kb else b.dtype
+            zero = False
+        else:
+            dtype = b.dtype if kb > ka else dtype
+    return dtype
+
+
+def _float_for(scalar: Any, data: Any) -> Any:
+    """An integer or bool tensor meeting a Python float computes in the default float dtype
+    (torch), not numpy's float64 for int64."""
+    if data.dtype.kind in "biu" and isinstance(scalar, (float, np.floating)):
+        return data.astype(dtypes.get_default_dtype())
+    return data
 
 
 def _constant(value: Any, like: Tensor) -> Any:
     if isinstance(value, _SCALARS):
-        if isinstance(value, float) and like.data.dtype.kind != "f":
-            return np.asarray(value, dtype=dtypes.get_default_dtype())
         return value
     if isinstance(value, Tensor):
         return value.data
@@ -46,6 +86,23 @@ def _constant(value: Any, like: Tensor) -> Any:
     if isinstance(value, (list, tuple)):
         return like.device.asarray(np.asarray(value, dtype=like.data.dtype))
     raise TypeError(f"unsupported operand type: {type(value).__name__}")
+
+
+def broadcast_error(*shapes: tuple[int, ...]) -> RuntimeError:
+    """torch's error for shapes that do not broadcast (numpy's ValueError says it otherwise).
+
+    Built only once numpy has refused, so the forward pays nothing for it.
+    """
+    a = tuple(shapes[0])
+    for b in shapes[1:]:
+        ndim = max(len(a), len(b))
+        pa, pb = (1,) * (ndim - len(a)) + a, (1,) * (ndim - len(b)) + tuple(b)
+        for i in range(ndim - 1, -1, -1):
+            if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+                return RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
+                                    f"non-singleton dimension {i}")
+        a = tuple(np.broadcast_shapes(pa, pb))
+    return RuntimeError(f"shapes {', '.join(str(list(s)) for s in shapes)} cannot be broadcast together")
 
 
 def _shape(t: Tensor | None, value: Any) -> tuple[int, ...]:
@@ -81,7 +138,10 @@ class AddBackward0(OpNode):
 
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
-    out = da + db if alpha == 1 else da + db * alpha
+    try:
+        out = da + db if alpha == 1 else da + db * alpha
+    except ValueError:
+        raise broadcast_error(np.shape(da), np.shape(db)) from None
     node = _new(AddBackward0)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
@@ -109,7 +169,10 @@ class RsubBackward1(SubBackward0):
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
-    out = da - db if alpha == 1 else da - db * alpha
+    try:
+        out = da - db if alpha == 1 else da - db * alpha
+    except ValueError:
+        raise broadcast_error(np.shape(da), np.shape(db)) from None
     node = _new(SubBackward0 if ta is not None else RsubBackward1)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
@@ -141,7 +204,10 @@ class MulBackward0(OpNode):
 
 def mul(a: Any, b: Any) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
-    out = da * db
+    try:
+        out = da * db
+    except ValueError:
+        raise broadcast_error(np.shape(da), np.shape(db)) from None
     node = _new(MulBackward0)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
@@ -182,7 +248,10 @@ class DivBackward0(OpNode):
 
 def div(a: Any, b: Any) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
-    out = da / db
+    try:
+        out = da / db
+    except ValueError:
+        raise broadcast_error(np.shape(da), np.shape(db)) from None
     if not (_is_float(da) or _is_float(db)):
         out = out.astype(dtypes.get_default_dtype())
     node = _new(DivBackward0)
@@ -265,7 +334,10 @@ def _zero(a: Any) -> Any:
 
 def pow(a: Any, b: Any) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
-    out = da ** db
+    try:
+        out = da ** db
+    except ValueError:
+        raise broadcast_error(np.shape(da), np.shape(db)) from None
     if tb is None:
         if not (grad_enabled.get() and ta._requires_grad):
             return _plain(out, dev)
@@ -456,7 +528,7 @@ class ClampBackward1(OpNode):
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    data = x.data
+    data = _float_for(min, _float_for(max, x.data))
     out = np.clip(data, min, max)
     if out.dtype != data.dtype and data.dtype.kind == "f":
         out = out.astype(data.dtype)
@@ -491,7 +563,10 @@ class MinimumBackward0(MaximumBackward0):
 
 def _select2(node_cls: type, a: Any, b: Any, pick_a: Any) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
-    out = np.where(pick_a(da, db), da, db)
+    try:
+        out = np.where(pick_a(da, db), da, db)
+    except ValueError:
+        raise broadcast_error(np.shape(da), np.shape(db)) from None
     node = _new(node_cls)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
@@ -528,7 +603,10 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     ta, tb, da, db, dev = operands(a, b)
     if isinstance(condition, Tensor) and condition.device is not dev:
         same_device(condition, ta if ta is not None else tb)
-    out = np.where(cond, da, db)
+    try:
+        out = np.where(cond, da, db)
+    except ValueError:
+        raise broadcast_error(cond.shape, np.shape(da), np.shape(db)) from None
     node = _new(WhereBackward0)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
@@ -542,7 +620,10 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 def _compare(op: Any) -> Any:
     def compare(a: Any, b: Any) -> Tensor:
         ta, tb, da, db, dev = operands(a, b)
-        return _plain(op(da, db), dev)
+        try:
+            return _plain(op(da, db), dev)
+        except ValueError:
+            raise broadcast_error(np.shape(da), np.shape(db)) from None
 
     compare.__name__ = op.__name__
     return compare

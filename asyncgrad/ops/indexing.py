@@ -44,9 +44,17 @@ def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
     return (out[0] if not isinstance(index, tuple) else tuple(out)), basic
 
 
+def _torch_index_error(exc: IndexError, ndim: int) -> IndexError:
+    """numpy's indexing errors in torch's words ("dimension", not "axis")."""
+    text = str(exc)
+    if text.startswith("too many indices"):
+        return IndexError(f"too many indices for tensor of dimension {ndim}")
+    return IndexError(text.replace(" for axis ", " for dimension "))
+
+
 def scatter_add(shape: tuple[int, ...], index: Any, basic: bool, g: Any) -> Any:
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
-    xp = np if isinstance(g, np.ndarray) else __import__("cupy")
+    xp = np if isinstance(g, (np.ndarray, np.generic)) else __import__("cupy")
     out = xp.zeros(shape, dtype=g.dtype)
     if basic:
         out[index] = g
@@ -82,13 +90,14 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     try:
         out = x.data[idx]
     except IndexError as exc:
-        raise IndexError(str(exc)) from None
+        raise _torch_index_error(exc, x.ndim) from None
     if not isinstance(out, type(x.data)):
         out = x.device.xp.asarray(out)
     if not _recording(x):
         node = None
     else:
-        cls = IndexBackward0 if not basic else SelectBackward0 if isinstance(index, (int, np.integer)) else SliceBackward0
+        cls = (IndexBackward0 if not basic else
+               SelectBackward0 if isinstance(index, (int, np.integer)) else SliceBackward0)
         node = cls((gradient_edge(x),))
         node.shape = x.data.shape
         node.index = idx
@@ -134,8 +143,15 @@ class IndexPutBackward0(OpNode):
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     idx, _ = normalize_index(x, index)
     tx, tv, dx, dv, dev = operands(x, value)
+    dx = x.data  # the result keeps x's dtype (the value is cast on assignment), unlike promotion
     out = dx.copy()
-    out[idx] = dv
+    try:
+        out[idx] = dv
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(dv))} cannot be broadcast to "
+                           f"indexing result of shape {list(dx[idx].shape)}") from None
+    except IndexError as exc:
+        raise _torch_index_error(exc, dx.ndim) from None
     node = object.__new__(IndexPutBackward0)
     if not _binary_node(node, tx, tv):
         return Tensor._make(out, dev, False, None, 0, [0])

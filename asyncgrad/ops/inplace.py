@@ -14,7 +14,8 @@ import numpy as np
 
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.ops._node import OpNode, gradient_edge, record
-from asyncgrad.tensor import Tensor
+from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 
 def _recording(x: Tensor, args: tuple) -> bool:
@@ -56,17 +57,27 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tens
         if saved.tensor is None:
             saved.data, saved.vc, saved.version = x.data, x._vc, x._vc[0]
     node._input_meta = ((x.shape, x.dtype, x.device),)
+    if x._extra is not None and x._extra.retains_grad:
+        _move_retain_grad(old_grad_fn, old_output_nr, node)
     x.grad_fn = node
     x.output_nr = 0
     x._requires_grad = True
     return x
 
 
+def _move_retain_grad(old: Any, output_nr: int, node: OpNode) -> None:
+    """``retain_grad()`` follows the tensor to its new version (torch): ``.grad`` is the gradient
+    of the value after the in-place op. Tensor hooks stay where they were, on the old value."""
+    hooks = old._hooks if old is not None else None
+    retain = hooks.retains_grad.pop(output_nr, None) if hooks is not None else None
+    if retain is not None:
+        node._hook_store().retains_grad[0] = retain
+
+
 def _write(x: Tensor, value: Any) -> None:
     if value.dtype != x.data.dtype and not np.can_cast(value.dtype, x.data.dtype, "same_kind"):
-        raise RuntimeError(
-            f"result type {_torch_kind(value.dtype)} can't be cast to the desired output type {_torch_kind(x.data.dtype)}"
-        )
+        raise RuntimeError(f"result type {scalar_type_name(value.dtype)} can't be cast to the desired output type "
+                           f"{scalar_type_name(x.data.dtype)}")
     if value.shape != x.data.shape:
         raise RuntimeError(
             f"output with shape {list(x.data.shape)} doesn't match the broadcast shape {list(value.shape)}")
@@ -77,10 +88,6 @@ def _write(x: Tensor, value: Any) -> None:
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation."
         ) from exc
-
-
-def _torch_kind(dtype: np.dtype) -> str:
-    return {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}.get(np.dtype(dtype).kind, str(dtype))
 
 
 class FillBackward0(OpNode):
@@ -121,8 +128,10 @@ class CopyBackwards(OpNode):
 
 def copied(x: Tensor, src: Tensor) -> Tensor:
     data = x.device.asarray(src.data) if src.device is not x.device else src.data
-    out = np.broadcast_to(data, x.shape).astype(x.dtype) if isinstance(data, np.ndarray) else \
-        x.device.xp.broadcast_to(data, x.shape).astype(x.dtype)
+    try:
+        out = x.device.xp.broadcast_to(data, x.shape).astype(x.dtype)
+    except ValueError:
+        raise broadcast_error(x.shape, src.shape) from None
     if not (grad_enabled.get() and (x._requires_grad or src._requires_grad)):
         return Tensor._make(out, x.device, False, None, 0, [0])
     edges = (gradient_edge(x), gradient_edge(src))

@@ -6,8 +6,8 @@ import numpy as np
 
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, record, same_device
-from asyncgrad.ops.elementwise import _binary_node
-from asyncgrad.tensor import Tensor
+from asyncgrad.ops.elementwise import _binary_node, broadcast_error
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 MATMUL_WORK_PER_MAC = 1 / 16
 """Element-operations per multiply-add: BLAS does ~16 of them in the time numpy does one
@@ -57,17 +57,30 @@ def _check(a: Tensor, b: Tensor) -> None:
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
             f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
+    batch = ()
+    if b.ndim >= 3:
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if k_a != k_b:
-        if a.ndim <= 2 and b.ndim <= 2:
-            rows = a.shape[0] if a.ndim == 2 else 1
-            cols = b.shape[-1] if b.ndim == 2 else 1
-            raise RuntimeError(
-                f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k_a} and {k_b}x{cols})")
+    if k_a == k_b:
+        return
+    # torch's message names the kernel its matmul dispatches to: dot, mv, mm (batch folded into
+    # the rows) or bmm (batch dims folded into one)
+    rows = int(np.prod(a.shape[:-1]))
+    if a.ndim == 1 and b.ndim == 1:
         raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {k_a}] but got: "
-            f"[{b.shape[0]}, {k_b}].")
+            f"inconsistent tensor size, expected tensor [{k_a}] and src [{k_b}] to have the same number of "
+            f"elements, but got {k_a} and {k_b} elements respectively")
+    if b.ndim == 1:
+        raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k_a}), vec ({k_b})")
+    if b.ndim == 2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k_a} and {k_b}x{b.shape[-1]})")
+    n = int(np.prod(batch))
+    raise RuntimeError(
+        f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {k_a}] but got: [{n}, {k_b}].")
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -78,7 +91,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     da, db = a.data, b.data
     if da.dtype != db.dtype:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {np.dtype(da.dtype).name} != {np.dtype(db.dtype).name}")
+            f"expected m1 and m2 to have the same dtype, but got: {scalar_type_name(da.dtype).lower()} != "
+            f"{scalar_type_name(db.dtype).lower()}")
     out = da @ db
     out = out if not np.isscalar(out) else np.asarray(out)
     cls = DotBackward0 if a.ndim == b.ndim == 1 else MvBackward0 if b.ndim == 1 else \

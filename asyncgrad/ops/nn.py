@@ -10,9 +10,10 @@ from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
-from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC
+from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC, matmul
 from asyncgrad.ops.reduction import log_softmax
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -59,6 +60,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
             f"{weight.shape[-1]}x{weight.shape[0]})"
         )
+    if weight.ndim == 1:  # a single output feature: no fused node, matmul's handles every rank
+        out = matmul(input, weight)
+        return out if bias is None else out + bias
     out = input.data @ weight.data.T
     if bias is not None:
         out = out + bias.data
@@ -104,7 +108,10 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
             UserWarning,
             stacklevel=2,
         )
-    diff = input.data - target.data
+    try:
+        diff = input.data - target.data
+    except ValueError:
+        raise broadcast_error(input.shape, target.shape) from None
     sq = diff * diff
     out = sq.mean() if reduction == "mean" else sq.sum() if reduction == "sum" else sq
     out = np.asarray(out, dtype=sq.dtype) if isinstance(sq, np.ndarray) else out
@@ -136,9 +143,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if target.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}")
-    if input.ndim not in (1, 2):
-        raise ValueError(f"Expected 1 or 2 dimensions (got {input.ndim})")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}")
+    if input.ndim > 2:
+        return _nll_loss_kdim(input, target, weight, ignore_index, reduction)
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     logp = input.data if input.ndim == 2 else input.data.reshape(1, -1)
     tgt = target.data.reshape(-1)
     if logp.shape[0] != tgt.shape[0]:
@@ -172,6 +181,19 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     node.rows = logp.shape[0]
     node.saved = (SavedTensor(Tensor._make(coef.reshape(input.shape), input.device, False, None, 0, [0])),)
     return record(node, out, input.device, logp.size)
+
+
+def _nll_loss_kdim(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+                   reduction: str) -> Tensor:
+    """(N, C, d1, ..., dk) input: the class dim moved last and every position made a row, which
+    the 2-D loss weighs and averages exactly as torch's K-dim loss does."""
+    expected = (input.shape[0],) + input.shape[2:]
+    if target.shape != expected:
+        raise RuntimeError(f"Expected target size {list(expected)}, got {list(target.shape)}")
+    order = (0,) + tuple(range(2, input.ndim)) + (1,)
+    rows = input.permute(order).reshape(-1, input.shape[1])
+    out = nll_loss(rows, target.reshape(-1), weight, ignore_index, reduction)
+    return out.reshape(expected) if reduction == "none" else out
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,

@@ -9,7 +9,7 @@ import numpy as np
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 
 def normalize_dim(dim: int, ndim: int) -> int:
@@ -99,7 +99,7 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     if data.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
-            f"dtype. Got: {data.dtype.name.capitalize()}"
+            f"dtype. Got: {scalar_type_name(data.dtype)}"
         )
     axes = normalize_dims(dim, data.ndim)
     out = data.mean(axis=axes, keepdims=keepdim)
@@ -170,6 +170,8 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         node.saved = (SavedTensor(_plain((mask / mask.sum()).astype(data.dtype), x)),)
         return record(node, out, x.device, data.size)
     axis = normalize_dim(dim, data.ndim)
+    if data.ndim == 0:
+        return _extreme_0d(x, is_max)
     indices = data.argmax(axis=axis, keepdims=True) if is_max else data.argmin(axis=axis, keepdims=True)
     values = np.take_along_axis(data, indices, axis=axis)
     if not keepdim:
@@ -185,6 +187,18 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     node.kept = indices.shape
     node.saved = (SavedTensor(_plain((positions == indices).astype(data.dtype), x)),)
     return ReductionResult(record(node, values, x.device, data.size), index_tensor)
+
+
+def _extreme_0d(x: Tensor, is_max: bool) -> ReductionResult:
+    """max/min(dim) of a 0-d tensor: itself, at index 0 (torch; numpy has no axis to reduce)."""
+    index_tensor = _plain(np.zeros((), dtype=np.int64), x)
+    values = x.data.copy()
+    if not _recording(x):
+        return ReductionResult(_plain(values, x), index_tensor)
+    node = (MaxBackward0 if is_max else MinBackward0)((gradient_edge(x),))
+    node.kept = ()
+    node.saved = (SavedTensor(_plain(np.ones((), dtype=values.dtype), x)),)
+    return ReductionResult(record(node, values, x.device), index_tensor)
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.devices import Device
 from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops.elementwise import result_dtype
 from asyncgrad.ops.reduction import _recording, normalize_dim
 from asyncgrad.tensor import Tensor
 
@@ -144,6 +145,10 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
             f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})"
         )
     lead = len(sizes) - x.ndim
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a leading, non-existing dimension {i}")
     target = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     for i in range(x.ndim):
         have, want = x.shape[i], target[i + lead]
@@ -217,6 +222,8 @@ def numpy_T(x: Tensor) -> Tensor:
 
 
 def mT(x: Tensor) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {x.ndim}-D tensor.")
     return transpose(x, -2, -1)
 
 
@@ -251,8 +258,19 @@ def _recording_any(tensors: list[Tensor]) -> bool:
     return any(_recording(t) for t in tensors)
 
 
+def _joined_dtype(tensors: list[Tensor]) -> Any:
+    """None (numpy's choice) when all dtypes agree, else torch's promotion (int64 + float32 is float32)."""
+    first = tensors[0].dtype
+    if all(t.dtype == first for t in tensors):
+        return None
+    return result_dtype(*(t.data for t in tensors))
+
+
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _check_tensors("cat", tensors)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     axis = normalize_dim(dim, tensors[0].ndim)
     for i, t in enumerate(tensors[1:], 1):
         if t.ndim != tensors[0].ndim:
@@ -265,7 +283,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"but got size {t.shape[d]} for tensor number {i} in the list."
                 )
     xp = tensors[0].device.xp
-    out = xp.concatenate([t.data for t in tensors], axis=axis)
+    out = xp.concatenate([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors))
     node = _join_node(CatBackward0, tensors)
     if node is None:
         return Tensor._make(out, tensors[0].device, False, None, 0, [0])
@@ -292,7 +310,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"{list(t.shape)} at entry {i}"
             )
     axis = normalize_dim(dim, tensors[0].ndim + 1)
-    out = tensors[0].device.xp.stack([t.data for t in tensors], axis=axis)
+    out = tensors[0].device.xp.stack([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors))
     node = _join_node(StackBackward0, tensors)
     if node is None:
         return Tensor._make(out, tensors[0].device, False, None, 0, [0])
@@ -336,7 +354,9 @@ def _copy_to(x: Tensor, out: Any, device: Device) -> Tensor:
 
 
 def to_device(x: Tensor, device: Device) -> Tensor:
-    return _copy_to(x, device.asarray(x.data), device)
+    """Always a copy, as torch: a sim device shares host memory, and an in-place op on the copy
+    must not change the original behind its version counter."""
+    return _copy_to(x, device.asarray(x.data, copy=None if x.device.type == "cuda" else True), device)
 
 
 def to_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
