@@ -325,6 +325,7 @@ async def test_queue_callback_runs_after_all_nodes():
 
 
 # --------------------------------------------------------------------------- anomaly mode
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 async def test_anomaly_mode_detects_nan_and_names_the_forward():
     x = ag.zeros(2, requires_grad=True)
     with ag.detect_anomaly():
@@ -335,6 +336,7 @@ async def test_anomaly_mode_detects_nan_and_names_the_forward():
     assert "Traceback of forward call" in notes and "test_engine.py" in notes
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 async def test_without_anomaly_nan_passes_silently():
     x = ag.zeros(2, requires_grad=True)
     await (x - x).sqrt().sum().backward()

@@ -105,7 +105,7 @@ def test_integer_tensors_cannot_require_grad():
 
 def test_in_place_on_leaf_that_requires_grad():
     x = ag.randn(3, requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         x.add_(1)
     with ag.no_grad():
         x.add_(1)

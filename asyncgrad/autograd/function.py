@@ -173,7 +173,7 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
     wrapped = []
     metas = []
-    for i, out in enumerate(outputs):
+    for out in outputs:
         if not isinstance(out, Tensor):
             wrapped.append(out)
             continue

@@ -247,6 +247,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable: Tensor) -> None:
         super().__init__(())
         self.variable = variable
+        self.work = -1  # below any inline threshold: accumulation never runs concurrently
         self._input_meta = ((variable.shape, variable.dtype, variable.device),)
         extra = variable._extra
         if extra is not None and extra.hooks is not None:

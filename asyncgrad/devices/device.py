@@ -119,4 +119,6 @@ def set_num_workers(dev: str | Device, n: int) -> None:
 
 def set_inline_threshold(dev: str | Device, element_ops: int) -> None:
     """Kernels estimated at fewer element-operations than this run inline on the loop."""
+    if element_ops < 0:
+        raise ValueError(f"the inline threshold must be at least 0, got {element_ops}")
     device(dev).inline_threshold = int(element_ops)

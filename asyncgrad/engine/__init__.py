@@ -5,4 +5,6 @@ from asyncgrad.engine.graph_task import GraphTask, current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.engine.ready_queue import NodeTask, ReadyQueue
 
-__all__ = ["Engine", "GraphTask", "NodeTask", "ReadyQueue", "current_graph_task", "get_engine", "run_from_kernel_thread"]
+__all__ = [
+    "Engine", "GraphTask", "NodeTask", "ReadyQueue", "current_graph_task", "get_engine", "run_from_kernel_thread",
+]

@@ -586,6 +586,8 @@ def minimum(a: Any, b: Any) -> Tensor:
 
 
 class WhereBackward0(OpNode):
+    """The mask picks each side's gradient; ``sum_to`` undoes the broadcasting of all three."""
+
     __slots__ = ("a_shape", "b_shape")
 
     def backward(self, F, g):
@@ -612,7 +614,10 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
         return _plain(out, dev)
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
-    node.saved = (SavedTensor(_plain(np.broadcast_to(cond, out.shape), dev)),)
+    # the condition tensor itself, version-checked as torch does: changing it in place after
+    # the forward makes backward fail instead of routing the gradient by the new mask
+    saved = condition if isinstance(condition, Tensor) else _plain(np.array(cond), dev)
+    node.saved = (SavedTensor(saved),)
     return record(node, out, dev)
 
 

@@ -44,6 +44,14 @@ def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
     return (out[0] if not isinstance(index, tuple) else tuple(out)), basic
 
 
+def _owned(index: Any) -> Any:
+    """An index the backward can keep: its arrays copied, so that changing the index tensor (or
+    array) after the forward cannot move the gradient (torch would raise at backward instead)."""
+    if isinstance(index, tuple):
+        return tuple(_owned(item) for item in index)
+    return index.copy() if hasattr(index, "copy") and not isinstance(index, (int, np.integer)) else index
+
+
 def _torch_index_error(exc: IndexError, ndim: int) -> IndexError:
     """numpy's indexing errors in torch's words ("dimension", not "axis")."""
     text = str(exc)
@@ -100,7 +108,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
                SelectBackward0 if isinstance(index, (int, np.integer)) else SliceBackward0)
         node = cls((gradient_edge(x),))
         node.shape = x.data.shape
-        node.index = idx
+        node.index = idx if basic else _owned(idx)
         node.basic = basic
     if basic:
         return _view(x, out, node)
@@ -157,7 +165,7 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
         return Tensor._make(out, dev, False, None, 0, [0])
     keep = np.ones(dx.shape, dtype=dx.dtype) if isinstance(dx, np.ndarray) else dev.xp.ones(dx.shape, dtype=dx.dtype)
     keep[idx] = 0
-    node.index = idx
+    node.index = _owned(idx)
     node.value_shape = tv.shape if tv is not None else ()
     node.saved = (SavedTensor(Tensor._make(keep, dev, False, None, 0, [0])),)
     return record(node, out, dev)

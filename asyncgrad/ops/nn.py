@@ -60,7 +60,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
             f"{weight.shape[-1]}x{weight.shape[0]})"
         )
-    if weight.ndim == 1:  # a single output feature: no fused node, matmul's handles every rank
+    if weight.ndim == 1:  # a single output feature: no fused node, matmul's nodes cover every rank
         out = matmul(input, weight)
         return out if bias is None else out + bias
     out = input.data @ weight.data.T
