@@ -125,6 +125,62 @@ def _plain(out: Any, device: Any) -> Tensor:
     return Tensor._make(out, device, False, None, 0, [0])
 
 
+# --------------------------------------------------------------------------- tensor with a Python number
+# The most common binary op, ``t * 2.0``, gets a node that keeps the number and needs no
+# broadcasting bookkeeping. Torch names these nodes as the general ones, and so do we.
+_NUMBERS = (int, float)
+
+
+def _number_operand(a: Any, b: Any) -> bool:
+    """``a`` a float tensor and ``b`` a Python int/float: no promotion, no broadcasting."""
+    return type(b) in _NUMBERS and type(a) is Tensor and a.data.dtype.kind == "f"
+
+
+def _with_number(cls: type, a: Tensor, out: Any, number: Any) -> Tensor:
+    if not (a._requires_grad and grad_enabled.get()):
+        return Tensor._make(out, a.device, False, None, 0, [0])
+    node = cls((gradient_edge(a), NO_EDGE))
+    node.number = number
+    return record(node, out, a.device)
+
+
+class AddNumberBackward(OpNode):
+    __slots__ = ("number",)
+
+    def name(self) -> str:
+        return "AddBackward0"
+
+    def backward(self, F, g):
+        return g, None
+
+
+class SubNumberBackward(AddNumberBackward):
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "SubBackward0"
+
+
+class MulNumberBackward(OpNode):
+    __slots__ = ("number",)
+
+    def name(self) -> str:
+        return "MulBackward0"
+
+    def backward(self, F, g):
+        return g * self.number, None
+
+
+class DivNumberBackward(MulNumberBackward):
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "DivBackward0"
+
+    def backward(self, F, g):
+        return g / self.number, None
+
+
 # --------------------------------------------------------------------------- add / sub
 class AddBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "alpha")
@@ -137,6 +193,8 @@ class AddBackward0(OpNode):
 
 
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    if alpha == 1 and _number_operand(a, b):
+        return _with_number(AddNumberBackward, a, a.data + b, b)
     ta, tb, da, db, dev = operands(a, b)
     try:
         out = da + db if alpha == 1 else da + db * alpha
@@ -168,6 +226,8 @@ class RsubBackward1(SubBackward0):
 
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    if alpha == 1 and _number_operand(a, b):
+        return _with_number(SubNumberBackward, a, a.data - b, b)
     ta, tb, da, db, dev = operands(a, b)
     try:
         out = da - db if alpha == 1 else da - db * alpha
@@ -203,6 +263,8 @@ class MulBackward0(OpNode):
 
 
 def mul(a: Any, b: Any) -> Tensor:
+    if _number_operand(a, b):
+        return _with_number(MulNumberBackward, a, a.data * b, b)
     ta, tb, da, db, dev = operands(a, b)
     try:
         out = da * db
@@ -247,6 +309,8 @@ class DivBackward0(OpNode):
 
 
 def div(a: Any, b: Any) -> Tensor:
+    if _number_operand(a, b):
+        return _with_number(DivNumberBackward, a, a.data / b, b)
     ta, tb, da, db, dev = operands(a, b)
     try:
         out = da / db
