@@ -174,7 +174,8 @@ class ArrayMath:
 
 
 class TensorMath:
-    """The same primitives on Tensors, through the differentiable ops."""
+    """The same primitives on Tensors, through the differentiable ops (the elementwise
+    functions ``where, exp, log, sin, cos, sign`` are attached below, once the ops exist)."""
 
     unpack = staticmethod(unpack_tensors)
 
@@ -210,30 +211,6 @@ class TensorMath:
         return shape_ops.transpose(g, -1, -2)
 
     @staticmethod
-    def where(cond: Any, a: Any, b: Any) -> Tensor:
-        return elementwise.where(cond, a, b)
-
-    @staticmethod
-    def exp(g: Tensor) -> Tensor:
-        return elementwise.exp(g)
-
-    @staticmethod
-    def log(g: Tensor) -> Tensor:
-        return elementwise.log(g)
-
-    @staticmethod
-    def sin(g: Tensor) -> Tensor:
-        return elementwise.sin(g)
-
-    @staticmethod
-    def cos(g: Tensor) -> Tensor:
-        return elementwise.cos(g)
-
-    @staticmethod
-    def sign(g: Tensor) -> Tensor:
-        return elementwise.sign(g)
-
-    @staticmethod
     def cast(g: Tensor, dtype: np.dtype) -> Tensor:
         return g if g.dtype == dtype else shape_ops.to_dtype(g, dtype)
 
@@ -253,3 +230,6 @@ class TensorMath:
 
 from asyncgrad.ops import elementwise, indexing, reduction  # noqa: E402  (formulas call them lazily)
 from asyncgrad.ops import shape as shape_ops  # noqa: E402
+
+for _name in ("where", "exp", "log", "sin", "cos", "sign"):
+    setattr(TensorMath, _name, staticmethod(getattr(elementwise, _name)))
