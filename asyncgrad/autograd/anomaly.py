@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 import os
 import traceback
 from typing import Any
@@ -39,9 +41,6 @@ class detect_anomaly:
         anomaly_enabled.reset(self._token)
 
     def __call__(self, fn):
-        import functools
-        import inspect
-
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)

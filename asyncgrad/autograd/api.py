@@ -102,8 +102,7 @@ async def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_gr
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     grads = _tuple(grad_tensors, "grad_tensors") if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
-        raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grads else
-                           f"got {len(grads)} gradients for {len(tensors)} tensors")
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
     if retain_graph is None:
         retain_graph = create_graph
     grad_values = _make_grads(tensors, grads, create_graph)

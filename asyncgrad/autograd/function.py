@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import ALWAYS_DISPATCH, NO_EDGE, Edge, Node
-from asyncgrad.autograd.saved import RELEASED, SavedTensor, unpack_tensors
+from asyncgrad.autograd.saved import RELEASED, SECOND_BACKWARD, SavedTensor, unpack_tensors
 from asyncgrad.tensor import Tensor
 
 
@@ -34,7 +34,7 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         """Version-checked; raises torch's error once the graph was freed."""
         if self.saved is RELEASED:
-            tuple(self.saved)
+            raise RuntimeError(SECOND_BACKWARD)
         tensors = iter(unpack_tensors(self))
         return tuple(None if slot is None else next(tensors) for slot in self._saved_layout)
 
