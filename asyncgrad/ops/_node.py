@@ -66,10 +66,14 @@ def input_meta(shape: tuple[int, ...], dtype: Any, device: Device) -> tuple:
     return meta
 
 
-def record(node: OpNode, out_data: Any, device: Device, work: int = 0) -> Tensor:
-    """Attach ``node`` as the grad_fn of a new output tensor holding ``out_data``."""
+def record(node: OpNode, out_data: Any, device: Device, work: int | None = None) -> Tensor:
+    """Attach ``node`` as the grad_fn of a new output tensor holding ``out_data``.
+
+    ``work`` estimates the node's backward in element-operations (default: one per output
+    element); a backward that only reshapes or passes its gradient on costs 0.
+    """
     node._input_meta = input_meta(out_data.shape, out_data.dtype, device)
-    node.work = work or out_data.size
+    node.work = out_data.size if work is None else work
     if anomaly_enabled.get()[0]:
         node.metadata["traceback_"] = forward_traceback()
     return Tensor._make(out_data, device, True, node, 0, [0])

@@ -141,11 +141,12 @@ def _with_number(cls: type, a: Tensor, out: Any, number: Any) -> Tensor:
         return Tensor._make(out, a.device, False, None, 0, [0])
     node = cls((gradient_edge(a), NO_EDGE))
     node.number = number
-    return record(node, out, a.device)
+    return record(node, out, a.device, cls.work_per_element * out.size)
 
 
 class AddNumberBackward(OpNode):
     __slots__ = ("number",)
+    work_per_element = 0
 
     def name(self) -> str:
         return "AddBackward0"
@@ -163,6 +164,7 @@ class SubNumberBackward(AddNumberBackward):
 
 class MulNumberBackward(OpNode):
     __slots__ = ("number",)
+    work_per_element = 1
 
     def name(self) -> str:
         return "MulBackward0"
@@ -206,7 +208,7 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
     node.alpha = alpha
-    return record(node, out, dev)
+    return record(node, out, dev, 0 if node.a_shape == node.b_shape == out.shape else None)
 
 
 class SubBackward0(OpNode):
@@ -239,7 +241,7 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
     node.alpha = alpha
-    return record(node, out, dev)
+    return record(node, out, dev, 0 if node.a_shape == node.b_shape == out.shape else None)
 
 
 def rsub(a: Tensor, b: Any) -> Tensor:

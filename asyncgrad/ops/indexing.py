@@ -111,7 +111,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         node.index = idx if basic else _owned(idx)
         node.basic = basic
     if basic:
-        return _view(x, out, node)
+        return _view(x, out, node, None)
     if node is None:
         return Tensor._make(out, x.device, False, None, 0, [0])
     return record(node, out, x.device)

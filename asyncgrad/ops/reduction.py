@@ -77,7 +77,7 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) ->
         node = SumBackward1((gradient_edge(x),))
         node.kept = _kept_shape(data.shape, axes)
     node.shape = data.shape
-    return record(node, out, x.device, data.size)
+    return record(node, out, x.device, 0)
 
 
 class MeanBackward0(OpNode):
@@ -114,7 +114,7 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         node.kept = _kept_shape(data.shape, axes)
     node.shape = data.shape
     node.count = count
-    return record(node, out, x.device, data.size)
+    return record(node, out, x.device, 0)
 
 
 # --------------------------------------------------------------------------- max / min

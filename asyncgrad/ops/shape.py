@@ -20,12 +20,15 @@ def _sizes(sizes: tuple) -> tuple[int, ...]:
     return tuple(int(s) for s in sizes)
 
 
-def _view(x: Tensor, out: Any, node: OpNode | None) -> Tensor:
-    """An output that shares ``x``'s memory: same version counter, ``x``'s base remembered."""
+def _view(x: Tensor, out: Any, node: OpNode | None, work: int | None = 0) -> Tensor:
+    """An output that shares ``x``'s memory: same version counter, ``x``'s base remembered.
+
+    Most views' backwards are views again (``work`` 0); expand's sums (``work=None``).
+    """
     if node is None:
         t = Tensor._make(out, x.device, False, None, 0, x._vc)
     else:
-        t = record(node, out, x.device)
+        t = record(node, out, x.device, work)
         t._vc = x._vc
     base = x._extra.base if x._extra is not None and x._extra.base is not None else x
     t._extras().base = base
@@ -158,7 +161,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
                 f"dimension {i + lead}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(x.shape)}"
             )
     out = np.broadcast_to(x.data, target)
-    return _view(x, out, _node(ExpandBackward0, x, shape=x.data.shape))
+    return _view(x, out, _node(ExpandBackward0, x, shape=x.data.shape), None)
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
