@@ -112,3 +112,23 @@ def test_cuda_device_needs_cupy():
             ag.device("cuda:0")
     else:
         pytest.skip("CuPy is installed: covered by test_cuda.py")
+
+
+async def test_accumulate_grad_steals_only_unshared_gradients():
+    x = ag.tensor(np.ones((4, 4)), requires_grad=True)
+    y = x * 3.0
+    await y.sum().backward()
+    assert x.grad.data.flags.owndata and x.grad.tolist() == [[3.0] * 4] * 4
+
+    leaf = ag.tensor(np.ones(3), requires_grad=True)
+    given = ag.tensor(np.array([1.0, 2.0, 3.0]))
+    await leaf.backward(given)
+    given.data[:] = 0
+    assert leaf.grad.tolist() == [1.0, 2.0, 3.0]
+
+    seen = []
+    z = ag.tensor(np.ones(2), requires_grad=True)
+    z.register_hook(lambda g: seen.append(g))
+    await (z * 2.0).sum().backward()
+    z.grad.data += 1
+    assert seen[0].tolist() == [2.0, 2.0] and z.grad.tolist() == [3.0, 3.0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
+from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.autograd.saved import RELEASED
 
 if TYPE_CHECKING:
@@ -254,18 +255,19 @@ class AccumulateGrad(Node):
             self._register_hook_dict(extra.hooks)
 
     def apply(self, grads: list, create_graph: bool) -> tuple:
-        grad = grads[0]
-        if grad is None:
-            return ()
-        accumulate_grad(self.variable, grad, create_graph)
+        if grads[0] is not None:
+            accumulate_grad(self.variable, grads, create_graph)
         return ()
 
 
-def accumulate_grad(variable: Tensor, grad: Any, create_graph: bool) -> None:
-    """``variable.grad += grad`` with torch's rules: the first gradient is copied unless it is
-    recorded (create_graph), later ones are added in place unless a graph is being recorded."""
+def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
+    """``variable.grad += grads[0]`` with torch's rules: the first gradient is stolen when
+    nothing else sees it, else copied (or kept as is when recorded, create_graph); later
+    ones are added in place unless a graph is being recorded."""
     from asyncgrad.tensor import Tensor
 
+    steal = not create_graph and owned_by(grads, 0)
+    grad = grads[0]
     old = variable._grad
     if create_graph:
         if old is None:
@@ -273,7 +275,7 @@ def accumulate_grad(variable: Tensor, grad: Any, create_graph: bool) -> None:
         else:
             variable._grad = old + grad
     elif old is None:
-        variable._grad = Tensor._make(grad.copy(), variable.device, False, None, 0, [0])
+        variable._grad = Tensor._make(grad if steal else grad.copy(), variable.device, False, None, 0, [0])
     elif old.requires_grad:
         variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
     else:

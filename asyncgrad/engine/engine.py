@@ -95,8 +95,10 @@ class Engine:
             if inputs is None:
                 return
         if node._hooks is None and not node.call_on_undefined:
+            # call_function's common case, inlined: no hooks, some gradient defined.
             for grad in inputs:
                 if grad is not None:
+                    grad = None  # the buffer's reference must stay the only one (see owned_by)
                     outputs = node.apply(inputs, graph_task.create_graph)
                     if not graph_task.keep_graph and node.saved:
                         node.release_variables()

@@ -6,18 +6,13 @@ as little as possible; these functions are its operations.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from asyncgrad.autograd.ownership import owned_by
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
     from asyncgrad.devices import Device
-
-_getrefcount = sys.getrefcount
-_ndarray = np.ndarray
-
 
 def new_buffer(node: Node, position: int, grad: Any) -> list:
     size = len(node._input_meta)
@@ -31,20 +26,17 @@ def new_buffer(node: Node, position: int, grad: Any) -> list:
 def accumulate(buffer: list, position: int, grad: Any) -> None:
     """Add ``grad`` into slot ``position``.
 
-    In place when nothing else can see the old array: a numpy array that owns its memory,
-    is writeable and is referenced only by this buffer (torch steals the same way when the
-    use count is 1); otherwise out of place, which is also the recorded path for Tensors.
+    In place when nothing else can see the old array (``owned_by``); otherwise out of
+    place, which is also the recorded path for Tensors.
     """
     if grad is None:
         return
-    old = buffer[position]
-    if old is None:
+    if buffer[position] is None:
         buffer[position] = grad
-    elif (type(old) is _ndarray and old.base is None and _getrefcount(old) <= 3 and old.flags.writeable
-          and old.dtype == grad.dtype and old.shape == grad.shape):
-        old += grad
+    elif owned_by(buffer, position) and buffer[position].dtype == grad.dtype and buffer[position].shape == grad.shape:
+        buffer[position] += grad
     else:
-        buffer[position] = old + grad
+        buffer[position] = buffer[position] + grad
 
 
 def buffer_device(node: Node, cpu: Device) -> Device:
