@@ -319,3 +319,29 @@ async def test_checkpoint_accepts_async_functions():
     await y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(1.0), rtol=1e-6)
     np.testing.assert_allclose(w.grad.numpy(), 0.5 * np.exp(1.0), rtol=1e-6)
+
+
+class Probe(ag.Function):
+    seen = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        import threading
+
+        Probe.seen.append((ag.is_grad_enabled(), current_graph_task.get() is not None,
+                           threading.current_thread() is threading.main_thread()))
+        return g
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+async def test_context_variables_reach_kernel_threads(create_graph):
+    """A large plain backward runs in a worker thread, with the graph task's grad mode and identity."""
+    ag.set_inline_threshold("cpu", 0)
+    Probe.seen.clear()
+    x = ag.randn(3, requires_grad=True)
+    await Probe.apply(x).sum().backward(create_graph=create_graph)
+    assert Probe.seen == [(create_graph, True, False)]
