@@ -39,7 +39,7 @@ def scalar_type_name(dtype: np.dtype) -> str:
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
-    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "name")
+    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name")
 
     def __init__(self) -> None:
         self.hooks: dict | None = None
@@ -47,6 +47,7 @@ class _Extra:
         self.retains_grad = False
         self.grad_accumulator: weakref.ref | None = None
         self.base: Tensor | None = None
+        self.views: weakref.WeakSet | None = None
         self.name: str | None = None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import check_op
+from helpers import check_gradgrad, check_op
 
 import asyncgrad as ag
 
@@ -347,12 +347,60 @@ async def test_inplace_on_tensor_nothing_saved_is_fine():
     assert x.grad.tolist() == [2.0, 2.0]
 
 
-async def test_inplace_on_non_leaf_view_while_recording_is_refused():
-    """asyncgrad has no CopySlices: it refuses rather than giving a wrong gradient."""
-    x = ag.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    y = x * 2
-    with pytest.raises(RuntimeError, match="does not rebase a view's base"):
-        y[1:].mul_(2.0)
+def _view_then_base(x, w):
+    """In place on a view (CopySlices), then on the base, with the view read afterwards."""
+    b = x * 2
+    v = b[1:3]
+    v.mul_(w)
+    b.add_(1.0)
+    return (b * b).sum() + (v * 3).sum()
+
+
+def _view_of_transposed_view(x, w):
+    b = x * 1
+    b.T[0].mul_(w)
+    return (b.tanh() * b).sum()
+
+
+def _fill_buffer(x, w):
+    buf = x.detach() * 0
+    buf[:, 0].copy_(w)
+    buf[1].mul_(w[0])
+    return (buf * buf).sum() + (buf * x).sum()
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (_view_then_base, [(4, 3), (3,)]),
+    (_view_of_transposed_view, [(3, 4), (3,)]),
+    (_fill_buffer, [(3, 2), (3,)]),
+])
+async def test_inplace_on_views_rebases_the_base_with_copyslices(fn, shapes):
+    await check_op(fn, *shapes)
+
+
+async def test_inplace_on_views_second_order():
+    await check_gradgrad(_view_then_base, (4, 3), (3,))
+
+
+def test_copyslices_and_regenerated_views_are_torchs_nodes():
+    x = ag.tensor(np.ones((3, 2)), requires_grad=True)
+    b = x * 2
+    v = b[0]
+    other = b[1:]
+    v.mul_(3.0)
+    assert b.grad_fn.name() == "CopySlices"
+    assert v.grad_fn.name() == "AsStridedBackward0" and other.grad_fn.name() == "AsStridedBackward0"
+    assert b._version == v._version == 1
+
+
+async def test_views_follow_an_in_place_op_on_their_base():
+    """A view taken before the base changed sees the new value, and so does its gradient."""
+    x = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, requires_grad=True)
+    b = x * 1
+    v = b[:2]
+    b.mul_(5.0)
+    await v.sum().backward()
+    assert x.grad.tolist() == [5.0, 5.0, 0.0]
 
 
 # --------------------------------------------------------------------------- errors

@@ -173,6 +173,12 @@ class ArrayMath:
         return indexing.scatter_add(shape, index[0], index[1], g)
 
     @staticmethod
+    def index_put(x: Any, index: Any, values: Any) -> Any:
+        out = x.copy()
+        out[index] = values
+        return out
+
+    @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
 
@@ -221,6 +227,10 @@ class TensorMath:
     @staticmethod
     def to_device(g: Tensor, device: Device) -> Tensor:
         return shape_ops.to_device(g, device)
+
+    @staticmethod
+    def index_put(x: Tensor, index: Any, values: Tensor) -> Tensor:
+        return indexing.index_put(x, index, values)
 
     @staticmethod
     def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Tensor) -> Tensor:

@@ -4,6 +4,12 @@ An in-place op bumps the version counter (shared with views and ``detach()``), s
 node that saved the old value refuses to unpack it. A node of the in-place op itself that
 saved the tensor's old value gets a snapshot of it first, with the old grad_fn attached,
 so ``x.mul_(y)`` still differentiates correctly with respect to ``y``.
+
+Note [Views and in-place]: views share their base's memory, so an in-place op on a view
+changes the base and one on the base changes its views. As in torch, the base is rebased
+onto ``CopySlices`` (the op's node applied to the view's region of the base's gradient),
+and every live view of the base gets a fresh ``AsStridedBackward0`` reading its region of
+the base's new value, so no view keeps a grad_fn of the old value.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
+from asyncgrad.ops import _node
 from asyncgrad.ops._node import OpNode, gradient_edge, record
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
@@ -32,17 +39,14 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tens
     if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     recording = _recording(x, args)
-    if recording and base is not None:
-        raise RuntimeError(
-            "asyncgrad does not rebase a view's base after an in-place operation (torch's CopySlices), so this "
-            "would give a wrong gradient: apply the in-place operation to the base tensor, or clone() the view first."
-        )
     if not recording:
         with no_grad():
             result = compute(x, *args)
         _write(x, result.data)
         x._vc[0] += 1
         return x
+    if base is not None:
+        return _inplace_on_view(x, base, compute, args)
     result = compute(x, *args)
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
@@ -57,12 +61,115 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tens
         if saved.tensor is None:
             saved.data, saved.vc, saved.version = x.data, x._vc, x._vc[0]
     node._input_meta = ((x.shape, x.dtype, x.device),)
+    _rebase(x, node)
+    _refresh_views(x, None)
+    return x
+
+
+def _rebase(x: Tensor, node: OpNode) -> None:
+    """``x`` is now the output of ``node``."""
     if x._extra is not None and x._extra.retains_grad:
-        _move_retain_grad(old_grad_fn, old_output_nr, node)
+        _move_retain_grad(x.grad_fn, x.output_nr, node)
     x.grad_fn = node
     x.output_nr = 0
     x._requires_grad = True
-    return x
+
+
+def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor], args: tuple) -> Tensor:
+    """Run the op on the view's value, write it through to the base, rebase the base on CopySlices."""
+    if view.device.type == "cuda":
+        raise NotImplementedError("in-place operations on views of cuda tensors that require grad")
+    index = view_index(base.data, view.data)
+    with no_grad():
+        snapshot = Tensor._make(view.data.copy(), view.device, False, None, 0, [0])
+    snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = view.grad_fn, view.output_nr, view._requires_grad
+    result = compute(snapshot, *args)
+    _write(view, result.data)
+    view._vc[0] += 1
+    fn = result.grad_fn
+    for saved in fn.saved:
+        if saved.tensor is None:
+            saved.data, saved.vc, saved.version = view.data, view._vc, view._vc[0]
+    node = CopySlices((gradient_edge(base),) + fn.next_edges[1:])
+    node.fn, node.index, node.base_shape, node.saved = fn, index, base.shape, fn.saved
+    record_inplace(node, base)
+    _rebase(base, node)
+    _refresh_views(base, None)
+    return view
+
+
+def record_inplace(node: OpNode, base: Tensor) -> None:
+    node._input_meta = ((base.shape, base.dtype, base.device),)
+    node.work = base.data.size
+
+
+def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
+    """Every live view of ``base`` now reads the base's new value (Note [Views and in-place])."""
+    views = base._extra.views if base._extra is not None else None
+    if not views:
+        return
+    for view in list(views):
+        if view is skip or view.device.type == "cuda":
+            continue
+        node = AsStridedBackward0((gradient_edge(base),))
+        node.index, node.base_shape = view_index(base.data, view.data), base.shape
+        node._input_meta = ((view.shape, view.dtype, view.device),)
+        node.work = base.data.size
+        if view._extra.retains_grad:
+            _move_retain_grad(view.grad_fn, view.output_nr, node)
+        view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
+
+
+def view_index(base: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """For each element of ``view``, its flat (C-order) position in ``base``, whose memory it shares."""
+    base_at, view_at = _addresses(base), _addresses(view)
+    low = int(base_at.min())
+    lookup = np.full((int(base_at.max()) - low) // base.itemsize + 1, -1, dtype=np.intp)
+    lookup[(base_at.reshape(-1) - low) // base.itemsize] = np.arange(base.size)
+    index = lookup[(view_at - low) // base.itemsize]
+    if (index < 0).any():
+        raise RuntimeError("a view's elements must lie in its base's memory")
+    return index
+
+
+def _addresses(a: np.ndarray) -> np.ndarray:
+    """The byte address of every element of ``a`` (numpy views: data pointer plus strides)."""
+    at = np.full(a.shape, a.__array_interface__["data"][0], dtype=np.intp)
+    for axis, (n, stride) in enumerate(zip(a.shape, a.strides)):
+        at += (np.arange(n, dtype=np.intp) * stride).reshape([-1 if i == axis else 1 for i in range(a.ndim)])
+    return at
+
+
+class CopySlices(OpNode):
+    """The base after an in-place op on one of its views: outside the view's region the
+    gradient passes through; inside it goes through the op's own backward (``fn``)."""
+
+    __slots__ = ("fn", "index", "base_shape")
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    def backward(self, F, g):
+        flat = F.reshape(g, (-1,))
+        grads = self.fn.apply([flat[self.index]], F is not _node.ArrayMath)
+        region = grads[0] if grads[0] is not None else flat[self.index] * 0
+        return (F.reshape(F.index_put(flat, self.index, region), self.base_shape),) + tuple(grads[1:])
+
+    def release_variables(self) -> None:
+        self.fn.release_variables()
+        super().release_variables()
+
+
+class AsStridedBackward0(OpNode):
+    """A view read again from its base after the base changed in place."""
+
+    __slots__ = ("index", "base_shape")
+
+    def backward(self, F, g):
+        size = 1
+        for n in self.base_shape:
+            size *= n
+        return (F.reshape(F.index_add((size,), (self.index, False), g), self.base_shape),)
 
 
 def _move_retain_grad(old: Any, output_nr: int, node: OpNode) -> None:

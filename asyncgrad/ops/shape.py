@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -32,6 +33,10 @@ def _view(x: Tensor, out: Any, node: OpNode | None, work: int | None = 0) -> Ten
         t._vc = x._vc
     base = x._extra.base if x._extra is not None and x._extra.base is not None else x
     t._extras().base = base
+    extra = base._extras()
+    if extra.views is None:
+        extra.views = weakref.WeakSet()
+    extra.views.add(t)
     return t
 
 
