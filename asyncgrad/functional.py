@@ -175,12 +175,7 @@ async def hessian(func: Callable, inputs: Any, create_graph: bool = False, stric
 async def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """(func(inputs), v^T H): a vjp of the gradient."""
-    is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-    inputs = _prepare(inputs, create_graph)
-    vs = _vector(v, inputs, "vhp")
-    out = await _call(func, inputs)
-    _check_scalar(out, "vhp")
-    grads = await _grads((out,), inputs, (factories.ones_like(out),), True, strict, "output")
+    is_tuple, inputs, vs, out, grads = await _recorded_gradient(func, inputs, v, create_graph, strict, "vhp")
     pairs = [(g, w, t) for g, w, t in zip(grads, vs, inputs) if g.requires_grad]
     result = await _grads(tuple(g for g, _, _ in pairs), inputs, tuple(w for _, w, _ in pairs), create_graph,
                           strict, "jacobian") if pairs else tuple(factories.zeros_like(t) for t in inputs)
@@ -191,12 +186,7 @@ async def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
 async def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """(func(inputs), H v), by the double-backward trick on the gradient."""
-    is_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-    inputs = _prepare(inputs, create_graph)
-    vs = _vector(v, inputs, "hvp")
-    out = await _call(func, inputs)
-    _check_scalar(out, "hvp")
-    grads = await _grads((out,), inputs, (factories.ones_like(out),), True, strict, "output")
+    is_tuple, inputs, vs, out, grads = await _recorded_gradient(func, inputs, v, create_graph, strict, "hvp")
     cotangents = tuple(factories.zeros_like(t).requires_grad_(True) for t in inputs)
     pairs = [(g, c) for g, c in zip(grads, cotangents) if g.requires_grad]
     if pairs:
@@ -210,6 +200,19 @@ async def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
     result = tuple(factories.zeros_like(t) if r is None else r for t, r in zip(inputs, result))
     (out,), result = _finish((out,), create_graph), _finish(result, create_graph)
     return out, (result if is_tuple else result[0])
+
+
+async def _recorded_gradient(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool,
+                             fn_name: str) -> tuple:
+    """What vhp and hvp start from: the inputs, the vectors, func's scalar output and its
+    gradient recorded (create_graph) so it can be differentiated again."""
+    is_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _prepare(inputs, create_graph)
+    vs = _vector(v, inputs, fn_name)
+    out = await _call(func, inputs)
+    _check_scalar(out, fn_name)
+    grads = await _grads((out,), inputs, (factories.ones_like(out),), True, strict, "output")
+    return is_tuple, inputs, vs, out, grads
 
 
 def _vector(v: Any, inputs: tuple, fn_name: str) -> tuple:
