@@ -1,0 +1,21 @@
+"""The benchmark runner keeps working: a quick run's gradients agree across frameworks.
+
+Only correctness is asserted here; timings are reported by ``python -m benchmarks``, never
+checked in tests.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quick_benchmark_run_agrees_with_numpy():
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "W1,W2,W4", "--frameworks", "asyncgrad,numpy"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| ") and "| asyncgrad |" in line]
+    assert len(rows) == 3 and all("| ok |" in row for row in rows), run.stdout
