@@ -15,6 +15,7 @@ import inspect
 import math
 from typing import Any, Callable
 
+from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import ALWAYS_DISPATCH, NO_EDGE, Edge, Node
 from asyncgrad.autograd.saved import RELEASED, SECOND_BACKWARD, SavedTensor, unpack_tensors
@@ -151,6 +152,8 @@ class Function:
             raise TypeError(f"{cls.__name__}.forward must be a plain def; only backward may be async")
         single = not isinstance(outputs, tuple)
         result = _wrap_outputs(node, args, (outputs,) if single else outputs, recording)
+        if recording and anomaly_enabled.get()[0]:
+            node.metadata["traceback_"] = forward_traceback()
         return result[0] if single else result
 
 
