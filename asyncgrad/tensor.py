@@ -13,7 +13,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
@@ -361,13 +360,3 @@ class Tensor:
 
 _new = object.__new__
 _ndarray = np.ndarray
-
-
-def is_recording(*tensors: Tensor) -> bool:
-    """Whether an op on these tensors records a node (grad mode on and an input requires grad)."""
-    if not grad_enabled.get():
-        return False
-    for t in tensors:
-        if t._requires_grad:
-            return True
-    return False

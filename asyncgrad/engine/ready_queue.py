@@ -58,9 +58,6 @@ class ReadyQueue:
     def pop(self) -> NodeTask:
         return heappop(self.heap)
 
-    def has_nodes(self) -> bool:
-        return any(entry.node is not None for entry in self.heap)
-
     async def wait(self) -> None:
         """Suspend until something is pushed."""
         if self.heap:

@@ -14,7 +14,7 @@ import numpy as np
 
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
-from asyncgrad.autograd.saved import SavedTensor, unpack_arrays, unpack_tensors
+from asyncgrad.autograd.saved import unpack_arrays, unpack_tensors
 from asyncgrad.devices import Device
 from asyncgrad.tensor import Tensor
 
@@ -77,14 +77,6 @@ def record(node: OpNode, out_data: Any, device: Device, work: int | None = None)
     if anomaly_enabled.get()[0]:
         node.metadata["traceback_"] = forward_traceback()
     return Tensor._make(out_data, device, True, node, 0, [0])
-
-
-def edges(*tensors: Tensor | None) -> tuple[Edge, ...]:
-    return tuple(NO_EDGE if t is None else gradient_edge(t) for t in tensors)
-
-
-def save(*tensors: Tensor) -> tuple[SavedTensor, ...]:
-    return tuple(SavedTensor(t) for t in tensors)
 
 
 def same_device(a: Tensor, b: Tensor) -> Device:
