@@ -56,30 +56,30 @@ def test_input_buffer_accumulates_in_place_only_when_unshared():
     assert view_base.tolist() == [1] * 6
 
 
-def test_compute_dependencies_counts_edges_and_prunes_by_topological_nr():
+async def test_compute_dependencies_counts_edges_and_prunes_by_topological_nr():
     x = ag.randn(2, requires_grad=True)
     h = x * 2
     a, b = h.exp(), h.sin()
     out = (a + b).sum()
     gt = graph_task()
-    compute_dependencies(out.grad_fn, gt, 0)
+    await compute_dependencies(out.grad_fn, gt, 0)
     assert gt.dependencies[h.grad_fn] == 2
     assert gt.dependencies[x.grad_accumulator()] == 1
-    assert out.grad_fn in gt.nodes_in_graph
+    assert out.grad_fn not in gt.dependencies  # the root: nothing points at it
 
     pruned = graph_task()
-    compute_dependencies(out.grad_fn, pruned, h.grad_fn.topological_nr + 1)
+    await compute_dependencies(out.grad_fn, pruned, h.grad_fn.topological_nr + 1)
     assert h.grad_fn in pruned.dependencies
     assert x.grad_accumulator() not in pruned.dependencies
 
 
-def test_init_to_execute_marks_only_paths_to_the_outputs():
+async def test_init_to_execute_marks_only_paths_to_the_outputs():
     x, y = ag.randn(2, requires_grad=True), ag.randn(2, requires_grad=True)
     a, b = x.exp(), y.sin()
     out = (a + b).sum()
     gt = graph_task()
-    compute_dependencies(out.grad_fn, gt, 0)
-    init_to_execute(gt, [Edge(x.grad_accumulator(), 0)], False)
+    await compute_dependencies(out.grad_fn, gt, 0)
+    await init_to_execute(gt, out.grad_fn, [Edge(x.grad_accumulator(), 0)], False, 0)
     info = gt.exec_info
     assert info[x.grad_accumulator()].captures == [(0, 0)] and not info[x.grad_accumulator()].needed
     assert info[a.grad_fn].needed and info[out.grad_fn].needed

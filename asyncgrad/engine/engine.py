@@ -10,12 +10,33 @@ Note [Reentrant backwards]: a node that itself runs a backward (an ``async def``
 awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
 starts a child GraphTask with ``reentrant_depth = parent + 1``. Such nodes never hold their
 worker: they run as tasks of their own, so the worker keeps serving the queue, where the
-child's deeper tasks sort first. Nothing grows the Python stack with depth.
+child's deeper tasks sort first. Nothing grows the Python stack with depth. A child started
+from a node of graph task P is registered in ``P.children`` for as long as it runs, so that
+P failing or being cancelled aborts it too, whichever way it was started (an awaited call,
+a greenback portal, or ``backward_sync`` from a kernel thread: Note [Kernel threads]).
+
+Note [Cancellation]: when the task awaiting ``execute`` is cancelled (``task.cancel()``,
+``asyncio.wait_for``, ``anyio.fail_after``), ``execute`` aborts its graph task before the
+``CancelledError`` propagates: the graph task leaves ``live``, its queued nodes are dropped,
+its node tasks and reentrant children are cancelled, and kernels still running in threads are
+abandoned (their results are dropped when they return; only loop code routes and accumulates,
+and it checks ``has_error`` first). So once the caller sees ``CancelledError`` nothing of that
+call writes to any ``.grad``. What it accumulated *before* the cancel stays: AccumulateGrad
+nodes that already ran have added their gradients (as a torch backward interrupted by
+KeyboardInterrupt would have). Other graph tasks are not affected.
+
+Note [Who settles a node task]: a node run as a task of its own (Note [Awaiting nodes] in
+worker.py) is settled by the task's done-callback, ``DeviceWorker._settle``, never by code
+inside the task: a task cancelled before its first step never runs its body, but its
+done-callbacks always run. The callback frees the executor slot, records the profiler event
+and counts the node done (or fails the graph task when the node task was cancelled by
+anyone but this graph task's own abort).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from typing import Any, Callable
 
@@ -26,7 +47,7 @@ from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.ready_queue import SHUTDOWN
-from asyncgrad.engine.worker import DeviceWorker
+from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker
 
 
 class Engine:
@@ -71,21 +92,71 @@ class Engine:
         if outputs is not None:
             live = [edge.function.topological_nr for edge in outputs if edge.function is not None]
             min_topo_nr = min(live) if live else 0
-        compute_dependencies(graph_root, graph_task, min_topo_nr)
-        if outputs is not None:
-            init_to_execute(graph_task, outputs, accumulate_grad)
-        if graph_task.exec_info is not None and not graph_task.exec_info.get(graph_root, ExecInfo()).should_execute():
-            return graph_task.captured_vars
         self.live.add(graph_task)
-        if skip_root:
-            self.push(graph_task, graph_root, new_buffer(graph_root, roots[0].input_nr, grad_outputs[0]))
-        else:
-            self.push(graph_task, graph_root, [])
+        if parent is not None:
+            parent.children.add(graph_task)
         try:
+            if parent is not None and parent.has_error:
+                raise asyncio.CancelledError()  # a node of an aborted graph task is still running
+            await compute_dependencies(graph_root, graph_task, min_topo_nr)
+            if outputs is not None:
+                await init_to_execute(graph_task, graph_root, outputs, accumulate_grad, min_topo_nr)
+                if not graph_task.exec_info.get(graph_root, _NOTHING).should_execute():
+                    return graph_task.captured_vars
+            if skip_root:
+                self.push(graph_task, graph_root, new_buffer(graph_root, roots[0].input_nr, grad_outputs[0]))
+            else:
+                self.push(graph_task, graph_root, [])
             return await graph_task.future
-        except asyncio.CancelledError:
-            graph_task.cancel()
+        except BaseException:
+            self.abort(graph_task)
             raise
+        finally:
+            if parent is not None:
+                parent.children.discard(graph_task)
+            if graph_task in self.live:
+                self._retire(graph_task)
+
+    # ------------------------------------------------------------------ how a graph task ends
+    def fail(self, graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
+        """The first error of ``graph_task`` ends it (Note [First error wins]); later ones are dropped.
+
+        Only an ``Exception`` gets a note naming the node: a ``BaseException`` (KeyboardInterrupt,
+        SystemExit, a foreign cancellation) reaches the caller exactly as it was raised.
+        """
+        if graph_task.has_error:
+            return
+        if node is not None and isinstance(exc, Exception):
+            exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
+            if graph_task.anomaly and node._metadata and "traceback_" in node._metadata:
+                exc.add_note(
+                    f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                    + node._metadata["traceback_"]
+                )
+        if not graph_task.future.done():
+            graph_task.future.set_exception(exc)
+        self.abort(graph_task)
+
+    def abort(self, graph_task: GraphTask) -> None:
+        """End ``graph_task`` early: nothing of it runs or writes any more (Note [Cancellation])."""
+        if graph_task.has_error:
+            return
+        graph_task.has_error = True
+        for worker in self.workers.values():
+            worker.queue.drop(graph_task)
+        for task in list(graph_task.node_tasks):
+            task.cancel()
+        for child in list(graph_task.children):
+            child.future.cancel()
+            self.abort(child)
+        graph_task.not_ready.clear()
+        self._retire(graph_task)
+
+    def _retire(self, graph_task: GraphTask) -> None:
+        self.live.discard(graph_task)
+        if not self.live:
+            for worker in self.workers.values():
+                worker.queue.push_special(SHUTDOWN)
 
     # ------------------------------------------------------------------ running one node
     def evaluate_function(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
@@ -179,30 +250,27 @@ class Engine:
 
     def task_done(self, graph_task: GraphTask) -> None:
         graph_task.outstanding_tasks -= 1
-        if graph_task.outstanding_tasks == 0:
-            self._finish(graph_task)
+        if not graph_task.outstanding_tasks and not graph_task.has_error:
+            self.finish(graph_task)
 
-    def _finish(self, graph_task: GraphTask) -> None:
+    def finish(self, graph_task: GraphTask) -> None:
         """All nodes ran (or were skipped): final callbacks, then resolve the future."""
-        if not graph_task.has_error:
-            token = current_graph_task.set(graph_task)
-            try:
-                callbacks = graph_task.final_callbacks
-                i = 0
-                while i < len(callbacks):
-                    callbacks[i]()
-                    i += 1
-            except Exception as exc:
-                graph_task.set_error(exc, None)
-            finally:
-                current_graph_task.reset(token)
+        token = current_graph_task.set(graph_task)
+        try:
+            callbacks = graph_task.final_callbacks
+            i = 0
+            while i < len(callbacks):
+                callbacks[i]()
+                i += 1
+        except BaseException as exc:
+            self.fail(graph_task, exc, None)
+            return
+        finally:
+            current_graph_task.reset(token)
         future = graph_task.future
         if not future.done():
             future.set_result(graph_task.captured_vars)
-        self.live.discard(graph_task)
-        if not self.live:
-            for worker in self.workers.values():
-                worker.queue.push_special(SHUTDOWN)
+        self._retire(graph_task)
 
     # ------------------------------------------------------------------ callbacks
     def queue_callback(self, callback: Callable[[], None]) -> None:
@@ -213,16 +281,20 @@ class Engine:
         graph_task.final_callbacks.append(callback)
 
 
-def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) -> None:
+async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) -> None:
     """Count, for every node reachable from ``root``, how many edges point at it (iteratively).
 
     Nodes below ``min_topo_nr`` cannot lead to an output of ``grad()``: they are counted
-    but not expanded (torch's topological_nr pruning).
+    but not expanded (torch's topological_nr pruning). A huge graph is walked in slices
+    (Note [Slices]).
     """
     dependencies = graph_task.dependencies
     stack = [root]
     pop = stack.pop
     push = stack.append
+    clock = time.perf_counter
+    started = clock()
+    steps = 0
     while stack:
         fn = pop()
         if min_topo_nr and fn.topological_nr < min_topo_nr:
@@ -234,12 +306,19 @@ def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) ->
                 else:
                     dependencies[next_fn] = 1
                     push(next_fn)
-    graph_task.nodes_in_graph = set(dependencies)
-    graph_task.nodes_in_graph.add(root)
+        steps += 1
+        if not steps & _SLICE_MASK and clock() - started > YIELD_AFTER_S:
+            await _next_slice(graph_task)
+            started = clock()
 
 
-def init_to_execute(graph_task: GraphTask, outputs: list[Edge], accumulate_grad: bool) -> None:
-    """Mark the nodes on a path from ``root`` to an output; register captures for ``grad()``."""
+async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge], accumulate_grad: bool,
+                          min_topo_nr: int) -> None:
+    """Mark the nodes on a path from ``root`` to an output; register captures for ``grad()``.
+
+    A depth-first walk marks a node once all its children are settled (post-order), so one
+    pass suffices and the walk can pause between slices (Note [Slices]).
+    """
     exec_info: dict[Node, ExecInfo] = {}
     graph_task.exec_info = exec_info
     graph_task.captured_vars = [None] * len(outputs)
@@ -253,20 +332,46 @@ def init_to_execute(graph_task: GraphTask, outputs: list[Edge], accumulate_grad:
             if info.captures is None:
                 info.captures = []
             info.captures.append((input_nr, output_idx))
-    # A node's topological_nr exceeds its children's, so in ascending order every child is
-    # settled before its parents: one pass marks each node that leads to an output.
-    for fn in sorted(graph_task.nodes_in_graph, key=_topological_nr):
-        for child, _ in fn.next_edges:
-            if child is not None:
-                info = exec_info.get(child)
+    visited = {root}
+    stack = [(root, iter(root.next_edges))]
+    clock = time.perf_counter
+    started = clock()
+    steps = 0
+    while stack:
+        fn, children = stack[-1]
+        for child, _ in children:
+            if child is not None and child not in visited:
+                visited.add(child)
+                if child.topological_nr >= min_topo_nr:
+                    stack.append((child, iter(child.next_edges)))
+                    break
+        else:
+            stack.pop()
+            for child, _ in fn.next_edges:
+                info = exec_info.get(child) if child is not None else None
                 if info is not None and info.should_execute():
                     exec_info.setdefault(fn, ExecInfo()).needed = True
                     break
+        steps += 1
+        if not steps & _SLICE_MASK and clock() - started > YIELD_AFTER_S:
+            await _next_slice(graph_task)
+            started = clock()
 
 
-def _topological_nr(node: Node) -> int:
-    return node.topological_nr
+_SLICE_MASK = 1023
+"""Note [Slices]: preparing a graph of 10^6 nodes takes about a second of pure Python. Every
+1024 steps the walk looks at the clock and, past ``YIELD_AFTER_S``, lets the loop run other
+coroutines, so the engine never holds the loop much longer than that (the figure is in
+RELIABILITY.md). A graph task aborted meanwhile stops there."""
 
+
+async def _next_slice(graph_task: GraphTask) -> None:
+    await asyncio.sleep(0)
+    if graph_task.has_error:
+        raise asyncio.CancelledError()
+
+
+_NOTHING = ExecInfo()
 
 _engines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 

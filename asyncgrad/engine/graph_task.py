@@ -5,9 +5,15 @@ the event loop thread (device workers, node tasks, ``Engine.execute``). Kernels 
 an executor return their outputs to the loop before any of it is touched, so no field
 needs a lock.
 
-Note [First error wins]: ``set_error`` resolves the future once; later errors of the same
-graph task are dropped, its remaining queued nodes are skipped when popped, and its
-suspended ``async def`` nodes are cancelled.
+Note [First error wins]: ``Engine.fail`` resolves the future once; later errors of the same
+graph task are dropped. A graph task ends in exactly one of three ways, and each removes it
+from ``Engine.live`` at once: it finishes (``Engine.finish``), it fails (``Engine.fail``: the
+first exception, ``BaseException`` included, goes to the future), or its caller goes away
+(``Engine.abort``, on ``CancelledError``). Failing and aborting drop its queued nodes from every
+ready queue, cancel its node tasks (suspended ``async def`` backwards, portals, executor
+kernels, which are abandoned: their threads finish into the void) and abort its reentrant
+children, so that once the caller has seen the exception nothing of this call writes a
+``.grad`` any more (Note [Cancellation] in engine.py).
 """
 
 from __future__ import annotations
@@ -41,9 +47,9 @@ class ExecInfo:
 
 class GraphTask:
     __slots__ = (
-        "outstanding_tasks", "has_error", "dependencies", "not_ready", "nodes_in_graph", "exec_info",
+        "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "owner", "keep_graph", "create_graph",
-        "final_callbacks", "anomaly", "check_nan", "node_tasks", "profile", "__weakref__",
+        "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "profile", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -52,7 +58,6 @@ class GraphTask:
         self.has_error = False
         self.dependencies: dict[Node, int] = {}
         self.not_ready: dict[Node, list] = {}
-        self.nodes_in_graph: set[Node] = set()
         self.exec_info: dict[Node, ExecInfo] | None = None
         self.captured_vars: list[Any] = []
         self.future = future
@@ -64,32 +69,11 @@ class GraphTask:
         self.anomaly = anomaly
         self.check_nan = check_nan
         self.node_tasks: set[asyncio.Task] = set()
+        """Nodes running as tasks of their own; cancelled when this graph task ends early."""
+        self.children: set[GraphTask] = set()
+        """Reentrant graph tasks started by this one's nodes and still running."""
         self.profile: Any = None
-
-    def set_error(self, exc: BaseException, node: Node | None) -> None:
-        if self.has_error:
-            return
-        self.has_error = True
-        if node is not None and isinstance(exc, Exception):
-            exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
-            if self.anomaly and node._metadata and "traceback_" in node._metadata:
-                exc.add_note(
-                    f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                    + node._metadata["traceback_"]
-                )
-        if not self.future.done():
-            self.future.set_exception(exc)
-        self.cancel_node_tasks()
-
-    def cancel(self) -> None:
-        """The awaiting caller went away: drop everything still to do."""
-        self.has_error = True
-        self.cancel_node_tasks()
-
-    def cancel_node_tasks(self) -> None:
-        for task in list(self.node_tasks):
-            task.cancel()
 
     def __repr__(self) -> str:
         return (f"<GraphTask depth={self.reentrant_depth} outstanding={self.outstanding_tasks} "
-                f"error={self.has_error} nodes={len(self.nodes_in_graph)}>")
+                f"error={self.has_error} pending={len(self.dependencies)}>")

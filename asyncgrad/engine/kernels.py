@@ -8,6 +8,8 @@ calling ``backward_sync`` there reaches its engine's loop instead of starting an
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -30,8 +32,11 @@ def run_kernel(worker: DeviceWorker, loop: asyncio.AbstractEventLoop, fn: Callab
 def run_from_kernel_thread(coro: Any) -> Any:
     """Run an engine coroutine from a kernel thread (a plain backward calling ``backward_sync``).
 
-    The coroutine goes to the engine's loop; the thread waits for it, and tells its worker it
-    is waiting so the worker stops counting on this thread (no deadlock with one thread).
+    Note [Kernel threads]: the coroutine goes to the engine's loop, in this thread's context
+    (the kernel's node task's, so the child graph task finds its parent and is aborted with it);
+    the thread waits for it, and tells its worker it is waiting so the worker stops counting on
+    this thread (no deadlock with one thread). If the loop closes meanwhile the wait ends with a
+    RuntimeError instead of blocking the thread, and with it interpreter exit, forever.
     Returns ``NotImplemented`` when this is not a kernel thread of a live loop.
     """
     worker = getattr(_kernel_thread, "worker", None)
@@ -40,7 +45,19 @@ def run_from_kernel_thread(coro: Any) -> Any:
         coro.close()
         return NotImplemented
     loop.call_soon_threadsafe(worker.add_blocked, 1)
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
     try:
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+        while True:
+            try:
+                return future.result(timeout=_POLL_S)
+            except concurrent.futures.TimeoutError:
+                if loop.is_closed():
+                    future.cancel()
+                    raise RuntimeError("the event loop running this backward was closed") from None
     finally:
-        loop.call_soon_threadsafe(worker.add_blocked, -1)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to tell
+            loop.call_soon_threadsafe(worker.add_blocked, -1)
+
+
+_POLL_S = 0.1
+"""How soon a kernel thread waiting on a reentrant backward notices that its loop closed."""

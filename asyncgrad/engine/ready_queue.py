@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -57,6 +57,14 @@ class ReadyQueue:
 
     def pop(self) -> NodeTask:
         return heappop(self.heap)
+
+    def drop(self, graph_task: GraphTask) -> None:
+        """Forget every queued task of ``graph_task`` (it failed or was cancelled)."""
+        heap = self.heap
+        kept = [entry for entry in heap if entry[3] is not graph_task]
+        if len(kept) != len(heap):
+            heap[:] = kept
+            heapify(heap)
 
     async def wait(self) -> None:
         """Suspend until something is pushed."""
