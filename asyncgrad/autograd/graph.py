@@ -9,6 +9,7 @@ here, and only when a hook exists.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -53,11 +54,72 @@ class RemovableHandle:
 
 
 def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
+    """Register ``fn``; refused unless it is a plain callable.
+
+    Hooks run synchronously inside a node, on the loop or in a kernel thread, where nothing
+    could await a coroutine: an ``async def`` hook would silently never run, so it is refused.
+    """
     if not callable(fn):
         raise TypeError(f"hook must be callable, got {type(fn).__name__}")
+    if inspect.iscoroutinefunction(inspect.unwrap(fn)):
+        raise TypeError(
+            f"hook '{hook_name(fn)}' is an async def function; hooks run synchronously inside the backward pass, "
+            "so they must be plain functions (do async work in an async def custom Function backward instead)"
+        )
     handle = RemovableHandle(hooks)
     hooks[handle.id] = fn
     return handle
+
+
+def hook_name(fn: Callable) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def check_hook_value(fn: Callable, old: Tensor | None, new: Any) -> Tensor | None:
+    """What a hook returned in place of one gradient, validated as torch does (its wording)."""
+    tensor_type = _tensor_type()
+    if new is None:
+        return None
+    if not isinstance(new, tensor_type):
+        raise TypeError(f"expected Variable, but hook returned '{_type_name(new)}'")
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if new.shape != old.shape:
+        raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+    if new.dtype != old.dtype or new.device != old.device:
+        raise RuntimeError(
+            f"hook '{hook_name(fn)}' has changed the type of value (was {_legacy_type(old)} got {_legacy_type(new)})")
+    return new
+
+
+def check_hook_values(fn: Callable, old: tuple, new: Any) -> tuple:
+    """A node hook's replacement for a tuple of gradients: a tuple of the same length."""
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{_type_name(new)}'")
+    if len(new) != len(old):
+        raise RuntimeError(
+            f"hook '{hook_name(fn)}' has returned an incorrect number of values (got {len(new)}, but expected "
+            f"{len(old)})")
+    return tuple(check_hook_value(fn, o, n) for o, n in zip(old, new))
+
+
+def _type_name(value: Any) -> str:
+    """As torch names it (CPython's ``tp_name``): ``float``, ``Tensor``, ``numpy.ndarray``."""
+    if inspect.iscoroutine(value):
+        value.close()  # never to be awaited: no "coroutine was never awaited" warning on top
+    cls = type(value)
+    return f"numpy.{cls.__name__}" if cls.__module__.startswith("numpy") else cls.__name__
+
+
+_LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _legacy_type(t: Tensor) -> str:
+    """torch's legacy type name (``torch.FloatTensor``), spelt for asyncgrad and its devices."""
+    kind = _LEGACY.get(str(t.dtype), str(t.dtype))
+    device = "" if t.device.is_cpu else f"{t.device.type}."
+    return f"asyncgrad.{device}{kind}Tensor"
 
 
 class NodeHooks:
@@ -77,7 +139,7 @@ class NodeHooks:
             if hooks and position < len(grads) and grads[position] is not None:
                 grad = as_tensor(grads[position], node, position, create_graph)
                 for fn in list(hooks.values()):
-                    result = fn(grad)
+                    result = check_hook_value(fn, grad, fn(grad))
                     if result is not None:
                         grad = result
                 grads[position] = as_grad(grad, create_graph)
@@ -93,7 +155,7 @@ class NodeHooks:
         for fn in list(self.pre.values()):
             result = fn(wrapped)
             if result is not None:
-                wrapped = tuple(result)
+                wrapped = check_hook_values(fn, wrapped, result)
         return [as_grad(g, create_graph) for g in wrapped]
 
     def run_post(self, node: Node, outputs: Any, grads: list, create_graph: bool) -> Any:
@@ -104,8 +166,14 @@ class NodeHooks:
         for fn in list(self.post.values()):
             result = fn(grad_inputs, grad_outputs)
             if result is not None:
-                grad_inputs = tuple(result)
+                grad_inputs = check_hook_values(fn, grad_inputs, result)
         return [as_grad(g, create_graph) for g in grad_inputs]
+
+
+def _tensor_type() -> type:
+    from asyncgrad.tensor import Tensor
+
+    return Tensor
 
 
 def as_tensor(grad: Any, node: Node, position: int, create_graph: bool) -> Tensor | None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from asyncgrad.autograd.graph import Node
 from asyncgrad.engine.graph_task import GraphTask
 
@@ -76,14 +74,15 @@ def _expandable(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
     return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
 
 
-def check_nan(node: Node, outputs: Any) -> None:
+def check_nan(node: Node, outputs: Any, create_graph: bool) -> None:
+    """Anomaly mode: fail on the first output gradient holding a NaN (torch's wording).
+
+    Gradients are Tensors when a graph is recorded and raw device arrays (or 0-d numpy scalars)
+    otherwise (Note [Grads on the fast path]); only the array is looked at.
+    """
     for i, grad in enumerate(outputs):
         if grad is None:
             continue
-        data = getattr(grad, "data", grad) if not isinstance(grad, np.ndarray) else grad
-        if bool(data.dtype.kind in "fc" and _isnan_any(data)):
+        data = grad.data if create_graph else grad
+        if data.dtype.kind in "fc" and bool((data != data).any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-
-
-def _isnan_any(data: Any) -> bool:
-    return bool((data != data).any())

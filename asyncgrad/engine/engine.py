@@ -36,6 +36,7 @@ anyone but this graph task's own abort).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 import weakref
 from typing import Any, Callable
@@ -197,7 +198,7 @@ class Engine:
         """Send each output gradient to its consumer's input buffer; enqueue the ready ones."""
         edges = node.next_edges
         if graph_task.check_nan:
-            check_nan(node, outputs)
+            check_nan(node, outputs, graph_task.create_graph)
         if len(outputs) != len(edges):
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid number of gradients - expected {len(edges)}, "
@@ -274,10 +275,18 @@ class Engine:
 
     # ------------------------------------------------------------------ callbacks
     def queue_callback(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` when the current graph task has finished all its nodes."""
+        """Run ``callback`` when the current graph task has finished all its nodes.
+
+        Final callbacks run synchronously as the graph task ends, so an ``async def`` one,
+        which would never be awaited, is refused here rather than silently skipped.
+        """
         graph_task = current_graph_task.get()
         if graph_task is None:
             raise RuntimeError("Final callbacks can only be installed during backward pass.")
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        if inspect.iscoroutinefunction(inspect.unwrap(callback)):
+            raise TypeError("queue_callback() takes a plain function; an async def callback would never be awaited")
         graph_task.final_callbacks.append(callback)
 
 
