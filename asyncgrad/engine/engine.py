@@ -48,7 +48,7 @@ from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.ready_queue import SHUTDOWN
-from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker
+from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
 
 
 class Engine:
@@ -375,7 +375,7 @@ RELIABILITY.md). A graph task aborted meanwhile stops there."""
 
 
 async def _next_slice(graph_task: GraphTask) -> None:
-    await asyncio.sleep(0)
+    await give_way()
     if graph_task.has_error:
         raise asyncio.CancelledError()
 

@@ -253,6 +253,7 @@ class MulBackward0(OpNode):
     """Saves each side only if the other side needs its gradient; scalars are kept as is."""
 
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
+    work_per_element = 4
 
     def backward(self, F, g):
         saved = F.unpack(self)
@@ -297,6 +298,7 @@ def mul(a: Any, b: Any) -> Tensor:
 
 class DivBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "b_const")
+    work_per_element = 9
 
     def backward(self, F, g):
         saved = F.unpack(self)
@@ -347,6 +349,7 @@ class PowBackward0(OpNode):
     """tensor ** scalar"""
 
     __slots__ = ("exponent",)
+    work_per_element = 4
 
     def backward(self, F, g):
         (x,) = F.unpack(self)
@@ -361,6 +364,7 @@ class PowBackward1(OpNode):
     masked to 0 where a == 0, as torch."""
 
     __slots__ = ("a_shape", "b_shape", "a_const")
+    work_per_element = 20  # a ** (b - 1) and log(a): two transcendentals
 
     def backward(self, F, g):
         saved = F.unpack(self)
@@ -486,6 +490,7 @@ def log(x: Tensor) -> Tensor:
 
 class SqrtBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 3
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
@@ -498,6 +503,7 @@ def sqrt(x: Tensor) -> Tensor:
 
 class SinBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 9
 
     def backward(self, F, g):
         (x,) = F.unpack(self)
@@ -510,6 +516,7 @@ def sin(x: Tensor) -> Tensor:
 
 class CosBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 9
 
     def backward(self, F, g):
         (x,) = F.unpack(self)
@@ -522,6 +529,7 @@ def cos(x: Tensor) -> Tensor:
 
 class TanhBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 4
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
@@ -534,6 +542,7 @@ def tanh(x: Tensor) -> Tensor:
 
 class SigmoidBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 4
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
@@ -547,6 +556,7 @@ def sigmoid(x: Tensor) -> Tensor:
 
 class ReluBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 3
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
@@ -560,6 +570,7 @@ def relu(x: Tensor) -> Tensor:
 
 class AbsBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 7
 
     def backward(self, F, g):
         (x,) = F.unpack(self)
@@ -585,6 +596,7 @@ class ClampBackward1(OpNode):
     """The gradient passes where min <= x <= max (inclusive, as torch)."""
 
     __slots__ = ()
+    work_per_element = 3
 
     def backward(self, F, g):
         (mask,) = F.unpack(self)
