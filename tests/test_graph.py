@@ -96,7 +96,7 @@ async def test_retain_graph_allows_a_second_backward_and_accumulates():
 
 
 def test_integer_tensors_cannot_require_grad():
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
         ag.tensor([1, 2, 3], requires_grad=True)
     t = ag.arange(3)
     with pytest.raises(RuntimeError, match="floating point"):

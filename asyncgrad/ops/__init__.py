@@ -22,6 +22,21 @@ def _inplace_method(compute):
     return method
 
 
+def _operator(fn):
+    """The ``+``/``<``/``+=`` form of a binary op: an operand no op takes gives ``NotImplemented``,
+    so Python raises its own "unsupported operand type(s) for +: 'Tensor' and 'NoneType'" and
+    ``t == None`` is False, as with torch (the function forms name the argument instead)."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        try:
+            return fn(self, other)
+        except elementwise.UnsupportedOperand:
+            return NotImplemented
+
+    method.__name__ = getattr(fn, "__name__", "operator")
+    return method
+
+
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
     inplace.apply_inplace(self, lambda x, v: indexing.index_put(x, index, v), value)
 
@@ -31,15 +46,17 @@ def _to(dtype):
 
 
 _METHODS = {
-    "__add__": elementwise.add, "__radd__": elementwise.add, "add": elementwise.add,
-    "__sub__": elementwise.sub, "__rsub__": elementwise.rsub, "sub": elementwise.sub,
-    "__mul__": elementwise.mul, "__rmul__": elementwise.mul, "mul": elementwise.mul,
-    "__truediv__": elementwise.div, "__rtruediv__": elementwise.rdiv, "div": elementwise.div,
-    "__pow__": elementwise.pow, "__rpow__": elementwise.rpow, "pow": elementwise.pow,
-    "__matmul__": linalg.matmul, "__rmatmul__": lambda a, b: linalg.matmul(b, a), "matmul": linalg.matmul,
+    "__add__": _operator(elementwise.add), "__radd__": _operator(elementwise.add), "add": elementwise.add,
+    "__sub__": _operator(elementwise.sub), "__rsub__": _operator(elementwise.rsub), "sub": elementwise.sub,
+    "__mul__": _operator(elementwise.mul), "__rmul__": _operator(elementwise.mul), "mul": elementwise.mul,
+    "__truediv__": _operator(elementwise.div), "__rtruediv__": _operator(elementwise.rdiv), "div": elementwise.div,
+    "__pow__": _operator(elementwise.pow), "__rpow__": _operator(elementwise.rpow), "pow": elementwise.pow,
+    "__matmul__": _operator(linalg.matmul), "__rmatmul__": _operator(lambda a, b: linalg.matmul(b, a)),
+    "matmul": linalg.matmul,
     "__neg__": elementwise.neg, "neg": elementwise.neg, "__abs__": elementwise.abs, "abs": elementwise.abs,
-    "__lt__": elementwise.lt, "__le__": elementwise.le, "__gt__": elementwise.gt, "__ge__": elementwise.ge,
-    "__eq__": elementwise.eq, "__ne__": elementwise.ne, "__invert__": elementwise.logical_not,
+    "__lt__": _operator(elementwise.lt), "__le__": _operator(elementwise.le),
+    "__gt__": _operator(elementwise.gt), "__ge__": _operator(elementwise.ge),
+    "__eq__": _operator(elementwise.eq), "__ne__": _operator(elementwise.ne), "__invert__": elementwise.logical_not,
     "exp": elementwise.exp, "log": elementwise.log, "sqrt": elementwise.sqrt, "sin": elementwise.sin,
     "cos": elementwise.cos, "tanh": elementwise.tanh, "sigmoid": elementwise.sigmoid, "relu": elementwise.relu,
     "sign": elementwise.sign, "clamp": elementwise.clamp, "clip": elementwise.clamp,
@@ -55,10 +72,10 @@ _METHODS = {
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "float": _to(dtypes.float32), "double": _to(dtypes.float64), "long": _to(dtypes.int64),
     "int": _to(dtypes.int32), "bool": _to(dtypes.bool), "half": _to(dtypes.float16),
-    "add_": _inplace_method(elementwise.add), "__iadd__": _inplace_method(elementwise.add),
-    "sub_": _inplace_method(elementwise.sub), "__isub__": _inplace_method(elementwise.sub),
-    "mul_": _inplace_method(elementwise.mul), "__imul__": _inplace_method(elementwise.mul),
-    "div_": _inplace_method(elementwise.div), "__itruediv__": _inplace_method(elementwise.div),
+    "add_": _inplace_method(elementwise.add), "__iadd__": _operator(_inplace_method(elementwise.add)),
+    "sub_": _inplace_method(elementwise.sub), "__isub__": _operator(_inplace_method(elementwise.sub)),
+    "mul_": _inplace_method(elementwise.mul), "__imul__": _operator(_inplace_method(elementwise.mul)),
+    "div_": _inplace_method(elementwise.div), "__itruediv__": _operator(_inplace_method(elementwise.div)),
     "clamp_": _inplace_method(elementwise.clamp), "relu_": _inplace_method(elementwise.relu),
     "fill_": _inplace_method(inplace.filled), "zero_": _inplace_method(inplace.zeroed),
     "copy_": _inplace_method(inplace.copied),

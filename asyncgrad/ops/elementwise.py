@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
+from asyncgrad._validate import check_array_dtype, complex_error, number_arg, tensor_arg, type_label
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
@@ -16,12 +17,18 @@ from asyncgrad.tensor import Tensor
 _SCALARS = (int, float, bool, np.number, np.bool_)
 
 
-def operands(a: Any, b: Any) -> tuple[Tensor | None, Tensor | None, Any, Any, Any]:
+class UnsupportedOperand(TypeError):
+    """An operand no op takes (None, a string, a dict): the operator forms turn it into
+    ``NotImplemented`` so Python words the error (and ``t == None`` is False), as with torch."""
+
+
+def operands(a: Any, b: Any, name: str = "add") -> tuple[Tensor | None, Tensor | None, Any, Any, Any]:
     """Split a binary op's arguments into (tensor or None, ...) and the values to compute with.
 
     Python scalars stay Python scalars so numpy's weak scalar promotion keeps the tensor's
     dtype (``float32_tensor * 2.0`` is float32, as in torch). Two tensors of different dtypes
-    follow torch's promotion, not numpy's (see ``_promote``).
+    follow torch's promotion, not numpy's (see ``_promote``). ``name`` words the error for an
+    operand that is neither a tensor nor a number.
     """
     ta = a if type(a) is Tensor or isinstance(a, Tensor) else None
     tb = b if type(b) is Tensor or isinstance(b, Tensor) else None
@@ -31,11 +38,18 @@ def operands(a: Any, b: Any) -> tuple[Tensor | None, Tensor | None, Any, Any, An
             da, db = _promote(da, db)
         return ta, tb, da, db, same_device(ta, tb)
     if ta is None and tb is None:
-        raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
+        raise UnsupportedOperand(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_label(a)}")
     if ta is None:
-        ta_val = _constant(a, tb)
+        ta_val = _constant(a, tb, name, "input", 1)
+        if ta_val.__class__ is not a.__class__ and isinstance(ta_val, np.ndarray) and ta_val.dtype != tb.data.dtype:
+            ta_val, db = _promote(ta_val, tb.data)
+            return None, tb, ta_val, db, tb.device
         return None, tb, ta_val, _float_for(a, tb.data), tb.device
-    return ta, None, _float_for(b, ta.data), _constant(b, ta), ta.device
+    b_val = _constant(b, ta, name, "other", 2)
+    if b_val.__class__ is not b.__class__ and isinstance(b_val, np.ndarray) and b_val.dtype != ta.data.dtype:
+        da, b_val = _promote(ta.data, b_val)
+        return ta, None, da, b_val, ta.device
+    return ta, None, _float_for(b, ta.data), b_val, ta.device
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -76,16 +90,30 @@ def _float_for(scalar: Any, data: Any) -> Any:
     return data
 
 
-def _constant(value: Any, like: Tensor) -> Any:
-    if isinstance(value, _SCALARS):
+_PLAIN_NUMBERS = (int, float, bool)
+
+
+def _constant(value: Any, like: Tensor, name: str, arg: str, pos: int) -> Any:
+    """A non-tensor operand as a value to compute with: numbers as they are, numpy arrays and
+    nested lists as arrays (read as ``ag.tensor`` reads them: Python floats in the default
+    dtype, so ``int_tensor + [1.5]`` promotes instead of truncating the list to int).
+    Complex values are refused (Note [Complex numbers are refused])."""
+    if isinstance(value, _PLAIN_NUMBERS):
         return value
-    if isinstance(value, Tensor):
-        return value.data
+    if isinstance(value, (np.number, np.bool_)):
+        if isinstance(value, np.complexfloating):
+            raise complex_error(value.dtype)
+        return value
     if isinstance(value, np.ndarray):
+        check_array_dtype(value)
         return like.device.asarray(value) if like.device.type == "cuda" else value
     if isinstance(value, (list, tuple)):
-        return like.device.asarray(np.asarray(value, dtype=like.data.dtype))
-    raise TypeError(f"unsupported operand type: {type(value).__name__}")
+        from asyncgrad.factories import to_array
+
+        return to_array(value, None, like.device)
+    if isinstance(value, complex):
+        raise complex_error("complex128")
+    raise UnsupportedOperand(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type_label(value)}")
 
 
 def broadcast_error(*shapes: tuple[int, ...]) -> RuntimeError:
@@ -197,7 +225,7 @@ class AddBackward0(OpNode):
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     if alpha == 1 and _number_operand(a, b):
         return _with_number(AddNumberBackward, a, a.data + b, b)
-    ta, tb, da, db, dev = operands(a, b)
+    ta, tb, da, db, dev = operands(a, b, "add")
     try:
         out = da + db if alpha == 1 else da + db * alpha
     except ValueError:
@@ -230,11 +258,16 @@ class RsubBackward1(SubBackward0):
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     if alpha == 1 and _number_operand(a, b):
         return _with_number(SubNumberBackward, a, a.data - b, b)
-    ta, tb, da, db, dev = operands(a, b)
+    ta, tb, da, db, dev = operands(a, b, "sub")
     try:
         out = da - db if alpha == 1 else da - db * alpha
     except ValueError:
         raise broadcast_error(np.shape(da), np.shape(db)) from None
+    except TypeError:
+        if np.result_type(da, db) == np.bool_:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                               "`logical_xor()` operator instead.") from None
+        raise
     node = _new(SubBackward0 if ta is not None else RsubBackward1)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
@@ -268,7 +301,7 @@ class MulBackward0(OpNode):
 def mul(a: Any, b: Any) -> Tensor:
     if _number_operand(a, b):
         return _with_number(MulNumberBackward, a, a.data * b, b)
-    ta, tb, da, db, dev = operands(a, b)
+    ta, tb, da, db, dev = operands(a, b, "mul")
     try:
         out = da * db
     except ValueError:
@@ -315,7 +348,7 @@ class DivBackward0(OpNode):
 def div(a: Any, b: Any) -> Tensor:
     if _number_operand(a, b):
         return _with_number(DivNumberBackward, a, a.data / b, b)
-    ta, tb, da, db, dev = operands(a, b)
+    ta, tb, da, db, dev = operands(a, b, "div")
     try:
         out = da / db
     except ValueError:
@@ -403,7 +436,7 @@ def _zero(a: Any) -> Any:
 
 
 def pow(a: Any, b: Any) -> Tensor:
-    ta, tb, da, db, dev = operands(a, b)
+    ta, tb, da, db, dev = operands(a, b, "pow")
     try:
         out = da ** db
     except ValueError:
@@ -461,6 +494,11 @@ class NegBackward0(OpNode):
 
 
 def neg(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "neg")
+    if x.data.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert "
+                           "a mask, use the `~` or `logical_not()` operator instead.")
     return _unary(NegBackward0, x, -x.data, None)
 
 
@@ -473,6 +511,8 @@ class ExpBackward0(OpNode):
 
 
 def exp(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "exp")
     return _unary(ExpBackward0, x, np.exp(_float_input(x)), "output")
 
 
@@ -485,6 +525,8 @@ class LogBackward0(OpNode):
 
 
 def log(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "log")
     return _unary(LogBackward0, x, np.log(_float_input(x)), "input")
 
 
@@ -498,6 +540,8 @@ class SqrtBackward0(OpNode):
 
 
 def sqrt(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "sqrt")
     return _unary(SqrtBackward0, x, np.sqrt(_float_input(x)), "output")
 
 
@@ -511,6 +555,8 @@ class SinBackward0(OpNode):
 
 
 def sin(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "sin")
     return _unary(SinBackward0, x, np.sin(_float_input(x)), "input")
 
 
@@ -524,6 +570,8 @@ class CosBackward0(OpNode):
 
 
 def cos(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "cos")
     return _unary(CosBackward0, x, np.cos(_float_input(x)), "input")
 
 
@@ -537,6 +585,8 @@ class TanhBackward0(OpNode):
 
 
 def tanh(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "tanh")
     return _unary(TanhBackward0, x, np.tanh(_float_input(x)), "output")
 
 
@@ -550,6 +600,8 @@ class SigmoidBackward0(OpNode):
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "sigmoid")
     half = _float_input(x) * 0.5
     return _unary(SigmoidBackward0, x, np.tanh(half) * 0.5 + 0.5, "output")
 
@@ -564,6 +616,8 @@ class ReluBackward0(OpNode):
 
 
 def relu(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "relu")
     data = x.data
     return _unary(ReluBackward0, x, np.maximum(data, 0, dtype=data.dtype), "output")
 
@@ -578,6 +632,8 @@ class AbsBackward0(OpNode):
 
 
 def abs(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "abs")
     return _unary(AbsBackward0, x, np.abs(x.data), "input")
 
 
@@ -589,6 +645,8 @@ class SignBackward0(OpNode):
 
 
 def sign(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "sign")
     return _unary(SignBackward0, x, np.sign(x.data), None)
 
 
@@ -604,8 +662,13 @@ class ClampBackward1(OpNode):
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """``min``/``max``: numbers, or tensors that do not require grad (their gradient is not
+    implemented, so one that requires it is refused rather than silently left out)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    min, max = _bound(min, x, "min", 1), _bound(max, x, "max", 2)
     data = _float_for(min, _float_for(max, x.data))
     out = np.clip(data, min, max)
     if out.dtype != data.dtype and data.dtype.kind == "f":
@@ -621,17 +684,30 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return result
 
 
+def _bound(value: Any, x: Tensor, name: str, pos: int) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        same_device(x, value)
+        if value._requires_grad and grad_enabled.get():
+            raise NotImplementedError(f"clamp(): the gradient with respect to a '{name}' tensor is not implemented in "
+                                      f"asyncgrad; pass {name}={name}.detach() or a number")
+        return value.data
+    return number_arg(value, "clamp", name, pos)
+
+
 # --------------------------------------------------------------------------- two-tensor selections
 class MaximumBackward0(OpNode):
-    """Ties split the gradient evenly between both sides, as torch."""
+    """torch's formula: ties split the gradient evenly, and a side gets none only where the
+    other side strictly wins, so a NaN (which compares False both ways) passes it to both."""
 
     __slots__ = ("a_shape", "b_shape")
 
     def backward(self, F, g):
-        (share,) = F.unpack(self)
+        share_a, share_b = F.unpack(self)
         return (
-            F.sum_to(g * share, self.a_shape) if self.needs(0) else None,
-            F.sum_to(g * (1 - share), self.b_shape) if self.needs(1) else None,
+            F.sum_to(g * share_a, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * share_b, self.b_shape) if self.needs(1) else None,
         )
 
 
@@ -639,28 +715,35 @@ class MinimumBackward0(MaximumBackward0):
     __slots__ = ()
 
 
-def _select2(node_cls: type, a: Any, b: Any, pick_a: Any) -> Tensor:
-    ta, tb, da, db, dev = operands(a, b)
+def _select2(node_cls: type, a: Any, b: Any, pick: Any, name: str) -> Tensor:
+    """maximum/minimum: ``pick`` is np.maximum or np.minimum, which propagate NaN as torch does
+    (a ``where(a > b, a, b)`` would return b where a is NaN)."""
+    ta, tb, da, db, dev = operands(a, b, name)
+    if not hasattr(da, "dtype"):
+        da = np.asarray(da, dtype=db.dtype)
+    if not hasattr(db, "dtype"):
+        db = np.asarray(db, dtype=da.dtype)
     try:
-        out = np.where(pick_a(da, db), da, db)
+        out = pick(da, db)
     except ValueError:
         raise broadcast_error(np.shape(da), np.shape(db)) from None
     node = _new(node_cls)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
-    share = pick_a(da, db).astype(out.dtype) + (da == db).astype(out.dtype) * 0.5
+    a_wins, b_wins = (da > db, da < db) if pick is np.maximum else (da < db, da > db)
+    half = np.where(da == db, 0.5, 1.0).astype(out.dtype)
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
-    node.saved = (SavedTensor(_plain(share, dev)),)
+    node.saved = (SavedTensor(_plain(half * ~b_wins, dev)), SavedTensor(_plain(half * ~a_wins, dev)))
     return record(node, out, dev)
 
 
 def maximum(a: Any, b: Any) -> Tensor:
-    return _select2(MaximumBackward0, a, b, lambda x, y: x > y)
+    return _select2(MaximumBackward0, a, b, np.maximum, "maximum")
 
 
 def minimum(a: Any, b: Any) -> Tensor:
-    return _select2(MinimumBackward0, a, b, lambda x, y: x < y)
+    return _select2(MinimumBackward0, a, b, np.minimum, "minimum")
 
 
 class WhereBackward0(OpNode):
@@ -677,10 +760,15 @@ class WhereBackward0(OpNode):
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
-    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if isinstance(condition, Tensor):
+        cond = condition.data
+    elif isinstance(condition, (np.ndarray, list, tuple, bool, np.bool_)):
+        cond = np.asarray(condition)
+    else:
+        raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type_label(condition)}")
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
-    ta, tb, da, db, dev = operands(a, b)
+    ta, tb, da, db, dev = operands(a, b, "where")
     if isinstance(condition, Tensor) and condition.device is not dev:
         same_device(condition, ta if ta is not None else tb)
     try:
@@ -700,27 +788,29 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------- comparisons (no grad)
-def _compare(op: Any) -> Any:
+def _compare(op: Any, name: str) -> Any:
     def compare(a: Any, b: Any) -> Tensor:
-        ta, tb, da, db, dev = operands(a, b)
+        ta, tb, da, db, dev = operands(a, b, name)
         try:
             return _plain(op(da, db), dev)
         except ValueError:
             raise broadcast_error(np.shape(da), np.shape(db)) from None
 
-    compare.__name__ = op.__name__
+    compare.__name__ = name
     return compare
 
 
-lt = _compare(np.less)
-le = _compare(np.less_equal)
-gt = _compare(np.greater)
-ge = _compare(np.greater_equal)
-eq = _compare(np.equal)
-ne = _compare(np.not_equal)
+lt = _compare(np.less, "lt")
+le = _compare(np.less_equal, "le")
+gt = _compare(np.greater, "gt")
+ge = _compare(np.greater_equal, "ge")
+eq = _compare(np.equal, "eq")
+ne = _compare(np.not_equal, "ne")
 
 
 def logical_not(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "logical_not")
     return _plain(np.logical_not(x.data), x.device)
 
 

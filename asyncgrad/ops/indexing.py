@@ -6,12 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad._validate import complex_error, is_complex, type_label
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
 from asyncgrad.ops.elementwise import _binary_node, operands
 from asyncgrad.ops.reduction import _recording
 from asyncgrad.ops.shape import _view
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, type_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
 
@@ -35,6 +36,8 @@ def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
             basic = False
         elif isinstance(item, bool):
             basic = False
+        elif isinstance(item, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
         elif not isinstance(item, _BASIC):
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
@@ -149,8 +152,12 @@ class IndexPutBackward0(OpNode):
 
 
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
+    if not isinstance(value, (Tensor, int, float, np.number, np.bool_, np.ndarray, list, tuple)):
+        if is_complex(value):
+            raise complex_error("complex128")
+        raise TypeError(f"can't assign a {type_label(value)} to a {type_name(x.dtype)}")
     idx, _ = normalize_index(x, index)
-    tx, tv, dx, dv, dev = operands(x, value)
+    tx, tv, dx, dv, dev = operands(x, value, "index_put_")
     dx = x.data  # the result keeps x's dtype (the value is cast on assignment), unlike promotion
     out = dx.copy()
     try:

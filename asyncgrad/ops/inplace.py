@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.ops import _node
 from asyncgrad.ops._node import OpNode, gradient_edge, record
@@ -211,6 +212,18 @@ class ZeroBackward0(FillBackward0):
 
 
 def filled(x: Tensor, value: Any, cls: type = FillBackward0) -> Tensor:
+    """``fill_(value)``: a number, or a 0-d tensor that does not require grad (the gradient
+    with respect to the value is not implemented, so one that needs it is refused)."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               "dimensions.")
+        if value._requires_grad and grad_enabled.get():
+            raise NotImplementedError("fill_(): the gradient with respect to a value tensor is not implemented in "
+                                      "asyncgrad; pass value.detach() or a number")
+        value = value.device.to_host(value.data)
+    else:
+        number_arg(value, "fill_", "value", 1)
     out = x.device.xp.full(x.shape, value, dtype=x.dtype)
     if not (grad_enabled.get() and x._requires_grad):
         return Tensor._make(out, x.device, False, None, 0, [0])
@@ -234,6 +247,7 @@ class CopyBackwards(OpNode):
 
 
 def copied(x: Tensor, src: Tensor) -> Tensor:
+    tensor_arg(src, "copy_", "other", 1)
     data = x.device.asarray(src.data) if src.device is not x.device else src.data
     try:
         out = x.device.xp.broadcast_to(data, x.shape).astype(x.dtype)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from asyncgrad._validate import type_label
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, record, same_device
-from asyncgrad.ops.elementwise import _binary_node, broadcast_error
+from asyncgrad.ops.elementwise import UnsupportedOperand, _binary_node, broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 MATMUL_WORK_PER_MAC = 1 / 16
@@ -84,8 +85,10 @@ def _check(a: Tensor, b: Tensor) -> None:
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    if not isinstance(b, Tensor) or not isinstance(a, Tensor):
-        raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}")
+    if not isinstance(a, Tensor):
+        raise UnsupportedOperand(f"matmul(): argument 'input' (position 1) must be Tensor, not {type_label(a)}")
+    if not isinstance(b, Tensor):
+        raise UnsupportedOperand(f"matmul(): argument 'other' (position 2) must be Tensor, not {type_label(b)}")
     dev = same_device(a, b)
     _check(a, b)
     da, db = a.data, b.data

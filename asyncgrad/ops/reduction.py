@@ -6,24 +6,28 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from asyncgrad._validate import bool_arg, dtype_arg, int_arg, tensor_arg
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
-def normalize_dim(dim: int, ndim: int) -> int:
+def normalize_dim(dim: int, ndim: int, fn: str = "dim", name: str = "dim", pos: int | None = 1) -> int:
+    """``dim`` in ``[0, ndim)``, with torch's "Dimension out of range" (a 0-d tensor takes -1 and 0)."""
+    if dim.__class__ is not int:
+        dim = int_arg(dim, fn, name, pos)
     low, high = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
     if not low <= dim <= high:
         raise IndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
     return dim % ndim if ndim > 0 else 0
 
 
-def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
+def normalize_dims(dim: Any, ndim: int, fn: str = "sum") -> tuple[int, ...] | None:
     if dim is None:
         return None
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    axes = tuple(normalize_dim(d, ndim) for d in dims)
+    dims = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
+    axes = tuple(normalize_dim(d, ndim, fn) for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
     return axes
@@ -63,9 +67,15 @@ class SumBackward1(OpNode):
 
 
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "sum")
     data = x.data
-    axes = normalize_dims(dim, data.ndim)
-    if dtype is None and data.dtype.kind in "biu":
+    axes = normalize_dims(dim, data.ndim, "sum")
+    if keepdim.__class__ is not bool:
+        keepdim = bool_arg(keepdim, "sum", "keepdim", 2)
+    if dtype is not None:
+        dtype = dtype_arg(dtype, "sum")
+    elif data.dtype.kind in "biu":
         dtype = np.int64
     out = data.sum(axis=axes, keepdims=keepdim, dtype=dtype)
     out = np.asarray(out) if isinstance(data, np.ndarray) else out
@@ -95,13 +105,17 @@ class MeanBackward1(OpNode):
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "mean")
     data = x.data
     if data.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {scalar_type_name(data.dtype)}"
         )
-    axes = normalize_dims(dim, data.ndim)
+    axes = normalize_dims(dim, data.ndim, "mean")
+    if keepdim.__class__ is not bool:
+        keepdim = bool_arg(keepdim, "mean", "keepdim", 2)
     out = data.mean(axis=axes, keepdims=keepdim)
     out = np.asarray(out, dtype=data.dtype) if isinstance(data, np.ndarray) else out
     if not _recording(x):
@@ -125,8 +139,18 @@ class ReductionResult(NamedTuple):
     indices: Tensor
 
 
+def _even_share(data: Any, value: Any) -> Any:
+    """Each element's share of a full max/min's gradient, as torch's evenly_distribute_backward:
+    ties split it evenly; a NaN result came from the NaNs, which split it (``data == nan`` is
+    all False, and dividing by its zero count made every gradient NaN)."""
+    xp = np if isinstance(data, np.ndarray) else __import__("cupy")
+    mask = xp.isnan(data) if data.dtype.kind == "f" and bool(xp.isnan(value)) else data == value
+    return (mask / mask.sum()).astype(data.dtype)
+
+
 class MaxBackward1(OpNode):
-    """max()/min() of all elements: ties share the gradient evenly (torch's amax rule)."""
+    """max()/min() of all elements: ties share the gradient evenly (torch's amax rule), and so
+    do NaNs when the result is NaN (``_even_share``)."""
 
     __slots__ = ()
 
@@ -154,8 +178,10 @@ class MinBackward0(MaxBackward0):
 
 
 def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
-    data = x.data
     name = "max" if is_max else "min"
+    if x.__class__ is not Tensor:
+        tensor_arg(x, name)
+    data = x.data
     if data.size == 0:
         raise RuntimeError(
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
@@ -166,10 +192,9 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         if not _recording(x):
             return _plain(out, x)
         node = (MaxBackward1 if is_max else MinBackward1)((gradient_edge(x),))
-        mask = data == out
-        node.saved = (SavedTensor(_plain((mask / mask.sum()).astype(data.dtype), x)),)
+        node.saved = (SavedTensor(_plain(_even_share(data, out), x)),)
         return record(node, out, x.device, data.size)
-    axis = normalize_dim(dim, data.ndim)
+    axis = normalize_dim(dim, data.ndim, name)
     if data.ndim == 0:
         return _extreme_0d(x, is_max)
     indices = data.argmax(axis=axis, keepdims=True) if is_max else data.argmin(axis=axis, keepdims=True)
@@ -210,15 +235,30 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "argmax")
     if dim is None:
         return _plain(np.asarray(x.data.argmax()), x)
-    return _plain(x.data.argmax(axis=normalize_dim(dim, x.ndim), keepdims=keepdim), x)
+    return _plain(_arg_extreme(x, dim, keepdim, "argmax"), x)
 
 
 def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "argmin")
     if dim is None:
         return _plain(np.asarray(x.data.argmin()), x)
-    return _plain(x.data.argmin(axis=normalize_dim(dim, x.ndim), keepdims=keepdim), x)
+    return _plain(_arg_extreme(x, dim, keepdim, "argmin"), x)
+
+
+def _arg_extreme(x: Tensor, dim: Any, keepdim: bool, name: str) -> Any:
+    """argmax/argmin along a dim; a 0-d tensor's is 0 (numpy has no axis to reduce)."""
+    axis = normalize_dim(dim, x.ndim, name)
+    data = x.data
+    if data.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    if data.shape[axis] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+    return np.asarray(getattr(data, name)(axis=axis, keepdims=keepdim))
 
 
 # --------------------------------------------------------------------------- softmax family
@@ -231,8 +271,10 @@ class SoftmaxBackward0(OpNode):
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "softmax")
     data = x.data
-    axis = normalize_dim(dim, data.ndim)
+    axis = normalize_dim(dim, data.ndim, "softmax")
     shifted = np.exp(data - data.max(axis=axis, keepdims=True))
     out = shifted / shifted.sum(axis=axis, keepdims=True)
     if not _recording(x):
@@ -253,8 +295,10 @@ class LogSoftmaxBackward0(OpNode):
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "log_softmax")
     data = x.data
-    axis = normalize_dim(dim, data.ndim)
+    axis = normalize_dim(dim, data.ndim, "log_softmax")
     shifted = data - data.max(axis=axis, keepdims=True)
     out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
     if not _recording(x):

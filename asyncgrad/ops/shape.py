@@ -7,18 +7,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from asyncgrad._validate import int_list, tensor_arg, tensor_list
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.devices import Device
-from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops._node import OpNode, gradient_edge, record
 from asyncgrad.ops.elementwise import result_dtype
 from asyncgrad.ops.reduction import _recording, normalize_dim
 from asyncgrad.tensor import Tensor
 
 
-def _sizes(sizes: tuple) -> tuple[int, ...]:
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
-    return tuple(int(s) for s in sizes)
+def _sizes(sizes: tuple, fn: str = "reshape", name: str = "shape") -> tuple[int, ...]:
+    """``f(2, 3)`` or ``f((2, 3))`` as a tuple of ints, refused with torch's words otherwise."""
+    if len(sizes) == 1 and sizes[0].__class__ is tuple and all(n.__class__ is int for n in sizes[0]):
+        return sizes[0]
+    return int_list(sizes, fn, name)
 
 
 def _view(x: Tensor, out: Any, node: OpNode | None, work: int | None = 0) -> Tensor:
@@ -61,8 +63,14 @@ def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
     text = "[" + ", ".join(str(s) for s in shape) + "]"
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
+    for i, n in enumerate(shape):
+        if n < -1:
+            raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {text}")
     known = int(np.prod([s for s in shape if s != -1])) if shape else 1
     if -1 in shape:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {text} because the unspecified "
+                               "dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{text}' is invalid for input of size {numel}")
         return tuple(numel // known if s == -1 else s for s in shape)
@@ -72,6 +80,8 @@ def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
 
 
 def reshape(x: Tensor, *shape: Any) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "reshape")
     new_shape = _infer_shape(_sizes(shape), x.data.size)
     out = x.data.reshape(new_shape)
     node = _node(ViewBackward0, x, shape=x.data.shape)
@@ -81,7 +91,9 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 
 
 def view(x: Tensor, *shape: Any) -> Tensor:
-    new_shape = _infer_shape(_sizes(shape), x.data.size)
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "view")
+    new_shape = _infer_shape(_sizes(shape, "view", "size"), x.data.size)
     out = x.data.view()
     try:
         out.shape = new_shape
@@ -94,11 +106,22 @@ def view(x: Tensor, *shape: Any) -> Tensor:
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    if x.ndim == 0:
-        return reshape(x, 1)
+    """Merges dims ``start_dim..end_dim`` into one.
+
+    Note [flatten returns its input]
+    As in ATen's ``flatten``: when there is nothing to merge (``start_dim == end_dim``
+    after wrapping, which covers every 1-D tensor) the result *is* the input, not a
+    new view, so a hook or ``retain_grad`` on the result lands on the input itself.
+    A 0-d tensor is the one exception: it becomes a 1-element 1-D view (``reshape(1)``).
+    The dims are checked first, so a 0-d tensor accepts only dims in [-1, 0].
+    """
     start, end = normalize_dim(start_dim, x.ndim), normalize_dim(end_dim, x.ndim)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if x.ndim == 0:
+        return reshape(x, 1)
+    if start == end:
+        return x
     shape = x.shape[:start] + (int(np.prod(x.shape[start:end + 1])),) + x.shape[end + 1:]
     return reshape(x, shape)
 
@@ -111,7 +134,9 @@ class UnsqueezeBackward0(OpNode):
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
-    axis = normalize_dim(dim, x.ndim + 1)
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "unsqueeze")
+    axis = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     out = np.expand_dims(x.data, axis) if isinstance(x.data, np.ndarray) else x.data.reshape(
         x.shape[:axis] + (1,) + x.shape[axis:])
     return _view(x, out, _node(UnsqueezeBackward0, x, shape=x.data.shape))
@@ -129,11 +154,16 @@ class SqueezeBackward1(SqueezeBackward0):
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "squeeze")
     if dim is None:
         out = x.data.reshape(tuple(n for n in x.shape if n != 1))
         return _view(x, out, _node(SqueezeBackward0, x, shape=x.data.shape))
-    axes = (dim,) if isinstance(dim, int) else tuple(dim)
-    axes = tuple(normalize_dim(d, max(x.ndim, 1)) for d in axes)
+    axes = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    axes = tuple(normalize_dim(d, x.ndim, "squeeze") for d in axes)
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"dim {next(a for a in axes if axes.count(a) > 1)} appears multiple times in the list "
+                           "of dims")
     shape = tuple(n for i, n in enumerate(x.shape) if not (i in axes and n == 1))
     return _view(x, x.data.reshape(shape), _node(SqueezeBackward1, x, shape=x.data.shape))
 
@@ -146,7 +176,7 @@ class ExpandBackward0(OpNode):
 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
-    sizes = _sizes(sizes)
+    sizes = _sizes(sizes, "expand", "size")
     if len(sizes) < x.ndim:
         raise RuntimeError(
             f"expand(asyncgrad.Tensor{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes provided "
@@ -170,7 +200,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
-    return expand(x, other.shape)
+    return expand(x, tensor_arg(other, "expand_as", "other").shape)
 
 
 # --------------------------------------------------------------------------- axis order
@@ -182,13 +212,15 @@ class PermuteBackward0(OpNode):
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
-    dims = _sizes(dims)
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "permute")
+    dims = _sizes(dims, "permute", "dims")
     if len(dims) != x.ndim:
         raise RuntimeError(
             "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
             f"desired ordering of dimensions i.e. input.dim() = {x.ndim} is not equal to len(dims) = {len(dims)}"
         )
-    axes = tuple(normalize_dim(d, x.ndim) for d in dims)
+    axes = tuple(normalize_dim(d, x.ndim, "permute") for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     inverse = tuple(int(i) for i in np.argsort(axes))
@@ -205,8 +237,10 @@ class TransposeBackward0(OpNode):
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
-    ndim = max(x.ndim, 1)
-    d0, d1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "transpose")
+    ndim = x.ndim
+    d0, d1 = normalize_dim(dim0, ndim, "transpose", "dim0", 1), normalize_dim(dim1, ndim, "transpose", "dim1", 2)
     if x.ndim == 0:
         return _view(x, x.data, _node(TransposeBackward0, x, dim0=0, dim1=0))
     return _view(x, x.data.swapaxes(d0, d1), _node(TransposeBackward0, x, dim0=d0, dim1=d1))
@@ -248,11 +282,14 @@ class CatBackward0(OpNode):
 
 
 def _check_tensors(name: str, tensors: Sequence[Tensor]) -> list[Tensor]:
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+    """A non-empty list or tuple of tensors on one device, worded as torch's cat and stack."""
+    empty = (ValueError("asyncgrad.cat(): expected a non-empty list of Tensors") if name == "cat" else
+             RuntimeError("stack expects a non-empty TensorList"))
+    tensors = tensor_list(tensors, name, empty)
     for t in tensors[1:]:
-        same_device(tensors[0], t)
+        if t.device is not tensors[0].device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{tensors[0].device} and {t.device}!")
     return tensors
 
 
@@ -279,7 +316,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    axis = normalize_dim(dim, tensors[0].ndim)
+    axis = normalize_dim(dim, tensors[0].ndim, "cat", "dim", None)
     for i, t in enumerate(tensors[1:], 1):
         if t.ndim != tensors[0].ndim:
             raise RuntimeError(
@@ -317,7 +354,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at entry 0 and "
                 f"{list(t.shape)} at entry {i}"
             )
-    axis = normalize_dim(dim, tensors[0].ndim + 1)
+    axis = normalize_dim(dim, tensors[0].ndim + 1, "stack", "dim", None)
     out = tensors[0].device.xp.stack([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors))
     node = _join_node(StackBackward0, tensors)
     if node is None:
