@@ -1,6 +1,5 @@
-"""ag.functional against finite differences and torch.autograd.functional; gradcheck; the profiler."""
-
-import json
+"""ag.functional against finite differences and torch.autograd.functional; gradcheck (the profiler's
+tests are in test_profiler.py)."""
 
 import numpy as np
 import pytest
@@ -108,33 +107,3 @@ async def test_gradcheck_catches_a_wrong_backward():
     assert not await ag.gradcheck(Wrong.apply, (x,), raise_exception=False)
     assert await ag.gradcheck(lambda t: (t.exp() * t).sum(), (x,))
     assert await ag.gradgradcheck(lambda t: (t.exp() * t).sum(), (x,))
-
-
-async def test_profiler_events_table_timeline_and_chrome_trace(tmp_path):
-    x = ag.randn(8, requires_grad=True)
-    with ag.profiler.trace() as prof:
-        await ((x * 2).tanh().to("sim:0") * 3).sum().backward()
-    names = [e.name for e in prof.events]
-    assert names[0] == "SumBackward0" and names[-1] == "AccumulateGrad"
-    assert {e.device for e in prof.events} == {"cpu", "sim:0"}
-    assert all(e.end >= e.start and e.depth == 0 and e.graph_task == 0 for e in prof.events)
-    assert "TanhBackward0" in prof.table()
-    path = tmp_path / "trace.json"
-    prof.export_chrome_trace(str(path))
-    events = json.loads(path.read_text())["traceEvents"]
-    assert len(events) == len(prof.events) and all(e["ph"] == "X" for e in events)
-    assert {e["args"]["device"] for e in events} == {"cpu", "sim:0"}
-    pytest.importorskip("matplotlib")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    fig = prof.timeline()
-    assert len(fig.axes) == 1
-
-
-async def test_profiler_off_records_nothing():
-    x = ag.randn(4, requires_grad=True)
-    with ag.profiler.trace() as prof:
-        pass
-    await (x * 2).sum().backward()
-    assert prof.events == []

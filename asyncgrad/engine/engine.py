@@ -45,7 +45,7 @@ from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
-from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task
+from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.ready_queue import SHUTDOWN
 from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
@@ -86,7 +86,7 @@ class Engine:
             0 if parent is None else parent.reentrant_depth + 1,
             cpu if parent is None else parent.owner, anomaly, anomaly and check_nan,
         )
-        graph_task.profile = recorders[-1] if recorders else None
+        graph_task.profile = current_recorder.get()
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
         min_topo_nr = 0
@@ -383,9 +383,6 @@ async def _next_slice(graph_task: GraphTask) -> None:
 _NOTHING = ExecInfo()
 
 _engines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-recorders: list = []
-"""Active profiler traces (``asyncgrad.profiler``); a graph task records into the innermost."""
 
 
 def get_engine() -> Engine:

@@ -31,6 +31,11 @@ current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.Conte
 )
 """The graph task whose node is running in this context (None outside any backward)."""
 
+current_recorder: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_profiler", default=None)
+"""The profiler trace (``asyncgrad.profiler.trace``) that a backward started in this context records
+into, or None. Read once when a graph task starts (``GraphTask.profile``); the worker sets it to
+its current graph task's, as it does grad mode, so a reentrant child records where its parent does."""
+
 
 class ExecInfo:
     """For ``grad()``/``inputs=``: whether a node must run, and which of its inputs to capture."""

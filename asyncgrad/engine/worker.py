@@ -29,7 +29,7 @@ import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.engine.calls import call_function, call_function_async
-from asyncgrad.engine.graph_task import GraphTask, current_graph_task
+from asyncgrad.engine.graph_task import GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.kernels import run_kernel
 from asyncgrad.engine.ready_queue import SHUTDOWN, ReadyQueue
 
@@ -122,6 +122,7 @@ class DeviceWorker:
                 threshold = device.inline_threshold
                 grad_enabled.set(graph_task.create_graph)
                 current_graph_task.set(graph_task)
+                current_recorder.set(profile)
             work = node.work
             if work >= threshold:
                 if node.is_async:
@@ -202,8 +203,10 @@ class DeviceWorker:
                     return
             if where == _IN_EXECUTOR:
                 # Abandoned on cancel: the thread finishes into the void (Note [Cancellation]).
+                # A traced kernel records itself, timed in its thread (asyncgrad.profiler).
+                kernel = call_function if graph_task.profile is None else graph_task.profile.timed(self, call_function)
                 outputs = await anyio.to_thread.run_sync(
-                    run_kernel, self, asyncio.get_running_loop(), call_function, graph_task, node, inputs,
+                    run_kernel, self, asyncio.get_running_loop(), kernel, graph_task, node, inputs,
                     limiter=self._limiter(), abandon_on_cancel=True)
             elif where == _IN_PORTAL:
                 outputs = await greenback.with_portal_run_sync(call_function, graph_task, node, inputs)
@@ -221,7 +224,7 @@ class DeviceWorker:
         if where == _IN_EXECUTOR:
             self.in_flight -= 1
             self._release_slot()
-        if graph_task.profile is not None:
+        if graph_task.profile is not None and where != _IN_EXECUTOR:  # a kernel recorded itself in its thread
             graph_task.profile.record(node, self.device, f"{self.name} {_LANES[where]}", graph_task, start,
                                       time.perf_counter(), False)
         if graph_task.has_error:
