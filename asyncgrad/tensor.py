@@ -12,7 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from asyncgrad import dtypes
+from asyncgrad import _validate, dtypes
+from asyncgrad.autograd import awaitable
 from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
@@ -106,7 +107,14 @@ class Tensor:
         return self.data.dtype
 
     def size(self, dim: int | None = None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        if dim is None:
+            return self.data.shape
+        from asyncgrad.ops.reduction import normalize_dim
+
+        dim = _validate.int_arg(dim, "size")
+        if self.data.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return self.data.shape[normalize_dim(dim, self.data.ndim)]
 
     def numel(self) -> int:
         return int(self.data.size)
@@ -134,9 +142,13 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise RuntimeError("requires_grad must be a bool")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad.__class__ is not bool:
+            requires_grad = _validate.bool_arg(requires_grad, "requires_grad_", "requires_grad", 1)
         if self.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -146,7 +158,8 @@ class Tensor:
                 )
             return self
         if requires_grad and not dtypes.is_floating_point(self.data.dtype):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            # torch 2.13's words for requires_grad_(); its factories still say "and complex dtype"
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -156,6 +169,8 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
+        if _pending:  # a backward()/grad() called without await (Note [Await or not])
+            awaitable.check("reading .grad")
         if self.grad_fn is not None and not self.retains_grad and self._grad is None:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -333,23 +348,31 @@ class Tensor:
         for arg in args:
             if isinstance(arg, (str, Device)):
                 dev = arg
-            else:
+            elif isinstance(arg, Tensor):
+                dev, dtype = arg.device, arg.dtype
+            elif arg is not None:
                 dtype = arg
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        dtype = _validate.dtype_arg(dtype, "to")
         out = self
-        if dtype is not None and np.dtype(dtype) != self.dtype:
-            out = shape.to_dtype(out, np.dtype(dtype))
+        if dtype is not None and dtype != self.dtype:
+            out = shape.to_dtype(out, dtype)
         if dev is not None and as_device(dev) is not self.device:
             out = shape.to_device(out, as_device(dev))
         return out
 
     # ----------------------------------------------------------------- backward
-    async def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
-                       create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> None:
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> awaitable.EngineCall:
+        """``await t.backward()``: accumulate into the leaves' ``.grad``, as torch's ``backward()``.
+
+        Returns an awaitable; with no event loop running in this thread (a plain script) the
+        backward has already run when it returns (Note [Await or not] in autograd/awaitable.py).
+        """
         from asyncgrad.autograd import api
 
-        await api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        return api.backward(self, gradient, retain_graph, create_graph, inputs=inputs, _depth=2)
 
     def backward_sync(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                       create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> None:
@@ -360,3 +383,4 @@ class Tensor:
 
 _new = object.__new__
 _ndarray = np.ndarray
+_pending = awaitable.pending

@@ -1,7 +1,9 @@
 """backward() and grad(): from tensors to the engine's roots, edges and initial gradients.
 
-Both are coroutines; ``backward_sync``/``grad_sync`` run them for plain scripts, and from a
-kernel thread of the engine (a plain-def custom backward) hop back to the engine's loop.
+Both return an ``EngineCall`` to await; without a running loop they run at once, so a forgotten
+``await`` never skips a backward (Note [Await or not] in awaitable.py). ``backward_sync``/``grad_sync``
+run them for plain scripts, and from a kernel thread of the engine (a plain-def custom backward)
+hop back to the engine's loop.
 """
 
 from __future__ import annotations
@@ -10,16 +12,18 @@ import asyncio
 import atexit
 import functools
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import anyio.from_thread
 import greenback
 
+from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
 from asyncgrad.autograd.graph import NO_EDGE, Edge
-from asyncgrad.engine import get_engine, run_from_kernel_thread
+from asyncgrad.engine import current_graph_task, get_engine, run_from_kernel_thread
 from asyncgrad.tensor import Tensor
 
 TensorOrTensors = Tensor | Sequence[Tensor]
+_get_running_loop = asyncio._get_running_loop
 
 
 def _tuple(tensors: Any, what: str) -> tuple:
@@ -92,9 +96,9 @@ def _input_edge(t: Tensor) -> Edge:
     return Edge(acc, 0) if acc is not None else NO_EDGE
 
 
-async def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
-                   create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
-    """Accumulate the gradients of ``tensors`` into the ``.grad`` of leaves (or of ``inputs``)."""
+def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph: bool | None, create_graph: bool,
+                      inputs: TensorOrTensors | None) -> tuple:
+    """Check ``backward()``'s arguments where it is called; the engine's arguments."""
     tensors = _tuple(tensors, "tensors")
     if inputs is not None:
         inputs = _tuple(inputs, "inputs")
@@ -118,14 +122,18 @@ async def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_gr
                 outputs.append(Edge(t.grad_fn, t.output_nr))
             else:
                 outputs.append(Edge(t.grad_accumulator(), 0))
+    return roots, grad_values, retain_graph, create_graph, outputs
+
+
+async def _run_backward(roots: list, grad_values: list, retain_graph: bool, create_graph: bool,
+                        outputs: list | None) -> None:
     await get_engine().execute(roots, grad_values, retain_graph, create_graph, True, outputs)
 
 
-async def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
-               retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
-               allow_unused: bool | None = None, is_grads_batched: bool = False,
-               materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
-    """The gradients of ``outputs`` with respect to ``inputs``; leaves' ``.grad`` stay untouched."""
+def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any, retain_graph: bool | None,
+                  create_graph: bool, only_inputs: bool, allow_unused: bool | None, is_grads_batched: bool,
+                  materialize_grads: bool) -> tuple:
+    """Check ``grad()``'s arguments where it is called; the engine's arguments and what shapes the result."""
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
@@ -149,6 +157,11 @@ async def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: 
         retain_graph = create_graph
     grad_values = _make_grads(outputs, grads, create_graph)
     roots = _root_edges(outputs)
+    return roots, grad_values, retain_graph, create_graph, inputs, allow_unused, materialize_grads
+
+
+async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_graph: bool, inputs: tuple,
+                    allow_unused: bool, materialize_grads: bool) -> tuple[Tensor | None, ...]:
     captured = await get_engine().execute(
         roots, grad_values, retain_graph, create_graph, False, [_input_edge(t) for t in inputs])
     result = []
@@ -168,6 +181,64 @@ async def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: 
             owned = g.base is None and g.flags.writeable
             result.append(Tensor._make(g if owned else g.copy(), t.device, False, None, 0, [0]))
     return tuple(result)
+
+
+async def _backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
+                    create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
+    """``backward()`` as a plain coroutine, for the blocking bridges."""
+    await _run_backward(*_prepare_backward(tensors, grad_tensors, retain_graph, create_graph, inputs))
+
+
+async def _grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
+                retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
+                allow_unused: bool | None = None, is_grads_batched: bool = False,
+                materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+    """``grad()`` as a plain coroutine, for the blocking bridges."""
+    return await _run_grad(*_prepare_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs,
+                                          allow_unused, is_grads_batched, materialize_grads))
+
+
+_backward.__name__ = _backward.__qualname__ = "backward"  # run_sync names the call in its messages
+_grad.__name__ = _grad.__qualname__ = "grad"
+
+
+# --------------------------------------------------------------------------- the front door
+def _call(kind: str, run: Callable, prepared: tuple, depth: int) -> EngineCall:
+    """Note [Await or not] (awaitable.py): an EngineCall, already finished when no loop runs here."""
+    if pending:
+        check(f"{kind}()", fresh=False)
+    loop = _get_running_loop()
+    if loop is None:
+        require_asyncio(f"{kind}()")
+        return EngineCall.finished(kind, run_sync(run, *prepared))
+    if current_graph_task.get() is not None and greenback.has_portal():
+        # A plain-def backward on the loop cannot await: run it here, through the portal.
+        return EngineCall.finished(kind, run_sync(run, *prepared))
+    return EngineCall(kind, run(*prepared), loop, depth + 1)
+
+
+def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: TensorOrTensors | None = None, *, _depth: int = 1) -> EngineCall:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of leaves (or of ``inputs``).
+
+    Await it (``await ag.backward(...)``); without a running event loop it runs at once
+    (Note [Await or not] in awaitable.py).
+    """
+    return _call("backward", _run_backward,
+                 _prepare_backward(tensors, grad_tensors, retain_graph, create_graph, inputs), _depth)
+
+
+def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
+         retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
+         allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> EngineCall:
+    """The gradients of ``outputs`` with respect to ``inputs``; leaves' ``.grad`` stay untouched.
+
+    ``await ag.grad(...)`` gives the tuple (Note [Await or not] in awaitable.py).
+    """
+    return _call("grad", _run_grad,
+                 _prepare_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs,
+                               allow_unused, is_grads_batched, materialize_grads), 1)
 
 
 # --------------------------------------------------------------------------- blocking bridges
@@ -212,9 +283,11 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
                   create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
-    run_sync(backward, tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
+    require_asyncio("backward_sync()")
+    run_sync(_backward, tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
 
 
 def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
               retain_graph: bool | None = None, create_graph: bool = False, **kwargs: Any) -> tuple:
-    return run_sync(grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)
+    require_asyncio("grad_sync()")
+    return run_sync(_grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import functools
+from typing import Any, Callable, Iterable
 
+from asyncgrad.autograd import awaitable
 from asyncgrad.nn.parameter import zero_grads
 from asyncgrad.tensor import Tensor
 
@@ -14,7 +16,14 @@ class Optimizer:
     """Subclasses implement ``step()``; a group's own settings override ``defaults``.
 
     ``state`` is keyed by the parameter itself, as in torch, so ``opt.state[p]`` works.
+    ``step()`` and ``zero_grad()`` refuse to run while a ``backward()`` called without ``await``
+    is pending, with a message that says so (Note [Await or not] in autograd/awaitable.py).
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _checked_step(cls.__dict__["step"])
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
@@ -47,6 +56,8 @@ class Optimizer:
         self.param_groups.append({**self.defaults, **param_group, "params": params})
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        if _pending:
+            awaitable.check("optimizer.zero_grad()")
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self) -> None:
@@ -59,3 +70,21 @@ class Optimizer:
             lines.append(f"Parameter Group {index}")
             lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
         return "\n".join(lines) + "\n)"
+
+
+_pending = awaitable.pending
+
+
+def _checked_step(step: Callable) -> Callable:
+    """``step`` of a subclass, refusing to use gradients that an un-awaited backward has not produced."""
+    if getattr(step, "_checks_unawaited", False):
+        return step
+
+    @functools.wraps(step)
+    def checked(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if _pending:
+            awaitable.check("optimizer.step()")
+        return step(self, *args, **kwargs)
+
+    checked._checks_unawaited = True
+    return checked

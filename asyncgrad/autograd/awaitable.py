@@ -1,0 +1,251 @@
+"""What ``backward()`` and ``grad()`` return: an awaitable that cannot be silently forgotten.
+
+Note [Await or not]: ``t.backward()``, ``ag.backward()`` and ``ag.grad()`` return an
+``EngineCall``. Awaited, it is the engine's coroutine and nothing more (``await`` drives the
+inner coroutine directly: no task, no future, no wrapper frame per suspension). Not awaited,
+it still never lets a backward be skipped silently:
+
+* No event loop running in this thread (a plain script, a kernel thread, a plain-def backward
+  in a greenback portal): the call runs to completion at once, as ``backward_sync`` does, and
+  returns an already finished ``EngineCall``; errors are raised by the call itself.
+* Inside a running asyncio loop, an ``EngineCall`` that nobody awaits or hands to a task within
+  two loop iterations is started as a background task (``_promote``). Until then it is
+  *fresh*; from then on it is *in the background* until it finishes. While a fresh, running
+  or failed un-awaited call exists on this loop, the next use of what it should have produced
+  raises a ``RuntimeError`` that says to ``await`` it: ``.grad`` of any tensor, ``Optimizer.step()``
+  and ``zero_grad()``; the next ``backward()``/``grad()`` call raises for one in the background
+  (not for a fresh one: ``asyncio.gather(a.backward(), b.backward())`` creates both before
+  either starts). A fresh call reported that way is closed (it never runs); a failed one is
+  reported once, its exception chained as the cause, and logged through the loop's exception
+  handler the moment it fails so that it is never lost. One whose loop stopped before it
+  finished is reported at the next use anywhere. Code inside a backward (hooks, nodes) is exempt.
+
+The checks cost one truth test of the module-level set ``pending`` (empty unless something is
+pending), so ``.grad`` stays a cheap read.
+
+Two loop iterations, because ``asyncio.gather``/``ensure_future``/``wait_for``/anyio task
+groups wrap the object in a task whose first step is scheduled after our first check: the
+check looks a second time, after that step has started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Coroutine
+from typing import Any
+
+import sniffio
+
+from asyncgrad.engine.graph_task import current_graph_task
+
+_get_running_loop = asyncio._get_running_loop
+_getframe = sys._getframe
+
+FRESH, STARTED, BACKGROUND, FINISHED, FAILED, CANCELLED, CLOSED = range(7)
+_STATES = ("not started yet: await it", "running (awaited)", "running in the background (not awaited)",
+           "finished", "failed", "cancelled", "closed without running")
+
+pending: set[EngineCall] = set()
+"""Un-awaited calls that a next use must report: fresh, in the background, failed, or left
+behind by a loop that stopped. Empty in correct code, so every check is one truth test."""
+
+
+class EngineCall(Coroutine):
+    """The result of ``backward()``/``grad()``: await it (Note [Await or not])."""
+
+    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where")
+
+    def __init__(self, kind: str, coro: Any, loop: asyncio.AbstractEventLoop | None, depth: int = 0) -> None:
+        self.kind = kind
+        self._coro = coro
+        self._loop = loop
+        self._task: asyncio.Task | None = None
+        self._value: Any = None
+        self._driver: Any = None
+        if loop is None:
+            self._state = FINISHED
+            self._where = None
+        else:
+            frame = _getframe(depth + 1)  # the caller's line, for the messages: no frame kept alive
+            self._where = (frame.f_code.co_filename, frame.f_lineno)
+            self._state = FRESH
+            pending.add(self)
+            loop.call_soon(self._promote, False)
+
+    @classmethod
+    def finished(cls, kind: str, value: Any) -> EngineCall:
+        """A call that already ran to completion (no event loop was running)."""
+        call = cls(kind, None, None)
+        call._value = value
+        return call
+
+    # ------------------------------------------------------------------ awaiting it
+    def __await__(self) -> Any:
+        state = self._state
+        if state == FRESH:
+            self._state = STARTED
+            pending.discard(self)
+            return self._coro.__await__()
+        if state == FINISHED and self._task is None:
+            return _finished(self._value)
+        if self._task is not None:  # adopted from the background: its result or error goes to this awaiter
+            pending.discard(self)
+            return self._task.__await__()
+        if state == CLOSED:
+            raise RuntimeError(f"this {self.kind}() was never awaited and was closed without running; "
+                               f"call {self.kind}() again and await it")
+        return self._coro.__await__()  # awaited twice: the coroutine says so
+
+    def send(self, value: Any) -> Any:
+        """A task driving this object (``asyncio.ensure_future``, ``gather``, ``create_task``)."""
+        if self._driver is None:
+            self._driver = self.__await__()
+        return self._driver.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if self._driver is None:
+            self._driver = self.__await__()
+        if val is None and tb is None:
+            return self._driver.throw(typ)
+        return self._driver.throw(typ, val, tb)
+
+    def close(self) -> None:
+        if self._state == FRESH:
+            self._discard()
+        elif self._driver is not None:
+            self._driver.close()
+
+    def __repr__(self) -> str:
+        state = self._state
+        text = _STATES[state]
+        if state == STARTED and self._coro.cr_frame is None:
+            text = "done (awaited)"
+        elif state == FAILED and self._task is not None:
+            text = f"failed: {self._task.exception()!r}"
+        return f"<asyncgrad {self.kind}: {text}>"
+
+    # ------------------------------------------------------------------ ag.grad(...)[0] without await
+    def __getitem__(self, index: Any) -> Any:
+        raise TypeError(self._not_a_tuple())
+
+    def __iter__(self) -> Any:
+        raise TypeError(self._not_a_tuple())
+
+    def __len__(self) -> int:
+        raise TypeError(self._not_a_tuple())
+
+    def _not_a_tuple(self) -> str:
+        return (f"'{self.kind}()' returns an awaitable, not its result: write 'await ag.{self.kind}(...)' "
+                f"(in code that cannot await, such as a plain script or a plain-def backward, use "
+                f"ag.{self.kind}_sync(...))")
+
+    # ------------------------------------------------------------------ un-awaited
+    def _promote(self, again: bool) -> None:
+        """Nobody awaited it or gave it to a task: run it in the background (Note [Await or not])."""
+        if self._state != FRESH:
+            return
+        if not again:
+            self._loop.call_soon(self._promote, True)
+            return
+        self._state = BACKGROUND
+        self._task = self._loop.create_task(self._coro, name=f"asyncgrad {self.kind}() not awaited")
+        self._task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            self._state = CANCELLED  # its loop shut down under it: reported at the next use
+            return
+        exc = task.exception()
+        if exc is None:
+            self._state = FINISHED
+            self._value = task.result()
+            pending.discard(self)
+            return
+        self._state = FAILED
+        if self in pending:  # nobody awaits it: say so now, and again at the next use
+            task.get_loop().call_exception_handler({
+                "message": f"{self.kind}() called without 'await'{self._at()} failed in the background; "
+                           f"the next use of .grad, optimizer.step() or {self.kind}() will raise it",
+                "exception": exc,
+                "task": task,
+            })
+
+    def _at(self) -> str:
+        return f" at {self._where[0]}:{self._where[1]}" if self._where else ""
+
+    def _discard(self) -> None:
+        """Forget a fresh call without running it (its missing ``await`` has been reported)."""
+        self._state = CLOSED
+        pending.discard(self)
+        self._coro.close()
+
+
+def _finished(value: Any) -> Any:
+    return value
+    yield  # a generator: ``await`` on a finished call returns at once
+
+
+def check(what: str, fresh: bool = True) -> None:
+    """Raise for an un-awaited call that ``what`` would otherwise silently ignore.
+
+    Callers test ``pending`` first. ``fresh=False`` (a new backward/grad call) leaves fresh calls
+    alone, since ``gather(a.backward(), b.backward())`` creates both before either starts.
+    """
+    loop = _get_running_loop()
+    if loop is not None and current_graph_task.get() is not None:
+        return  # inside a backward (a hook, a node): the engine's own business
+    for call in tuple(pending):
+        state = call._state
+        if call._loop is loop:
+            if state == FRESH:
+                if fresh:
+                    call._discard()
+                    raise RuntimeError(
+                        f"{what}: {call.kind}() was called without 'await'{call._at()} and has not run "
+                        f"(it never will: it is closed now). Write 'await loss.backward()' / "
+                        f"'await ag.{call.kind}(...)'; inside a running event loop asyncgrad's {call.kind}() "
+                        f"is a coroutine, and only a plain script with no loop runs it at once.")
+                continue
+            if state == BACKGROUND:
+                raise RuntimeError(
+                    f"{what}: {call.kind}() was called without 'await'{call._at()} and is still running in the "
+                    f"background. Write 'await loss.backward()' / 'await ag.{call.kind}(...)' so that its "
+                    f"gradients are complete when the next line runs.")
+        elif call._loop.is_running():
+            continue  # another thread's loop: its own thread reports it
+        pending.discard(call)
+        if state == FAILED:
+            raise RuntimeError(
+                f"{what}: {call.kind}() was called without 'await'{call._at()} and failed in the background "
+                f"(the error is the cause, above). Write 'await loss.backward()' / 'await ag.{call.kind}(...)' so "
+                f"that its errors reach the line that called it.") from call._task.exception()
+        if state in (FRESH, BACKGROUND, CANCELLED):
+            if state == FRESH:
+                call._discard()
+            raise RuntimeError(
+                f"{what}: {call.kind}() was called without 'await'{call._at()} in an event loop that stopped "
+                f"before it finished, so its gradients are missing. Write 'await loss.backward()' / "
+                f"'await ag.{call.kind}(...)' inside the loop.")
+
+
+def require_asyncio(what: str) -> None:
+    """Refuse at once where no asyncio loop runs in this thread but another async library does.
+
+    Note [asyncio only]: the engine's queues, futures and kernel threads are asyncio's. Under
+    trio (``trio.run``, ``anyio.run(backend="trio")``) there is no asyncio loop to run on, and a
+    private one started inside a trio task inherits trio's identity through sniffio's context
+    variable, so anyio's threads would yield trio's traps to asyncio ("Task got bad yield").
+    Called only on slow paths: where no asyncio loop is running in this thread.
+    """
+    if _get_running_loop() is not None:
+        return
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    if library != "asyncio":
+        raise RuntimeError(
+            f"{what} needs asyncio, but this code runs under {library}: asyncgrad's engine runs on an asyncio "
+            f"event loop. Run your program with asyncio.run(main()) or anyio.run(main, backend='asyncio'); "
+            f"{library} is not supported (trio-asyncio included).")
