@@ -18,7 +18,10 @@ it still never lets a backward be skipped silently:
   either starts). A fresh call reported that way is closed (it never runs); a failed one is
   reported once, its exception chained as the cause, and logged through the loop's exception
   handler the moment it fails so that it is never lost. One whose loop stopped before it
-  finished is reported at the next use anywhere. Code inside a backward (hooks, nodes) is exempt.
+  finished is reported at the next use anywhere, through the loop's exception handler when
+  the loop's shutdown cancels it (``asyncio.run`` does), and as a ``RuntimeWarning`` at exit
+  if nothing used it since (the loop closed before it ran: no callback is left to say so).
+  Code inside a backward (hooks, nodes) is exempt.
 
 The checks cost one truth test of the module-level set ``pending`` (empty unless something is
 pending), so ``.grad`` stays a cheap read.
@@ -31,7 +34,9 @@ check looks a second time, after that step has started it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import sys
+import warnings
 from collections.abc import Coroutine
 from typing import Any
 
@@ -43,8 +48,8 @@ _get_running_loop = asyncio._get_running_loop
 _getframe = sys._getframe
 
 FRESH, STARTED, BACKGROUND, FINISHED, FAILED, CANCELLED, CLOSED = range(7)
-_STATES = ("not started yet: await it", "running (awaited)", "running in the background (not awaited)",
-           "finished", "failed", "cancelled", "closed without running")
+_STATES = ("not started yet: await it (left alone, it starts in the background)", "running (awaited)",
+           "running in the background (not awaited)", "finished", "failed", "cancelled", "closed without running")
 
 pending: set[EngineCall] = set()
 """Un-awaited calls that a next use must report: fresh, in the background, failed, or left
@@ -154,7 +159,13 @@ class EngineCall(Coroutine):
 
     def _background_done(self, task: asyncio.Task) -> None:
         if task.cancelled():
-            self._state = CANCELLED  # its loop shut down under it: reported at the next use
+            self._state = CANCELLED  # its loop shut down under it: said now, and again at the next use
+            if self in pending:
+                task.get_loop().call_exception_handler({
+                    "message": f"{self.kind}() called without 'await'{self._at()} was cancelled before it finished "
+                               f"(its event loop is shutting down), so its gradients are missing",
+                    "task": task,
+                })
             return
         exc = task.exception()
         if exc is None:
@@ -227,6 +238,19 @@ def check(what: str, fresh: bool = True) -> None:
                 f"{what}: {call.kind}() was called without 'await'{call._at()} in an event loop that stopped "
                 f"before it finished, so its gradients are missing. Write 'await loss.backward()' / "
                 f"'await ag.{call.kind}(...)' inside the loop.")
+
+
+@atexit.register
+def _warn_left_behind() -> None:
+    """At exit, name the un-awaited calls that never finished and were never reported (Note [Await or not]).
+
+    Failed and cancelled ones went through their loop's exception handler already.
+    """
+    for call in tuple(pending):
+        if call._state in (FRESH, BACKGROUND) and call._where is not None:
+            warnings.warn_explicit(
+                f"{call.kind}() called without 'await' never finished: its event loop stopped first "
+                f"({_STATES[call._state]}), so its gradients are missing", RuntimeWarning, *call._where)
 
 
 def require_asyncio(what: str) -> None:
