@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad.autograd.api import grad
+from asyncgrad.autograd.awaitable import require_asyncio
 from asyncgrad.autograd.grad_mode import enable_grad, no_grad
 from asyncgrad.tensor import Tensor
 
@@ -65,6 +66,7 @@ async def _analytical(fn: Callable, inputs: tuple) -> list[list[np.ndarray]]:
 async def gradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
                     raise_exception: bool = True) -> bool:
     """True when ``fn``'s gradients match finite differences; else raise (or return False)."""
+    require_asyncio("gradcheck()")  # before the finite differences, not after (Note [asyncio only])
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     for t in inputs:
         if isinstance(t, Tensor) and t.requires_grad and t.dtype != np.float64:
@@ -89,6 +91,7 @@ async def gradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 
 async def gradgradcheck(fn: Callable, inputs: Any, grad_outputs: Any = None, eps: float = 1e-6, atol: float = 1e-5,
                         rtol: float = 1e-3, raise_exception: bool = True) -> bool:
     """gradcheck of the vector-Jacobian product of ``fn`` (second derivatives)."""
+    require_asyncio("gradgradcheck()")
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     with enable_grad():
         outputs = [o for o in await _outputs(fn, inputs) if isinstance(o, Tensor)]
