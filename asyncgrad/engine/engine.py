@@ -25,6 +25,17 @@ call writes to any ``.grad``. What it accumulated *before* the cancel stays: Acc
 nodes that already ran have added their gradients (as a torch backward interrupted by
 KeyboardInterrupt would have). Other graph tasks are not affected.
 
+Note [Wind-down]: a graph task that ends early (``Engine.fail``, ``Engine.abort``) cancels its
+node tasks and aborts its children at once, but a cancelled task only finishes, and its
+done-callback only frees its executor slot, an iteration or two later. So ``execute`` does not
+hand the exception to its caller until all of them have settled, as a task group would: its
+node tasks (an executor kernel's task ends at once, the thread being abandoned; an ``async
+def`` backward gets ``CancelledError`` at its ``await``) and the calls of its reentrant children
+(a child started from a kernel thread runs in a task of its own, ``GraphTask.runner``). When
+the caller sees the exception, ``live`` holds none of them and no executor slot of theirs is
+counted. Only a kernel *thread* may still run (into the void); an ``async def`` backward that
+swallows ``CancelledError`` delays its caller, as it would in an anyio task group.
+
 Note [Who settles a node task]: a node run as a task of its own (Note [Awaiting nodes] in
 worker.py) is settled by the task's done-callback, ``DeviceWorker._settle``, never by code
 inside the task: a task cancelled before its first step never runs its body, but its
@@ -47,6 +58,7 @@ from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
+from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import SHUTDOWN
 from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
 
@@ -93,6 +105,7 @@ class Engine:
         if outputs is not None:
             live = [edge.function.topological_nr for edge in outputs if edge.function is not None]
             min_topo_nr = min(live) if live else 0
+        graph_task.runner = asyncio.current_task()
         self.live.add(graph_task)
         if parent is not None:
             parent.children.add(graph_task)
@@ -111,6 +124,7 @@ class Engine:
             return await graph_task.future
         except BaseException:
             self.abort(graph_task)
+            await _wind_down(graph_task)
             raise
         finally:
             if parent is not None:
@@ -290,6 +304,23 @@ class Engine:
         graph_task.final_callbacks.append(callback)
 
 
+async def _wind_down(graph_task: GraphTask) -> None:
+    """Wait until every node task of an ended ``graph_task``, and every reentrant child's call, has
+    settled (Note [Wind-down]); a repeated cancel meanwhile changes nothing: the caller gets the
+    exception that ended the call."""
+    while True:
+        tasks = set(graph_task.node_tasks)
+        for child in graph_task.children:
+            if child.runner is not None:
+                tasks.add(child.runner)
+        if not tasks:
+            return
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            continue
+
+
 async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) -> None:
     """Count, for every node reachable from ``root``, how many edges point at it (iteratively).
 
@@ -386,8 +417,18 @@ _engines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def get_engine() -> Engine:
-    """The running loop's engine, created on first use and gone with the loop."""
-    loop = asyncio.get_running_loop()
+    """The running loop's engine, created on first use and gone with the loop.
+
+    In a kernel thread (a hook or a plain-def backward that runs there) it is the engine the
+    kernel runs for, so ``get_engine().queue_callback(cb)`` works wherever user code runs
+    during a backward (the callback list is only read once every node has returned).
+    """
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        worker = getattr(_kernel_thread, "worker", None)
+        if worker is not None:
+            return worker.engine
+        raise RuntimeError("no running event loop")
     engine = _engines.get(loop)
     if engine is None:
         engine = _engines[loop] = Engine()

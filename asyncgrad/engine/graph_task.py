@@ -54,7 +54,7 @@ class GraphTask:
     __slots__ = (
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "owner", "keep_graph", "create_graph",
-        "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "profile", "__weakref__",
+        "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -77,6 +77,8 @@ class GraphTask:
         """Nodes running as tasks of their own; cancelled when this graph task ends early."""
         self.children: set[GraphTask] = set()
         """Reentrant graph tasks started by this one's nodes and still running."""
+        self.runner: asyncio.Task | None = None
+        """The task running this graph task's ``Engine.execute`` (Note [Wind-down] in engine.py)."""
         self.profile: Any = None
 
     def __repr__(self) -> str:
