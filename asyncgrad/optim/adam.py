@@ -1,8 +1,6 @@
-"""Adam with bias correction and L2 weight decay, in torch's exact update order."""
+"""Adam (and, through ``decoupled_weight_decay``, AdamW) in torch's exact update order."""
 
 from __future__ import annotations
-
-import math
 
 from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import zeros_like
@@ -12,12 +10,18 @@ from asyncgrad.optim.optimizer import Optimizer, ParamsT
 class Adam(Optimizer):
     """``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
 
-    The moments are updated as torch's single-tensor path does (``m`` by lerp, ``v`` by
-    mul + addcmul), so float64 results agree with torch.optim.Adam to rounding.
+    Each line of ``step`` is one line of torch's single-tensor path (``m`` by lerp, ``v`` by
+    mul + addcmul, the update as addcdiv with ``-step_size`` folded into the numerator), so
+    float64 results agree with torch.optim.Adam to rounding, step after step. ``amsgrad``
+    normalises by the running maximum of ``v``; ``decoupled_weight_decay`` shrinks the
+    parameter itself instead of adding ``wd * p`` to the gradient (that is AdamW).
+    ``foreach`` is accepted and ignored, so that torch code ports unchanged: there is one code path.
     """
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -27,25 +31,39 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
 
     @no_grad()
     def step(self) -> None:
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
+            lr, weight_decay, amsgrad = group["lr"], group["weight_decay"], group["amsgrad"]
             for param in group["params"]:
                 if param.grad is None:
                     continue
-                grad = param.grad
+                grad = -param.grad if group["maximize"] else param.grad
                 state = self.state.setdefault(param, {})
                 if not state:
                     state.update(step=0, exp_avg=zeros_like(param), exp_avg_sq=zeros_like(param))
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = zeros_like(param)
                 state["step"] += 1
                 step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                if group["weight_decay"] != 0:
-                    grad = grad + param * group["weight_decay"]
-                exp_avg.add_((grad - exp_avg) * (1 - beta1))
+                if weight_decay != 0:
+                    if group["decoupled_weight_decay"]:
+                        param.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad + param * weight_decay
+                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # lerp with a weight below 0.5, as torch
                 exp_avg_sq.mul_(beta2).add_(grad * (1 - beta2) * grad)
-                step_size = group["lr"] / (1 - beta1**step)
-                denom = exp_avg_sq.sqrt() / math.sqrt(1 - beta2**step) + group["eps"]
-                param.sub_(exp_avg / denom * step_size)
+                step_size = lr / (1 - beta1**step)
+                bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+                if amsgrad:
+                    max_sq = state["max_exp_avg_sq"]
+                    max_sq.copy_(max_sq.maximum(exp_avg_sq))
+                    denom = max_sq.sqrt() / bias_correction2_sqrt + group["eps"]
+                else:
+                    denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + group["eps"]
+                param.add_(exp_avg * -step_size / denom)

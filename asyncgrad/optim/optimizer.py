@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any, Callable, Iterable
 
@@ -64,6 +65,35 @@ class Optimizer:
         """One update of every parameter that has a ``.grad``."""
         raise NotImplementedError
 
+    def state_dict(self) -> dict[str, Any]:
+        """torch's layout: ``{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}``,
+        parameters numbered in group order, so a state dict saved from one model loads into
+        another built the same way. The state's tensors are the optimizer's own, as in torch."""
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            for param in group["params"]:
+                index.setdefault(id(param), len(index))
+            groups.append({**{k: v for k, v in group.items() if k != "params"},
+                           "params": [index[id(p)] for p in group["params"]]})
+        state = {index[id(p)]: value for p, value in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Take over the settings and state of ``state_dict`` (from :meth:`state_dict`, possibly
+        through ``ag.save``/``ag.load``). State tensors are copied to each parameter's device
+        (and dtype, for floating parameters; ``step`` is left alone), as torch does; unlike torch
+        they are always copies, so two optimizers loaded from one dict never share buffers."""
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(self.param_groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(self.param_groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        params = {i: p for s, g in zip(saved_groups, self.param_groups) for i, p in zip(s["params"], g["params"])}
+        self.state = {params[k]: _cast_state(params[k], v) for k, v in state_dict["state"].items() if k in params}
+        self.param_groups = [{**s, "params": g["params"]} for s, g in zip(saved_groups, self.param_groups)]
+
     def __repr__(self) -> str:
         lines = [type(self).__name__ + " ("]
         for index, group in enumerate(self.param_groups):
@@ -73,6 +103,19 @@ class Optimizer:
 
 
 _pending = awaitable.pending
+
+
+def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
+    """A copy of one parameter's state, its tensors moved to the parameter's device and dtype."""
+    if isinstance(value, Tensor):
+        if key == "step" or not param.is_floating_point():
+            return value.to(param.device).clone()
+        return value.to(param.device, param.dtype).clone()
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return value
 
 
 def _checked_step(step: Callable) -> Callable:

@@ -7,10 +7,15 @@ from asyncgrad.optim.optimizer import Optimizer, ParamsT
 
 
 class SGD(Optimizer):
-    """``buf = momentum * buf + (1 - dampening) * grad`` (the first buf is the grad), ``p -= lr * buf``."""
+    """``buf = momentum * buf + (1 - dampening) * grad`` (the first buf is the grad), ``p -= lr * buf``.
+
+    ``maximize`` ascends (the gradient is negated first, as torch does); ``foreach`` is accepted and ignored,
+    so that torch code ports unchanged: there is one code path.
+    """
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False) -> None:
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -19,7 +24,8 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+                        maximize=maximize)
         super().__init__(params, defaults)
 
     @no_grad()
@@ -29,7 +35,7 @@ class SGD(Optimizer):
             for param in group["params"]:
                 if param.grad is None:
                     continue
-                grad = param.grad
+                grad = -param.grad if group["maximize"] else param.grad
                 if weight_decay != 0:
                     grad = grad + param * weight_decay
                 if momentum != 0:
