@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import threading
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from asyncgrad.autograd.ownership import owned_by
@@ -309,13 +310,26 @@ class AccumulateGrad(Node):
     """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
 
     One per leaf, reused while the leaf lives: the leaf holds it weakly, it holds the leaf.
+
+    Note [One writer per leaf]: backwards on several threads (``backward_sync`` from plain
+    threads, several event loops) may accumulate into one leaf at once, and numpy releases
+    the GIL inside ``old += grad``, so two unguarded additions lose updates. As torch does
+    (its AccumulateGrad holds a mutex), ``apply`` holds the leaf's lock around the read of
+    ``.grad``, the addition, the write and the post-accumulate hooks. On one loop the lock
+    is never contended (accumulation always runs inline on the loop); taken uncontended it
+    costs about 0.2 µs per accumulation, once per leaf and backward (1.27 µs median per
+    4-element accumulation without it, 1.48 µs with it, on a loaded 2-core machine; on W1
+    the difference is below the noise). Nothing that can wait on another thread runs under
+    it but post-accumulate hooks, which torch also runs under its mutex: a hook must not
+    block on a backward of another thread into the same leaf.
     """
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "lock")
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__(())
         self.variable = variable
+        self.lock = threading.Lock()
         self.work = -1  # below any inline threshold: accumulation never runs concurrently
         self._input_meta = ((variable.shape, variable.dtype, variable.device),)
         extra = variable._extra
@@ -324,7 +338,8 @@ class AccumulateGrad(Node):
 
     def apply(self, grads: list, create_graph: bool) -> tuple:
         if grads[0] is not None:
-            accumulate_grad(self.variable, grads, create_graph)
+            with self.lock:
+                accumulate_grad(self.variable, grads, create_graph)
         return ()
 
 

@@ -23,14 +23,12 @@ import time
 from heapq import heappop
 from typing import TYPE_CHECKING
 
-import anyio._backends._asyncio  # noqa: F401  (anyio imports it on first use: 40 ms on the loop, measured)
-import anyio.to_thread
 import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.engine.calls import call_function, call_function_async
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task, current_recorder
-from asyncgrad.engine.kernels import run_kernel
+from asyncgrad.engine.kernels import run_kernel, submit
 from asyncgrad.engine.ready_queue import SHUTDOWN, ReadyQueue
 
 if TYPE_CHECKING:
@@ -62,7 +60,7 @@ async def give_way() -> None:
 
 
 class DeviceWorker:
-    __slots__ = ("engine", "device", "queue", "task", "in_flight", "blocked", "limiter", "_slot")
+    __slots__ = ("engine", "device", "queue", "task", "in_flight", "blocked", "_slot")
 
     def __init__(self, engine: Engine, device: Device) -> None:
         self.engine = engine
@@ -71,7 +69,6 @@ class DeviceWorker:
         self.task: asyncio.Task | None = None
         self.in_flight = 0
         self.blocked = 0
-        self.limiter: anyio.CapacityLimiter | None = None
         self._slot: asyncio.Future | None = None
 
     @property
@@ -160,13 +157,6 @@ class DeviceWorker:
                 await give_way()
                 last_yield = clock()
 
-    def _limiter(self) -> anyio.CapacityLimiter:
-        """anyio's threads run the kernels; the limiter only mirrors ``num_workers``."""
-        if self.limiter is None:
-            self.limiter = anyio.CapacityLimiter(self.device.num_workers)
-        self.limiter.total_tokens = self.device.num_workers
-        return self.limiter
-
     def add_blocked(self, delta: int) -> None:
         """A kernel thread of this device started (+1) or stopped (-1) waiting on a reentrant backward."""
         self.blocked += delta
@@ -204,10 +194,10 @@ class DeviceWorker:
             if where == _IN_EXECUTOR:
                 # Abandoned on cancel: the thread finishes into the void (Note [Cancellation]).
                 # A traced kernel records itself, timed in its thread (asyncgrad.profiler).
+                # in_flight keeps at most num_workers of this device's kernels running.
                 kernel = call_function if graph_task.profile is None else graph_task.profile.timed(self, call_function)
-                outputs = await anyio.to_thread.run_sync(
-                    run_kernel, self, asyncio.get_running_loop(), kernel, graph_task, node, inputs,
-                    limiter=self._limiter(), abandon_on_cancel=True)
+                loop = asyncio.get_running_loop()
+                outputs = await submit(loop, run_kernel, self, loop, kernel, graph_task, node, inputs)
             elif where == _IN_PORTAL:
                 outputs = await greenback.with_portal_run_sync(call_function, graph_task, node, inputs)
             else:
