@@ -216,7 +216,8 @@ class trace:
             width = e.duration * 1e3
             if width > span_ms * 0.04:
                 ax.text((e.start - origin) * 1e3 + width / 2, placed[id(e)], f"g{e.graph_task}", ha="center",
-                        va="center", fontsize=7, clip_on=True)
+                        va="center", fontsize=7, clip_on=True,
+                        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})  # over hatching
         labels = [lanes[lane] + (f" [{t + 1}]" if t else "") for lane, t in rows]
         ax.set_yticks(range(len(rows)), labels)
         ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -234,7 +235,8 @@ class trace:
             ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch=_HATCHES[min(d, len(_HATCHES) - 1)],
                                      label=f"depth {d}") for d in depths],
                       title="reentrant depth", loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8)
-        ax.set_title(f"backward timeline: {len(events)} node runs, {graph_tasks} graph task(s) (g<id> on bars), "
+        tasks = f"{graph_tasks} graph tasks (g<id> on bars)" if graph_tasks > 1 else "1 graph task"
+        ax.set_title(f"backward timeline: {len(events)} node runs, {tasks}, "
                      f"wall {self.wall_time() * 1e3:.2f} ms, summed {self.summed_time() * 1e3:.2f} ms")
         fig.tight_layout()
         return fig

@@ -414,8 +414,10 @@ async def test_timeline_lanes_legend_depth_and_title(tmp_path):
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels[:3] == [f"cpu loop ({threading.current_thread().name})", "cpu kernel thread 1",
                           "cpu kernel thread 2"]
+    assert "1 graph task," in fig.axes[0].get_title() and "g<id>" not in fig.axes[0].get_title()
     plt.close(fig)
     fig = nested.timeline()
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert texts <= {"g0", "g1", "g2"} and "g0" in texts, "the outermost node spans the whole run"
+    assert "3 graph tasks (g<id> on bars)" in fig.axes[0].get_title()
     plt.close(fig)
