@@ -242,15 +242,45 @@ def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = 
 
 
 # --------------------------------------------------------------------------- blocking bridges
+class _ThreadLoop:
+    """The event loop on which the blocking bridges run in one thread without a loop of its own.
+
+    Note [Thread loops]: a loop holds three file descriptors (its selector and self-pipe), so
+    it must not outlive its thread. The only reference to this object is the thread's slot in
+    ``_runners`` (a ``threading.local``), which CPython clears in the thread itself as the
+    thread ends: ``__del__`` then closes the loop there. It keeps no reference cycle, so that
+    happens at once, not at some later collection. If it is finalized in another thread after
+    all (a collection in another thread), the loop is closed without being run there, since
+    that thread may be running a loop of its own. The main thread's loop is closed at exit.
+    """
+
+    __slots__ = ("runner", "loop", "ident")
+
+    def __init__(self) -> None:
+        self.runner = asyncio.Runner()
+        self.loop = self.runner.get_loop()
+        self.ident = threading.get_ident()
+
+    def close(self) -> None:
+        if threading.get_ident() == self.ident:
+            self.runner.close()
+        else:
+            self.loop.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 _runners = threading.local()
 
 
 def _thread_runner() -> asyncio.Runner:
-    runner = getattr(_runners, "runner", None)
-    if runner is None:
-        runner = _runners.runner = asyncio.Runner()
-        atexit.register(runner.close)
-    return runner
+    holder = getattr(_runners, "loop", None)
+    if holder is None:
+        holder = _runners.loop = _ThreadLoop()
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(holder.close)
+    return holder.runner
 
 
 def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
