@@ -86,6 +86,7 @@ from asyncgrad.ops.elementwise import (
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
 from asyncgrad.ops.shape import cat, clone, flatten, permute, reshape, squeeze, stack, transpose, unsqueeze
+from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
