@@ -314,9 +314,11 @@ async def test_gradient_through_inplace_2(case):
 
 async def test_asyncgrad_names_of_inplace_nodes():
     x = ag.tensor([1.0, 2.0], requires_grad=True)
-    for op, name in ((lambda y: y.fill_(1.0), "FillBackward0"), (lambda y: y.zero_(), "ZeroBackward0"),
+    for op, name in ((lambda y: y.fill_(1.0), "FillBackward2"), (lambda y: y.fill_(ag.tensor(1.0)), "FillBackward3"),
+                     (lambda y: y.zero_(), "ZeroBackward0"),
                      (lambda y: y.copy_(ag.ones(2)), "CopyBackwards"),
-                     (lambda y: y.__setitem__(slice(0, 1), 3.0), "IndexPutBackward0")):
+                     (lambda y: y.__setitem__(slice(0, 1), 3.0), "CopySlices"),
+                     (lambda y: y.__setitem__([0], 3.0), "IndexPutBackward0")):
         y = x * 1
         op(y)
         assert y.grad_fn.name() == name

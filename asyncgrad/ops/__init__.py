@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from asyncgrad import dtypes
 from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape
 from asyncgrad.tensor import Tensor
@@ -37,7 +39,28 @@ def _operator(fn):
     return method
 
 
+_FILL_VALUES = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:  # index_put words the mismatch as torch does
+        return False
+
+
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    """``self[index] = value``. A basic index writes through a view, as torch does (``fill_`` of a
+    number, ``copy_`` of a tensor), so the result is CopySlices, a leaf's view is refused, and the
+    overlap checks see only the written region; anything else is ``index_put_``."""
+    if self.device.type != "cuda" and indexing.normalize_index(self, index)[1]:
+        view = indexing.getitem(self, index)
+        if type(value) in _FILL_VALUES:
+            inplace.apply_inplace(view, inplace.filled, value)
+            return
+        if isinstance(value, Tensor) and _broadcasts_to(value.shape, view.shape):
+            inplace.apply_inplace(view, inplace.copied, value)
+            return
     inplace.apply_inplace(self, lambda x, v: indexing.index_put(x, index, v), value)
 
 

@@ -373,8 +373,25 @@ def _is_float(value: Any) -> bool:
     return isinstance(value, float) or getattr(value, "dtype", np.dtype(int)).kind == "f"
 
 
+class ReciprocalBackward0(OpNode):
+    __slots__ = ()
+    work_per_element = 3
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        return (-g * y * y,)
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "reciprocal")
+    return _unary(ReciprocalBackward0, x, 1 / _float_input(x), "output")
+
+
 def rdiv(a: Tensor, b: Any) -> Tensor:
-    return div(b, a)
+    """``b / a`` for a ``b`` that is not a tensor: torch computes ``a.reciprocal() * b``, so the
+    result's node is MulBackward0 with a ReciprocalBackward0 behind it; so does asyncgrad."""
+    return mul(reciprocal(a), b)
 
 
 # --------------------------------------------------------------------------- pow

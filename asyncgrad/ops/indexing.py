@@ -93,13 +93,52 @@ class SelectBackward0(IndexBackward0):
     __slots__ = ()
 
 
+class AliasBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class UnsqueezeBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+def _basic_node(x: Tensor, index: Any) -> type:
+    """The node torch would show for a basic index (Note [basic index names])."""
+    if not isinstance(index, tuple):
+        return (SelectBackward0 if isinstance(index, (int, np.integer)) else SliceBackward0 if isinstance(index, slice)
+                else UnsqueezeBackward0 if index is None else AliasBackward0)
+    cls: type = AliasBackward0
+    dim = 0
+    for item in index:
+        if item is None:
+            cls = UnsqueezeBackward0
+        elif item is Ellipsis:
+            dim += x.ndim - sum(1 for other in index if other is not None and other is not Ellipsis)
+        elif isinstance(item, slice):
+            trivial = (item.start in (None, 0) and item.step in (None, 1)
+                       and (item.stop is None or item.stop >= x.shape[dim]))
+            cls = cls if trivial else SliceBackward0
+            dim += 1
+        else:
+            cls = SelectBackward0
+            dim += 1
+    return cls
+
+
+# Note [basic index names]
+# torch applies a basic index item by item (None: unsqueeze, an integer: select, a slice: slice,
+# skipped inside a tuple when it keeps the whole dimension) and shows the last op's node, or
+# AliasBackward0 when none ran. asyncgrad records one node for the whole index, named the same way.
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     if x.ndim == 0 and index not in ((), Ellipsis, None):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>(m)` in "
                          "C++ to convert a 0-dim tensor to a number")
     idx, basic = normalize_index(x, index)
     try:
-        out = x.data[idx]
+        # with an Ellipsis numpy returns a 0-d view, not a scalar copy, for a full integer index
+        out = x.data[(*idx, Ellipsis) if basic and isinstance(idx, tuple) and Ellipsis not in idx
+                     else (idx, Ellipsis) if basic and not isinstance(idx, tuple) and idx is not Ellipsis else idx]
     except IndexError as exc:
         raise _torch_index_error(exc, x.ndim) from None
     if not isinstance(out, type(x.data)):
@@ -107,8 +146,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     if not _recording(x):
         node = None
     else:
-        cls = (IndexBackward0 if not basic else
-               SelectBackward0 if isinstance(index, (int, np.integer)) else SliceBackward0)
+        cls = _basic_node(x, idx) if basic else IndexBackward0
         node = cls((gradient_edge(x),))
         node.shape = x.data.shape
         node.index = idx if basic else _owned(idx)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
@@ -39,6 +40,7 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tens
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    _check_overlap(x, args)
     recording = _recording(x, args)
     if not recording:
         with no_grad():
@@ -65,6 +67,46 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tens
     _rebase(x, node)
     _refresh_views(x, None)
     return x
+
+
+def _check_overlap(x: Tensor, args: tuple) -> None:
+    """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
+    out = x.data
+    if not isinstance(out, np.ndarray):
+        return
+    if any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.strides)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
+    for arg in args:
+        if isinstance(arg, Tensor) and arg is not x and isinstance(arg.data, np.ndarray) \
+                and _partial_overlap(out, arg.data):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+                "memory location. Please clone() the tensor before performing the operation.")
+
+
+# Note [Memory overlap]
+# As torch's TensorIterator (at::assert_no_internal_overlap, at::assert_no_partial_overlap): the
+# written-to tensor may not have a dimension of size > 1 with stride 0 (an expanded view), and an
+# input may share memory with it only fully (same first and last byte, same strides). Both must
+# be non-overlapping and dense for the second check; otherwise torch does not decide, nor do we.
+def _dense(a: np.ndarray) -> bool:
+    expected = a.itemsize
+    for size, stride in sorted(((n, st) for n, st in zip(a.shape, a.strides) if n != 1), key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _partial_overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.size == 0 or b.size == 0 or not (_dense(a) and _dense(b)):
+        return False
+    (a_low, a_high), (b_low, b_high) = byte_bounds(a), byte_bounds(b)
+    if (a_low, a_high) == (b_low, b_high):
+        return a.strides != b.strides
+    return a_low < b_high and b_low < a_high
 
 
 def _rebase(x: Tensor, node: OpNode) -> None:
@@ -198,8 +240,9 @@ def _write(x: Tensor, value: Any) -> None:
         ) from exc
 
 
-class FillBackward0(OpNode):
-    """fill_/zero_: the old value no longer matters, so its gradient is zero."""
+class FillBackward2(OpNode):
+    """fill_/zero_: the old value no longer matters, so its gradient is zero. Named as torch
+    names them: FillBackward2 for a number, FillBackward3 for a 0-d tensor, ZeroBackward0."""
 
     __slots__ = ()
 
@@ -207,13 +250,19 @@ class FillBackward0(OpNode):
         return (g * 0,)
 
 
-class ZeroBackward0(FillBackward0):
+class FillBackward3(FillBackward2):
     __slots__ = ()
 
 
-def filled(x: Tensor, value: Any, cls: type = FillBackward0) -> Tensor:
+class ZeroBackward0(FillBackward2):
+    __slots__ = ()
+
+
+def filled(x: Tensor, value: Any, cls: type | None = None) -> Tensor:
     """``fill_(value)``: a number, or a 0-d tensor that does not require grad (the gradient
     with respect to the value is not implemented, so one that needs it is refused)."""
+    if cls is None:
+        cls = FillBackward3 if isinstance(value, Tensor) else FillBackward2
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "

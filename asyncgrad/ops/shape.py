@@ -196,6 +196,8 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
                 f"dimension {i + lead}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(x.shape)}"
             )
     out = np.broadcast_to(x.data, target)
+    if x.data.flags.writeable:  # writable like torch's; in-place ops refuse a real overlap (Note [Memory overlap])
+        out = np.lib.stride_tricks.as_strided(x.data, out.shape, out.strides)
     return _view(x, out, _node(ExpandBackward0, x, shape=x.data.shape), None)
 
 

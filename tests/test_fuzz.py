@@ -1,0 +1,171 @@
+"""Differential fuzzing against PyTorch, and the fuzzer's findings pinned as regression tests.
+
+The fuzzer itself lives in ``benchmarks/fuzz.py`` (``python -m benchmarks.fuzz --graphs 10000``);
+here a few hundred seeded graphs run in CI and thousands behind ``-m slow``.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+
+
+# --------------------------------------------------------------------------- flatten (issue 10, item 16)
+@pytest.mark.parametrize("shape, start, end", [((3,), 0, -1), ((2, 3), 1, 1), ((2, 3, 4), -2, 1), ((2, 3), 0, 0)])
+def test_flatten_with_nothing_to_merge_returns_the_input_itself(shape, start, end, torch):
+    x = ag.ones(*shape) * 2
+    assert x.flatten(start, end) is x
+    assert ag.flatten(x, start, end) is x
+    tx = torch.ones(*shape) * 2
+    assert tx.flatten(start, end) is tx  # the behaviour followed
+
+
+def test_flatten_of_0d_is_a_one_element_view(torch):
+    s = ag.tensor(2.0, requires_grad=True)
+    f = s.flatten()
+    assert f is not s and f.shape == (1,) and f.grad_fn.name() == "ViewBackward0"
+    assert torch.tensor(2.0).flatten().shape == (1,)
+    for start, end in [(0, 0), (-1, -1), (0, -1)]:
+        assert s.flatten(start, end).shape == (1,)
+    # the dims are checked before the 0-d special case, as torch does
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)"):
+        s.flatten(1, 1)
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
+        torch.tensor(2.0).flatten(1, 1)
+
+
+def test_flatten_still_merges_and_checks_its_dims():
+    x = ag.ones(2, 3, 4)
+    assert x.flatten(1).shape == (2, 12) and x.flatten().shape == (24,)
+    with pytest.raises(RuntimeError, match="flatten\\(\\) has invalid args: start_dim cannot come after end_dim"):
+        x.flatten(2, 1)
+
+
+async def test_hooks_and_retain_grad_on_a_trivial_flatten_land_on_the_input(torch):
+    """torch returns the input itself, so a hook registered on the result scales the input's
+    gradient and retain_grad on the result fills the input's .grad."""
+    data = np.array([0.5, -1.0, 2.0])
+    results = {}
+    for lib in ("ag", "torch"):
+        if lib == "ag":
+            x = ag.tensor(data, requires_grad=True)
+        else:
+            x = torch.tensor(data, requires_grad=True)
+        y = x * 3
+        f = y.flatten()
+        f.register_hook(lambda g: g * 10)
+        f.retain_grad()
+        loss = (y.sin() * 2).sum()
+        if lib == "ag":
+            await loss.backward()
+        else:
+            loss.backward()
+        results[lib] = (np.asarray(x.grad.tolist()), np.asarray(y.grad.tolist()), y.retains_grad)
+    np.testing.assert_allclose(results["ag"][0], results["torch"][0], rtol=1e-12)
+    np.testing.assert_allclose(results["ag"][1], results["torch"][1], rtol=1e-12)
+    assert results["ag"][2] is results["torch"][2] is True
+    np.testing.assert_allclose(results["ag"][0], 10 * 3 * 2 * np.cos(3 * data), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- findings of benchmarks/fuzz.py
+async def _both(fn, torch):
+    """``fn(lib)`` in asyncgrad and in torch; ``fn`` returns tensors, or awaitables first."""
+    out = {}
+    for name, lib in (("ag", ag), ("torch", torch)):
+        result = fn(lib)
+        out[name] = result
+    return out["ag"], out["torch"]
+
+
+def test_an_integer_index_of_a_vector_is_a_view_that_writes_through(torch):
+    """seed 6: ``m = x.min(0)[0]; m[0].mul_(y)`` raised an IndexError (numpy gave a scalar copy)."""
+    results = []
+    for lib in (ag, torch):
+        x = lib.tensor([[1.88]], dtype=lib.float64, requires_grad=True)
+        m = x.min(0, False)[0]
+        m[0].mul_(x.view(()))
+        results.append((m.tolist(), m.grad_fn.name().removeprefix("torch::autograd::")))
+    assert results[0] == results[1] == ([1.88 * 1.88], "CopySlices")
+
+
+@pytest.mark.parametrize("index", [0, -1, slice(1, 2), slice(None), Ellipsis, None, (0, None), (None, 0),
+                                   (slice(None), 0), (0, slice(None)), (Ellipsis, 0), (slice(0, 3), slice(0, 4)),
+                                   (slice(-3, None), slice(None)), (slice(None, None, 2),), (), (0, Ellipsis, None),
+                                   (None, Ellipsis, slice(0, 4)), (slice(0, 10), slice(0, 1))])
+def test_basic_index_nodes_are_named_as_torch_names_them(index, torch):
+    got = (ag.ones(3, 4, 5, requires_grad=True) * 1)[index]
+    want = (torch.ones(3, 4, 5, requires_grad=True) * 1)[index]
+    assert got.grad_fn.name() == want.grad_fn.name() and got.shape == tuple(want.shape)
+
+
+async def test_a_number_divided_by_a_tensor_is_a_reciprocal_times_the_number(torch):
+    data = np.array([0.5, -2.0, 3.0])
+    x, tx = ag.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    y, ty = 2.5 / x, 2.5 / tx
+    assert y.grad_fn.name() == ty.grad_fn.name() == "MulBackward0"
+    assert y.grad_fn.next_functions[0][0].name() == ty.grad_fn.next_functions[0][0].name() == "ReciprocalBackward0"
+    (g,) = await ag.grad(y.sum(), x, create_graph=True)
+    (gg,) = await ag.grad(g.sum(), x)
+    (tg,) = torch.autograd.grad(ty.sum(), tx, create_graph=True)
+    (tgg,) = torch.autograd.grad(tg.sum(), tx)
+    np.testing.assert_allclose(g.tolist(), tg.tolist(), rtol=1e-12)
+    np.testing.assert_allclose(gg.tolist(), tgg.tolist(), rtol=1e-12)
+    np.testing.assert_allclose(g.tolist(), -2.5 / data**2, rtol=1e-12)
+
+
+def _raises_like_torch(fn, torch, match):
+    for lib in (ag, torch):
+        with pytest.raises(RuntimeError, match=match):
+            fn(lib)
+
+
+def test_inplace_ops_refuse_overlapping_memory_as_torch_does(torch):
+    """seeds 17, 229: an input that shares memory with the written-to tensor, but not exactly."""
+    partial = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+    _raises_like_torch(lambda lib: (v := lib.ones(3) * 1).unsqueeze(0).mul_(v), torch, partial)
+    _raises_like_torch(lambda lib: (v := lib.arange(4.0))[1:].copy_(v[:3]), torch, partial)
+    internal = "more than one element of the written-to tensor refers to a single memory location"
+    _raises_like_torch(lambda lib: lib.ones(1).expand(3).add_(1.0), torch, internal)
+    for lib in (ag, torch):  # the same memory with the same strides is fine, as is an expand that repeats nothing
+        v = lib.arange(3.0)
+        assert v[:].mul_(v).tolist() == [0.0, 1.0, 4.0]
+        s = lib.tensor(2.0, requires_grad=True) * 1
+        assert s.expand(()).mul_(0.5).tolist() == 1.0  # seed 165
+
+
+async def test_setitem_with_a_basic_index_writes_through_a_view(torch):
+    """seeds 41, 178, 682, 975: ``y[i] = v`` is ``y[i].copy_(v)`` (or ``fill_``) as in torch."""
+    leaf_view = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    _raises_like_torch(lambda lib: lib.ones(3, requires_grad=True).__setitem__(0, 2.0), torch, re.escape(leaf_view))
+    grads = []
+    for lib in (ag, torch):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        y = x * 2
+        e = (x.sum() * 1).expand(2)
+        e[1] = 1.5  # one element of an expanded tensor: no overlap in what is written
+        m = x.mean() * w
+        u = m.unsqueeze(0)
+        u[0] = m  # the same memory, fully
+        y[1] = w
+        y[2] = 7.0
+        assert y.grad_fn.name().endswith("CopySlices")
+        loss = (y * y).sum() + u.sum() * 3 + e.sum()
+        if lib is ag:
+            await loss.backward()
+        else:
+            loss.backward()
+        grads.append((x.grad.tolist(), w.grad.tolist(), e.tolist()))
+    np.testing.assert_allclose(np.array(grads[0][0]), np.array(grads[1][0]), rtol=1e-12)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
+    assert grads[0][2] == grads[1][2]
+
+
+def test_fill_nodes_are_named_as_torch_names_them(torch):
+    for lib in (ag, torch):
+        y = lib.ones(2, requires_grad=True) * 1
+        assert y.fill_(2.0).grad_fn.name() == "FillBackward2"
+        assert y.fill_(lib.tensor(2.0)).grad_fn.name() == "FillBackward3"
+        assert y.zero_().grad_fn.name() == "ZeroBackward0"
