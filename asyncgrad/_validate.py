@@ -43,6 +43,11 @@ def complex_error(what: Any) -> TypeError:
     )
 
 
+def is_complex_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is ``complex_error``'s refusal (which callers rewording errors must keep)."""
+    return isinstance(exc, TypeError) and str(exc).startswith("asyncgrad does not support complex tensors")
+
+
 def is_complex(value: Any) -> bool:
     """Whether a scalar, array or dtype-like value is complex."""
     if isinstance(value, (complex, np.complexfloating)):
@@ -131,7 +136,7 @@ def int_list(args: tuple, fn: str, name: str = "size") -> tuple[int, ...]:
     for i, value in enumerate(items):
         if type(value) is int:
             out.append(value)
-        elif _is_int(value):
+        elif _is_int(value) or (i > 0 and isinstance(value, (bool, np.bool_))):  # torch unpacks later bools
             out.append(operator.index(value))
         elif i == 0:
             raise TypeError(f"{fn}(): argument '{name}' (position 1) must be tuple of ints, but found element of type "

@@ -40,7 +40,7 @@ def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
         raise _describe(data)
     if dtype is not None:
         host = host.astype(dtype, copy=False)
-    elif host.dtype.kind == "f":
+    elif host.dtype.kind == "f" and not (host.dtype == np.float64 and _has_numpy_double(data)):
         host = host.astype(dtypes.get_default_dtype(), copy=False)
     elif host.dtype.kind in "iu":
         host = host.astype(dtypes.int64, copy=False)
@@ -48,6 +48,16 @@ def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
 
 
 _LEAVES = (bool, int, float, np.number, np.bool_)
+
+
+def _has_numpy_double(data: Any) -> bool:
+    """Whether a nest holds a float64 numpy scalar: torch infers float64 from it, as numpy does,
+    where Python floats alone give the default dtype."""
+    if isinstance(data, np.float64):
+        return True
+    if isinstance(data, (list, tuple)):
+        return any(_has_numpy_double(item) for item in data)
+    return False
 
 
 def _describe(data: Any) -> Exception:
@@ -75,7 +85,7 @@ def _walk(value: Any, depth: int, shape: list, leaf_depth: list) -> Exception | 
     if not isinstance(value, (list, tuple)):
         return RuntimeError(f"Could not infer dtype of {_validate.type_label(value)}")
     if leaf_depth and depth >= leaf_depth[0]:
-        return TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+        return TypeError(f"must be real number, not {_validate.type_label(value)}")
     if depth == len(shape):
         shape.append(len(value))
     elif len(value) != shape[depth]:
@@ -88,6 +98,7 @@ def _walk(value: Any, depth: int, shape: list, leaf_depth: list) -> Exception | 
 
 
 def _leaf(array: Any, dev: Device, requires_grad: Any, fn: str) -> Tensor:
+    """The new leaf; ``requires_grad=None`` passes as False, as torch's factories (not ``tensor``) take it."""
     t = Tensor._make(array, dev, False, None, 0, [0])
     if requires_grad is not False and requires_grad is not None:
         if not _validate.bool_arg(requires_grad, fn, "requires_grad"):
@@ -101,6 +112,8 @@ def _leaf(array: Any, dev: Device, requires_grad: Any, fn: str) -> Tensor:
 
 def tensor(data: Any, dtype=None, device: str | Device | None = None, requires_grad: bool = False) -> Tensor:
     """A new leaf; the data is always copied."""
+    if requires_grad is None:
+        raise TypeError("tensor(): argument 'requires_grad' must be bool, not NoneType")
     dev = as_device(device)
     return _leaf(to_array(data, dtype, dev), dev, requires_grad, "tensor")
 
@@ -177,6 +190,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
         _validate.number_arg(start, "arange", "start", 1)
         _validate.number_arg(end, "arange", "end", 2)
     _validate.number_arg(step, "arange", "step", 3)
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
@@ -200,12 +215,15 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
     return _leaf(dev.xp.linspace(start, end, steps, dtype=dtype), dev, requires_grad, "linspace")
 
 
-def _random(kind: str, size: tuple, dtype, device, requires_grad: bool) -> Tensor:
-    shape = _validate.new_shape(size, kind)
-    dtype = _validate.dtype_arg(dtype, kind) or dtypes.get_default_dtype()
+def _random(kind: str, size: tuple, dtype, device, requires_grad: bool, fn: str | None = None) -> Tensor:
+    fn = fn or kind
+    shape = _validate.new_shape(size, fn)
+    dtype = _validate.dtype_arg(dtype, fn) or dtypes.get_default_dtype()
     dev = as_device(device)
+    if requires_grad is not False and requires_grad is not None:
+        _validate.bool_arg(requires_grad, fn, "requires_grad")
     host = _rng[0].standard_normal(shape) if kind == "randn" else _rng[0].random(shape)
-    return _leaf(dev.asarray(host, dtype=dtype), dev, requires_grad, kind)
+    return _leaf(dev.asarray(host, dtype=dtype), dev, requires_grad, fn)
 
 
 def randn(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -217,7 +235,10 @@ def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
 
 
 def randint(low: int, high: int | None = None, size: tuple = (), dtype=None, device=None) -> Tensor:
-    """A plain int ``size`` is taken as ``(size,)`` (torch insists on a tuple)."""
+    """``randint(high, size)`` or ``randint(low, high, size)``; a plain int ``size`` is taken as
+    ``(size,)`` (torch insists on a tuple)."""
+    if isinstance(high, (tuple, list)) and size == ():
+        high, size = None, high
     if high is None:
         low, high = 0, _validate.int_arg(low, "randint", "high", 1)
     else:
@@ -234,7 +255,7 @@ def randint(low: int, high: int | None = None, size: tuple = (), dtype=None, dev
 def _like(t: Tensor, dtype, device, fn: str) -> tuple:
     _validate.tensor_arg(t, fn)
     dtype = _validate.dtype_arg(dtype, fn)
-    return t.shape, dtype if dtype is not None else t.dtype, device or t.device
+    return t.shape, dtype if dtype is not None else t.dtype, device if device is not None else t.device
 
 
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -260,9 +281,9 @@ def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "randn_like")
-    return _random("randn", shape, dtype, device, requires_grad)
+    return _random("randn", shape, dtype, device, requires_grad, "randn_like")
 
 
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "rand_like")
-    return _random("rand", shape, dtype, device, requires_grad)
+    return _random("rand", shape, dtype, device, requires_grad, "rand_like")

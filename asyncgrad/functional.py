@@ -24,9 +24,9 @@ def _as_tuple(value: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
         if not isinstance(item, Tensor):
             if is_tuple:
                 raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
-                                f"the value at index {i} has type {type(item).__name__}.")
+                                f"the value at index {i} has type {type(item)}.")
             raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but the "
-                            f"given {arg_name} has type {type(item).__name__}.")
+                            f"given {arg_name} has type {type(item)}.")
     return is_tuple, items
 
 
@@ -71,14 +71,18 @@ async def _grads(outputs: tuple, inputs: tuple, grad_outputs: tuple, create_grap
     return tuple(factories.zeros_like(t) if r is None else r for t, r in zip(inputs, result))
 
 
-def _check_v(v: Any, like: tuple, name: str, fn_name: str) -> tuple:
+def _check_v(v: Any, like: tuple, name: str, fn_name: str, like_is_tuple: bool) -> tuple:
+    """torch's ``_validate_v``, word for word."""
     _, vs = _as_tuple(v, name, fn_name)
     if len(vs) != len(like):
-        raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
+        if like_is_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
     for i, (a, b) in enumerate(zip(vs, like)):
         if a.shape != b.shape:
-            raise RuntimeError(f"Entry {i} in v has invalid size: should be {list(b.shape)} but got "
-                               f"{list(a.shape)}.")
+            prefix = f"Entry {i} in " if like_is_tuple else ""
+            raise RuntimeError(f"{prefix}v has invalid size: should be asyncgrad.Size({list(b.shape)}) but got "
+                               f"asyncgrad.Size({list(a.shape)}).")
     return vs
 
 
@@ -94,7 +98,7 @@ async def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
                                "with a single element.")
         vs = (factories.ones_like(outputs[0]),)
     else:
-        vs = _check_v(v, outputs, "v", "vjp")
+        vs = _check_v(v, outputs, "v", "vjp", out_tuple)
     result = await _grads(outputs, inputs, vs, create_graph, strict, "output")
     outputs, result = _finish(outputs, create_graph), _finish(result, create_graph)
     return (outputs if out_tuple else outputs[0]), (result if is_tuple else result[0])
@@ -111,7 +115,7 @@ async def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
                                "Tensor with a single element.")
         vs = (factories.ones_like(inputs[0]),)
     else:
-        vs = _check_v(v, inputs, "v", "jvp")
+        vs = _check_v(v, inputs, "v", "jvp", is_tuple)
     out_tuple, outputs = _as_tuple(await _call(func, inputs), "outputs of the user-provided function", "jvp")
     cotangents = tuple(factories.zeros_like(o).requires_grad_(True) for o in outputs)
     vjps = await _grads(outputs, inputs, cotangents, True, strict, "output")
@@ -137,6 +141,12 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
     is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = _prepare(inputs, create_graph)
     out_tuple, outputs = _as_tuple(await _call(func, inputs), "outputs of the user-provided function", "jacobian")
+    if strict:
+        for i, out in enumerate(outputs):
+            if not out.requires_grad:
+                raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
+                                   "must be computed in a differentiable manner from the input when running in strict "
+                                   "mode.")
     table = []
     for out in outputs:
         flat = out.reshape(-1)
@@ -163,8 +173,7 @@ async def hessian(func: Callable, inputs: Any, create_graph: bool = False, stric
 
     async def gradient(*args: Tensor) -> Any:
         out = await _call(func, args)
-        if not isinstance(out, Tensor) or out.numel() != 1:
-            raise RuntimeError("The function given to hessian should return a single Tensor with a single element")
+        _check_scalar(out, "hessian")
         grads = await _grads((out.reshape(()),), args, (factories.ones_like(out.reshape(())),), True, strict,
                              "output")
         return grads if is_tuple else grads[0]
@@ -208,26 +217,26 @@ async def _recorded_gradient(func: Callable, inputs: Any, v: Any, create_graph: 
     gradient recorded (create_graph) so it can be differentiated again."""
     is_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
     inputs = _prepare(inputs, create_graph)
-    vs = _vector(v, inputs, fn_name)
+    vs = _vector(v, inputs, fn_name, is_tuple)
     out = await _call(func, inputs)
     _check_scalar(out, fn_name)
     grads = await _grads((out,), inputs, (factories.ones_like(out),), True, strict, "output")
     return is_tuple, inputs, vs, out, grads
 
 
-def _vector(v: Any, inputs: tuple, fn_name: str) -> tuple:
+def _vector(v: Any, inputs: tuple, fn_name: str, is_tuple: bool) -> tuple:
     if v is None:
         if len(inputs) != 1 or inputs[0].numel() != 1:
             raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single "
                                "Tensor with a single element.")
         return (factories.ones_like(inputs[0]),)
-    return _check_v(v, inputs, "v", fn_name)
+    return _check_v(v, inputs, "v", fn_name, is_tuple)
 
 
 def _check_scalar(out: Any, fn_name: str) -> None:
     if not isinstance(out, Tensor):
         raise TypeError(f"The outputs of the user-provided function given to {fn_name} must be either a Tensor or a "
                         f"tuple of Tensors but the given outputs of the user-provided function has type "
-                        f"{type(out).__name__}.")
+                        f"{type(out)}.")
     if out.numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should contain a single element")

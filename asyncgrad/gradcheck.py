@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from asyncgrad._validate import type_label
 from asyncgrad.autograd.api import grad
 from asyncgrad.autograd.awaitable import require_asyncio
 from asyncgrad.autograd.grad_mode import enable_grad, no_grad
@@ -21,7 +22,20 @@ async def _outputs(fn: Callable, inputs: tuple) -> tuple:
     result = fn(*inputs)
     if inspect.isawaitable(result):
         result = await result
-    return result if isinstance(result, tuple) else (result,)
+    result = result if isinstance(result, tuple) else (result,)
+    for out in result:
+        if not isinstance(out, Tensor):  # a number would make every check pass vacuously
+            raise TypeError(f"gradcheck expects the function to return Tensors, but it returned {type_label(out)}")
+    return result
+
+
+def _checked_inputs(inputs: Any) -> tuple:
+    """gradcheck's inputs as a tuple (a Tensor, a tuple or a list), at least one requiring grad."""
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
+                         "requires_grad=True.")
+    return inputs
 
 
 async def _numerical(fn: Callable, inputs: tuple, eps: float) -> list[list[np.ndarray]]:
@@ -67,7 +81,7 @@ async def gradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 
                     raise_exception: bool = True) -> bool:
     """True when ``fn``'s gradients match finite differences; else raise (or return False)."""
     require_asyncio("gradcheck()")  # before the finite differences, not after (Note [asyncio only])
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    inputs = _checked_inputs(inputs)
     for t in inputs:
         if isinstance(t, Tensor) and t.requires_grad and t.dtype != np.float64:
             import warnings
@@ -92,7 +106,7 @@ async def gradgradcheck(fn: Callable, inputs: Any, grad_outputs: Any = None, eps
                         rtol: float = 1e-3, raise_exception: bool = True) -> bool:
     """gradcheck of the vector-Jacobian product of ``fn`` (second derivatives)."""
     require_asyncio("gradgradcheck()")
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    inputs = _checked_inputs(inputs)
     with enable_grad():
         outputs = [o for o in await _outputs(fn, inputs) if isinstance(o, Tensor)]
     if grad_outputs is None:

@@ -186,13 +186,20 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
-                                f"{type(value).__name__}")
+                                f"{_validate.type_label(value)}")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same "
+                                   "size")
             if value.dtype != self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError("attempting to assign a gradient with dtype "
+                                   f"'{scalar_type_name(value.dtype).lower()}' to a tensor with grad_dtype "
+                                   f"'{scalar_type_name(self.dtype)}'. The gradient must "
+                                   "match the tensor's dtype.")
             if value.device is not self.device:
-                raise RuntimeError("assigned grad has data located on a different device")
+                raise RuntimeError(f"attempting to assign a gradient with device type '{value.device.type}' to a "
+                                   f"tensor with device type '{self.device.type}'. Please ensure that the gradient and "
+                                   "the tensor are on the same device")
         self._grad = value
 
     def _extras(self) -> _Extra:
@@ -266,7 +273,8 @@ class Tensor:
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
                 "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
-                "buckets, and hence detach_() cannot be called on these gradients."
+                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to "
+                "the Optimizer.zero_grad() function in asyncgrad/optim/optimizer.py as the solution."
             )
         self.grad_fn = None
         self.output_nr = 0
@@ -302,9 +310,13 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self) -> float:
+        if self.data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self) -> int:
+        if self.data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self) -> int:

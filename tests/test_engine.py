@@ -227,7 +227,7 @@ async def test_backward_inputs_only_accumulates_those():
     assert y.grad is None
     np.testing.assert_allclose(x.grad.numpy(), 3 * y.detach().numpy(), rtol=1e-6)
     np.testing.assert_allclose(h.grad.numpy(), [3, 3])
-    with pytest.raises(RuntimeError, match="'inputs' argument to backward\\(\\) cannot be empty."):
+    with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty."):
         await (x * 2).sum().backward(inputs=[])
 
 

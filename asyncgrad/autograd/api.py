@@ -16,7 +16,9 @@ from typing import Any, Callable, Sequence
 
 import anyio.from_thread
 import greenback
+import numpy as np
 
+from asyncgrad._validate import type_label
 from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
 from asyncgrad.autograd.graph import NO_EDGE, Edge
 from asyncgrad.engine import current_graph_task, get_engine, run_from_kernel_thread
@@ -27,15 +29,41 @@ _get_running_loop = asyncio._get_running_loop
 
 
 def _tuple(tensors: Any, what: str) -> tuple:
+    """The roots (``tensors``, ``outputs``): a Tensor or an iterable of Tensors."""
     if isinstance(tensors, Tensor):
         return (tensors,)
-    if tensors is None:
-        return ()
-    result = tuple(tensors)
-    for t in result:
-        if t is not None and not isinstance(t, Tensor):
-            raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
+    result = tuple(tensors)  # None: torch's "'NoneType' object is not iterable"
+    for i, t in enumerate(result):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what} must be Tensors, but got {type_label(t)} at index {i}")
     return result
+
+
+def _inputs(inputs: Any, fn: str) -> tuple:
+    """``inputs=`` of backward() and grad(), with torch's words for what is not a Tensor."""
+    result = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if not result:
+        raise RuntimeError(f"`inputs` argument to `{fn}()` cannot be empty.")
+    for t in result:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type_label(t)}")
+    return result
+
+
+def _gradients(grads: Any) -> tuple:
+    """``grad_tensors``/``grad_outputs``: Tensors or None (torch's words for the rest)."""
+    result = (grads,) if isinstance(grads, Tensor) else tuple(grads)
+    for g in result:
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    return result
+
+
+def _flag(value: Any, fn: str, name: str) -> Any:
+    """retain_graph / create_graph: a bool (or an int, which torch reads as one) or None."""
+    if value is None or isinstance(value, (bool, int, np.bool_, np.integer)):
+        return value
+    raise TypeError(f"{fn}(): argument '{name}' must be bool, not {type_label(value)}")
 
 
 def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -> list:
@@ -61,16 +89,13 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
                     f"Mismatch in shape: grad_output[{i}] has a shape of {_size(grad.shape)} and output[{i}] has a "
                     f"shape of {_size(out.shape)}."
                 )
-            if grad.dtype.kind != out.dtype.kind and out.dtype.kind in "fc":
-                raise TypeError(
-                    f"For complex Tensors, both grad_output and output are required to have the same dtype. "
-                    f"Mismatch in dtype: grad_output[{i}] has a dtype of {grad.dtype} and output[{i}] has a dtype "
-                    f"of {out.dtype}."
-                )
             if grad.device is not out.device:
                 raise RuntimeError(
                     f"invalid gradient at index {i} - expected device {out.device} but got {grad.device}")
-        result.append(grad if create_graph else grad.data.astype(out.dtype, copy=False))
+        if create_graph:  # a real gradient of another dtype is cast to the output's, as torch does
+            result.append(grad if grad.dtype == out.dtype else grad.to(out.dtype))
+        else:
+            result.append(grad.data.astype(out.dtype, copy=False))
     return result
 
 
@@ -101,10 +126,10 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
     tensors = _tuple(tensors, "tensors")
     if inputs is not None:
-        inputs = _tuple(inputs, "inputs")
-        if not inputs:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    grads = _tuple(grad_tensors, "grad_tensors") if grad_tensors is not None else (None,) * len(tensors)
+        inputs = _inputs(inputs, "backward")
+    retain_graph, create_graph = _flag(retain_graph, "backward", "retain_graph"), _flag(create_graph, "backward",
+                                                                                         "create_graph")
+    grads = _gradients(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
     if retain_graph is None:
@@ -116,7 +141,7 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
         outputs = []
         for t in inputs:
             if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             if t.grad_fn is not None:
                 t.retain_grad()
                 outputs.append(Edge(t.grad_fn, t.output_nr))
@@ -143,13 +168,13 @@ def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_output
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _tuple(outputs, "outputs")
-    inputs = _tuple(inputs, "inputs")
-    if not inputs:
-        raise RuntimeError("grad requires non-empty inputs.")
+    inputs = _inputs(inputs, "grad")
+    retain_graph, create_graph = _flag(retain_graph, "grad", "retain_graph"), _flag(create_graph, "grad",
+                                                                                     "create_graph")
     for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    grads = _tuple(grad_outputs, "grad_outputs") if grad_outputs is not None else (None,) * len(outputs)
+    grads = _gradients(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(
             f"grad_outputs must have the same length as outputs: got {len(grads)} and {len(outputs)}")

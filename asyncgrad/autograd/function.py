@@ -15,6 +15,7 @@ import inspect
 import math
 from typing import Any, Callable
 
+from asyncgrad._validate import type_label
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import ALWAYS_DISPATCH, NO_EDGE, Edge, Node
@@ -100,9 +101,7 @@ class FunctionNode(FunctionCtx, Node):
         for position in self._tensor_positions:
             grad = result[position]
             if grad is not None and not isinstance(grad, Tensor):
-                raise TypeError(
-                    f"function {self.name()} returned a gradient of type {type(grad).__name__} at index {position}, "
-                    "expected a Tensor or None")
+                raise RuntimeError(f"expected Variable or None (got {type_label(grad)})")
             grads.append(grad if create_graph or grad is None else grad.data)
         return grads
 

@@ -12,6 +12,10 @@ import functools
 import inspect
 from typing import Any, Callable
 
+import numpy as np
+
+from asyncgrad._validate import type_label
+
 grad_enabled = contextvars.ContextVar("asyncgrad_grad_enabled", default=True)
 
 
@@ -68,6 +72,8 @@ class set_grad_enabled(_GradModeContext):
     """As torch: switches the mode at once when called, and restores it on ``__exit__``."""
 
     def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {type_label(mode)}")
         self._mode = bool(mode)
         self._tokens = [grad_enabled.set(self._mode)]
 

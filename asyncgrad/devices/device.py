@@ -86,7 +86,9 @@ def device(spec: str | Device | None = None) -> Device:
     found = _DEVICES.get(spec)
     if found is not None:
         return found
-    kind, _, index_text = spec.partition(":")
+    kind, colon, index_text = spec.partition(":")
+    if colon and not index_text:
+        raise RuntimeError(f"Invalid device string: '{spec}'")
     if kind == "cpu" and index_text in ("", "0"):
         dev = _DEVICES.get("cpu") or Device("cpu", None, np)
     elif kind in ("sim", "cuda"):
@@ -112,8 +114,15 @@ def device(spec: str | Device | None = None) -> Device:
 cpu = device("cpu")
 
 
+def _count(value: Any, fn: str, name: str) -> None:
+    """An int setting (numpy ints pass; bools, floats and strings do not), named in the error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{fn}(): argument '{name}' must be int, not {type(value).__name__}")
+
+
 def set_num_workers(dev: str | Device, n: int) -> None:
     """How many independent large kernels a device worker keeps in flight at once."""
+    _count(n, "set_num_workers", "num_workers")
     if n < 1:
         raise ValueError(f"num_workers must be at least 1, got {n}")
     device(dev).num_workers = int(n)
@@ -121,6 +130,7 @@ def set_num_workers(dev: str | Device, n: int) -> None:
 
 def set_inline_threshold(dev: str | Device, element_ops: int) -> None:
     """Kernels estimated at fewer element-operations than this run inline on the loop."""
+    _count(element_ops, "set_inline_threshold", "threshold")
     if element_ops < 0:
         raise ValueError(f"the inline threshold must be at least 0, got {element_ops}")
     device(dev).inline_threshold = int(element_ops)

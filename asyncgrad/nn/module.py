@@ -120,6 +120,8 @@ class Module:
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values into the existing parameters in place, so optimizers holding them stay valid."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         params = dict(self.named_parameters(remove_duplicate=False))
         missing = [name for name in params if name not in state_dict]
         unexpected = [name for name in state_dict if name not in params]
@@ -134,7 +136,13 @@ class Module:
             if name not in state_dict:
                 continue
             value = state_dict[name]
-            value = value if isinstance(value, Tensor) else as_tensor(value)
+            if not isinstance(value, Tensor):
+                try:
+                    value = as_tensor(value)
+                except (TypeError, ValueError, RuntimeError):
+                    errors.append(f'While copying the parameter named "{name}", expected asyncgrad.Tensor or '
+                                  f"Tensor-like object from checkpoint but received {type(value)}")
+                    continue
             if value.shape != param.shape:
                 errors.append(
                     f"size mismatch for {name}: copying a param with shape {_size(value.shape)} from checkpoint, "

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Iterator
 
+from asyncgrad._validate import int_list
 from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
 from asyncgrad.nn import functional as F
@@ -30,6 +32,7 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
+        int_list(((out_features, in_features),), "empty")  # torch's words: it allocates the weight with empty()
         self.in_features = in_features
         self.out_features = out_features
         bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
@@ -90,9 +93,13 @@ class Sequential(Module):
         return iter(self._layers())
 
     def __getitem__(self, index: int | slice) -> Module:
+        layers = self._layers()
         if isinstance(index, slice):
-            return Sequential(*self._layers()[index])
-        return self._layers()[index]
+            return Sequential(*layers[index])
+        i = operator.index(index)
+        if not -len(layers) <= i < len(layers):
+            raise IndexError(f"index {i} is out of range")
+        return layers[i]
 
     def forward(self, input: Any) -> Any:
         for module in self._layers():

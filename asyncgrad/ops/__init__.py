@@ -17,10 +17,22 @@ from asyncgrad.tensor import Tensor
 __all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "_node"]
 
 
-def _inplace_method(compute):
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return inplace.apply_inplace(self, lambda x, *a: compute(x, *a, **kwargs), *args)
+def _inplace_method(compute, name: str):
+    """``x.add_(y)``: the op computed out of place and written back; an argument error is worded
+    for the in-place method, as torch words it (``add_(): argument 'other' (position 1)``)."""
+    base = name.rstrip("_")
 
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            return inplace.apply_inplace(self, lambda x, *a: compute(x, *a, **kwargs), *args)
+        except TypeError as exc:
+            text = str(exc)
+            if not text.startswith(f"{base}()") and not text.startswith(f"{base}(): "):
+                raise
+            text = name + text[len(base):].replace("'other' (position 2)", "'other' (position 1)")
+            raise type(exc)(text) from None
+
+    method.__name__ = name
     return method
 
 
@@ -95,13 +107,14 @@ _METHODS = {
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "float": _to(dtypes.float32), "double": _to(dtypes.float64), "long": _to(dtypes.int64),
     "int": _to(dtypes.int32), "bool": _to(dtypes.bool), "half": _to(dtypes.float16),
-    "add_": _inplace_method(elementwise.add), "__iadd__": _operator(_inplace_method(elementwise.add)),
-    "sub_": _inplace_method(elementwise.sub), "__isub__": _operator(_inplace_method(elementwise.sub)),
-    "mul_": _inplace_method(elementwise.mul), "__imul__": _operator(_inplace_method(elementwise.mul)),
-    "div_": _inplace_method(elementwise.div), "__itruediv__": _operator(_inplace_method(elementwise.div)),
-    "clamp_": _inplace_method(elementwise.clamp), "relu_": _inplace_method(elementwise.relu),
-    "fill_": _inplace_method(inplace.filled), "zero_": _inplace_method(inplace.zeroed),
-    "copy_": _inplace_method(inplace.copied),
+    "add_": _inplace_method(elementwise.add, "add_"), "__iadd__": _operator(_inplace_method(elementwise.add, "add_")),
+    "sub_": _inplace_method(elementwise.sub, "sub_"), "__isub__": _operator(_inplace_method(elementwise.sub, "sub_")),
+    "mul_": _inplace_method(elementwise.mul, "mul_"), "__imul__": _operator(_inplace_method(elementwise.mul, "mul_")),
+    "div_": _inplace_method(elementwise.div, "div_"),
+    "__itruediv__": _operator(_inplace_method(elementwise.div, "div_")),
+    "clamp_": _inplace_method(elementwise.clamp, "clamp_"), "relu_": _inplace_method(elementwise.relu, "relu_"),
+    "fill_": _inplace_method(inplace.filled, "fill_"), "zero_": _inplace_method(inplace.zeroed, "zero_"),
+    "copy_": _inplace_method(inplace.copied, "copy_"),
 }
 
 for _name, _fn in _METHODS.items():

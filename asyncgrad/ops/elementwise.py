@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad._validate import check_array_dtype, complex_error, number_arg, tensor_arg, type_label
+from asyncgrad._validate import check_array_dtype, complex_error, is_complex_error, number_arg, tensor_arg, type_label
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
 
@@ -110,7 +110,14 @@ def _constant(value: Any, like: Tensor, name: str, arg: str, pos: int) -> Any:
     if isinstance(value, (list, tuple)):
         from asyncgrad.factories import to_array
 
-        return to_array(value, None, like.device)
+        try:
+            return to_array(value, None, like.device)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            if is_complex_error(exc):
+                raise
+            # torch takes no lists here at all; one that is not a nest of numbers gets its words
+            raise UnsupportedOperand(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                                     f"{type_label(value)}") from None
     if isinstance(value, complex):
         raise complex_error("complex128")
     raise UnsupportedOperand(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type_label(value)}")
@@ -456,7 +463,9 @@ def pow(a: Any, b: Any) -> Tensor:
     ta, tb, da, db, dev = operands(a, b, "pow")
     try:
         out = da ** db
-    except ValueError:
+    except ValueError as exc:
+        if "negative integer powers" in str(exc):
+            raise RuntimeError("Integers to negative integer powers are not allowed.") from None
         raise broadcast_error(np.shape(da), np.shape(db)) from None
     if tb is None:
         if not (grad_enabled.get() and ta._requires_grad):
@@ -687,7 +696,10 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     min, max = _bound(min, x, "min", 1), _bound(max, x, "max", 2)
     data = _float_for(min, _float_for(max, x.data))
-    out = np.clip(data, min, max)
+    try:
+        out = np.clip(data, min, max)
+    except ValueError:
+        raise broadcast_error(data.shape, *(np.shape(v) for v in (min, max) if v is not None)) from None
     if out.dtype != data.dtype and data.dtype.kind == "f":
         out = out.astype(data.dtype)
     result = _unary(ClampBackward1, x, out, None)
@@ -777,14 +789,21 @@ class WhereBackward0(OpNode):
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
+    """``where(condition, a, b)``: ``a`` and ``b`` tensors or numbers (two numbers give a tensor
+    of their dtype, the default float dtype for floats, as torch)."""
     if isinstance(condition, Tensor):
         cond = condition.data
-    elif isinstance(condition, (np.ndarray, list, tuple, bool, np.bool_)):
+    elif isinstance(condition, (np.ndarray, bool, np.bool_)):
         cond = np.asarray(condition)
     else:
         raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type_label(condition)}")
     if cond.dtype != np.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{scalar_type_name(cond.dtype)}")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor) and isinstance(a, _SCALARS):
+        from asyncgrad.factories import tensor
+
+        a = tensor(a, device=condition.device if isinstance(condition, Tensor) else None)
     ta, tb, da, db, dev = operands(a, b, "where")
     if isinstance(condition, Tensor) and condition.device is not dev:
         same_device(condition, ta if ta is not None else tb)

@@ -30,7 +30,11 @@ def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             basic = False
         elif isinstance(item, (list, np.ndarray)):
-            item = x.device.asarray(np.asarray(item)) if x.device.type == "cuda" else np.asarray(item)
+            if isinstance(item, list):  # read as ag.tensor reads it: torch's errors for None or str inside
+                from asyncgrad.factories import to_array
+
+                item = to_array(item, None, x.device)
+            item = x.device.asarray(item) if x.device.type == "cuda" else np.asarray(item)
             if item.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             basic = False
@@ -55,11 +59,21 @@ def _owned(index: Any) -> Any:
     return index.copy() if hasattr(index, "copy") and not isinstance(index, (int, np.integer)) else index
 
 
-def _torch_index_error(exc: IndexError, ndim: int) -> IndexError:
-    """numpy's indexing errors in torch's words ("dimension", not "axis")."""
+def _torch_index_error(exc: IndexError, ndim: int, shape: tuple = (), index: Any = None) -> IndexError:
+    """numpy's indexing errors in torch's words ("dimension", not "axis"; a mask's shape)."""
     text = str(exc)
     if text.startswith("too many indices"):
         return IndexError(f"too many indices for tensor of dimension {ndim}")
+    if text.startswith("boolean index did not match"):
+        items = index if isinstance(index, tuple) else (index,)
+        start = 0
+        for item in items:
+            if getattr(item, "dtype", None) is not None and item.dtype.kind == "b":
+                mask = item.shape
+                bad = next(i for i, n in enumerate(mask) if start + i >= len(shape) or shape[start + i] != n)
+                return IndexError(f"The shape of the mask {list(mask)} at index {bad} does not match the shape of the "
+                                  f"indexed tensor {list(shape)} at index {start + bad}")
+            start += 0 if item is None or item is Ellipsis else getattr(item, "ndim", 1)
     return IndexError(text.replace(" for axis ", " for dimension "))
 
 
@@ -132,7 +146,7 @@ def _basic_node(x: Tensor, index: Any) -> type:
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     if x.ndim == 0 and index not in ((), Ellipsis, None):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>(m)` in "
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                          "C++ to convert a 0-dim tensor to a number")
     idx, basic = normalize_index(x, index)
     try:
@@ -140,7 +154,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         out = x.data[(*idx, Ellipsis) if basic and isinstance(idx, tuple) and Ellipsis not in idx
                      else (idx, Ellipsis) if basic and not isinstance(idx, tuple) and idx is not Ellipsis else idx]
     except IndexError as exc:
-        raise _torch_index_error(exc, x.ndim) from None
+        raise _torch_index_error(exc, x.ndim, x.shape, idx) from None
     if not isinstance(out, type(x.data)):
         out = x.device.xp.asarray(out)
     if not _recording(x):
@@ -190,21 +204,26 @@ class IndexPutBackward0(OpNode):
 
 
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
-    if not isinstance(value, (Tensor, int, float, np.number, np.bool_, np.ndarray, list, tuple)):
+    if not isinstance(value, (Tensor, int, float, np.number, np.bool_, np.ndarray)):
         if is_complex(value):
             raise complex_error("complex128")
         raise TypeError(f"can't assign a {type_label(value)} to a {type_name(x.dtype)}")
-    idx, _ = normalize_index(x, index)
+    idx, basic = normalize_index(x, index)
     tx, tv, dx, dv, dev = operands(x, value, "index_put_")
     dx = x.data  # the result keeps x's dtype (the value is cast on assignment), unlike promotion
     out = dx.copy()
     try:
         out[idx] = dv
     except ValueError:
+        if basic:  # torch copies into the view: expand's words
+            from asyncgrad.ops.shape import expand
+
+            expand(Tensor._make(np.broadcast_to(np.zeros((), dx.dtype), np.shape(dv)), dev, False, None, 0, [0]),
+                   *dx[idx].shape)
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(dv))} cannot be broadcast to "
                            f"indexing result of shape {list(dx[idx].shape)}") from None
     except IndexError as exc:
-        raise _torch_index_error(exc, dx.ndim) from None
+        raise _torch_index_error(exc, dx.ndim, dx.shape, idx) from None
     node = object.__new__(IndexPutBackward0)
     if not _binary_node(node, tx, tv):
         return Tensor._make(out, dev, False, None, 0, [0])

@@ -93,6 +93,13 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     _check(a, b)
     da, db = a.data, b.data
     if da.dtype != db.dtype:
+        ta, tb = scalar_type_name(da.dtype), scalar_type_name(db.dtype)
+        if a.ndim == b.ndim == 1:
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {ta} and {tb}")
+        if b.ndim == 1:
+            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {tb}, {ta}, and {tb}")
+        if a.ndim > 2 or b.ndim > 2:
+            raise RuntimeError(f"expected scalar type {ta} but found {tb}")
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {scalar_type_name(da.dtype).lower()} != "
             f"{scalar_type_name(db.dtype).lower()}")

@@ -6,11 +6,12 @@ import warnings
 
 import numpy as np
 
+from asyncgrad._validate import int_arg, tensor_arg
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
-from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.ops.elementwise import broadcast_error, result_dtype
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC, matmul
 from asyncgrad.ops.reduction import log_softmax
 from asyncgrad.tensor import Tensor, scalar_type_name
@@ -51,9 +52,20 @@ class MmBackward0(AddmmBackward0):
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    tensor_arg(input, "linear", "input", 1)
+    tensor_arg(weight, "linear", "weight", 2)
     same_device(input, weight)
     if bias is not None:
+        tensor_arg(bias, "linear", "bias", 3)
         same_device(input, bias)
+    if input.ndim == 0 or weight.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.ndim}D and "
+                           f"{weight.ndim}D")
+    if weight.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {weight.ndim}D")
+    if input.dtype != weight.dtype and weight.ndim == 2:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {scalar_type_name(input.dtype)} and "
+                           f"{scalar_type_name(weight.dtype)}")
     if input.shape[-1] != weight.shape[-1]:
         rows = int(np.prod(input.shape[:-1])) if input.ndim > 1 else 1
         raise RuntimeError(
@@ -65,6 +77,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return out if bias is None else out + bias
     out = input.data @ weight.data.T
     if bias is not None:
+        if not _broadcasts(bias.shape, out.shape) or np.broadcast_shapes(bias.shape, out.shape) != out.shape:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({out.shape[-1]}) must match the existing size ({bias.shape[-1]}) at "
+                f"non-singleton dimension {out.ndim - 1}.  Target sizes: {list(out.shape)}.  Tensor sizes: "
+                f"{list(bias.shape)}")
         out = out + bias.data
     edges = _edges_for(input, weight, bias)
     if edges is None:
@@ -96,7 +113,26 @@ class MseLossBackward0(OpNode):
         )
 
 
+def _broadcasts(shape: tuple, target: tuple) -> bool:
+    try:
+        np.broadcast_shapes(shape, target)
+    except ValueError:
+        return False
+    return True
+
+
+def _weight(weight: Tensor | None, classes: int, fn: str) -> None:
+    if weight is None:
+        return
+    tensor_arg(weight, fn, "weight", 3)
+    if weight.numel() != classes:
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
+
+
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    tensor_arg(input, "mse_loss", "input", 1)
+    tensor_arg(target, "mse_loss", "target", 2)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     same_device(input, target)
@@ -112,6 +148,8 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         diff = input.data - target.data
     except ValueError:
         raise broadcast_error(input.shape, target.shape) from None
+    if diff.dtype != result_dtype(input.data, target.data):  # torch's promotion (float32 with int64: float32)
+        diff = diff.astype(result_dtype(input.data, target.data))
     sq = diff * diff
     out = sq.mean() if reduction == "mean" else sq.sum() if reduction == "sum" else sq
     out = np.asarray(out, dtype=sq.dtype) if isinstance(sq, np.ndarray) else out
@@ -140,6 +178,9 @@ class NllLossBackward0(OpNode):
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
+    tensor_arg(input, "nll_loss_nd", "input", 1)
+    tensor_arg(target, "nll_loss_nd", "target", 2)
+    ignore_index = int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if target.dtype.kind not in "iu":
@@ -153,6 +194,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     if logp.shape[0] != tgt.shape[0]:
         raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size ({tgt.shape[0]}).")
     classes = logp.shape[1]
+    _weight(weight, classes, "nll_loss_nd")
     valid = tgt != ignore_index
     bad = (tgt < 0) | (tgt >= classes)
     if (bad & valid).any():
@@ -203,11 +245,24 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     A float ``target`` of the input's shape holds class probabilities instead of indices;
     ``weight`` then scales each class's term, and "mean" divides by the batch size (torch).
     """
+    tensor_arg(input, "cross_entropy_loss", "input", 1)
+    tensor_arg(target, "cross_entropy_loss", "target", 2)
+    if weight is not None:
+        tensor_arg(weight, "cross_entropy_loss", "weight", 3)
+    ignore_index = int_arg(ignore_index, "cross_entropy_loss", "ignore_index", 5)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     dim = 1 if input.ndim >= 2 else 0
+    if input.ndim > 0:
+        _weight(weight, input.shape[dim], "cross_entropy_loss")
+    if target.shape == input.shape:  # class probabilities, as torch decides it: by shape
+        if target.dtype.kind != "f":
+            raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                               f"{scalar_type_name(target.dtype)}")
+    elif target.dtype.kind not in "iu":
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}")
     logp = log_softmax(input, dim)
     if target.dtype.kind == "f":
-        if target.shape != input.shape:
-            raise RuntimeError("cross_entropy: a probability target must have the same shape as the input")
         if weight is not None:
             same_device(input, weight)
             shape = (-1,) + (1,) * (input.ndim - dim - 1)

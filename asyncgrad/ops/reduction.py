@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from asyncgrad._validate import bool_arg, dtype_arg, int_arg, tensor_arg
+from asyncgrad._validate import bool_arg, dtype_arg, int_arg, int_list, tensor_arg, type_label
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import OpNode, gradient_edge, record
@@ -24,13 +24,31 @@ def normalize_dim(dim: int, ndim: int, fn: str = "dim", name: str = "dim", pos: 
 
 
 def normalize_dims(dim: Any, ndim: int, fn: str = "sum") -> tuple[int, ...] | None:
+    """sum/mean's ``dim``: None or ``()`` for every dim (torch), an int, or a tuple or list of ints."""
     if dim is None:
         return None
-    dims = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
+    if isinstance(dim, (tuple, list)):
+        if not dim:
+            return None
+        dims = int_list((dim,), fn, "dim")
+    elif dim.__class__ is int or (isinstance(dim, (int, np.integer)) and not isinstance(dim, bool)):
+        dims = (int(dim),)
+    else:
+        raise TypeError(f"{fn}(): argument 'dim' (position 1) must be tuple of ints, not {type_label(dim)}")
     axes = tuple(normalize_dim(d, ndim, fn) for d in dims)
-    if len(set(axes)) != len(axes):
-        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+    seen = set()
+    for axis in axes:
+        if axis in seen:
+            raise RuntimeError(f"dim {axis} appears multiple times in the list of dims")
+        seen.add(axis)
     return axes
+
+
+def _no_integer_kernel(x: Tensor, axis: int, op: str) -> None:
+    """torch has no softmax kernels for integer tensors (and says so, naming the kernel)."""
+    if x.data.dtype.kind not in "fc":
+        kernel = f"{op}_lastdim_kernel_impl" if axis == x.data.ndim - 1 else f"{op}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(x.data.dtype)}\'')
 
 
 def _kept_shape(shape: tuple[int, ...], axes: tuple[int, ...] | None) -> tuple[int, ...]:
@@ -72,7 +90,7 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) ->
     data = x.data
     axes = normalize_dims(dim, data.ndim, "sum")
     if keepdim.__class__ is not bool:
-        keepdim = bool_arg(keepdim, "sum", "keepdim", 2)
+        keepdim = bool_arg(keepdim, "sum", "keepdim")
     if dtype is not None:
         dtype = dtype_arg(dtype, "sum")
     elif data.dtype.kind in "biu":
@@ -115,7 +133,7 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         )
     axes = normalize_dims(dim, data.ndim, "mean")
     if keepdim.__class__ is not bool:
-        keepdim = bool_arg(keepdim, "mean", "keepdim", 2)
+        keepdim = bool_arg(keepdim, "mean", "keepdim")
     out = data.mean(axis=axes, keepdims=keepdim)
     out = np.asarray(out, dtype=data.dtype) if isinstance(data, np.ndarray) else out
     if not _recording(x):
@@ -181,13 +199,17 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     name = "max" if is_max else "min"
     if x.__class__ is not Tensor:
         tensor_arg(x, name)
+    if isinstance(dim, Tensor):  # torch's max(input, other) overload: the elementwise maximum
+        from asyncgrad.ops.elementwise import maximum, minimum
+
+        return (maximum if is_max else minimum)(x, dim)
     data = x.data
-    if data.size == 0:
-        raise RuntimeError(
-            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
-            "with the 'dim' argument."
-        )
     if dim is None:
+        if data.size == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                "with the 'dim' argument."
+            )
         out = np.asarray(data.max() if is_max else data.min())
         if not _recording(x):
             return _plain(out, x)
@@ -197,6 +219,8 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     axis = normalize_dim(dim, data.ndim, name)
     if data.ndim == 0:
         return _extreme_0d(x, is_max)
+    if data.shape[axis] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     indices = data.argmax(axis=axis, keepdims=True) if is_max else data.argmin(axis=axis, keepdims=True)
     values = np.take_along_axis(data, indices, axis=axis)
     if not keepdim:
@@ -238,6 +262,8 @@ def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "argmax")
     if dim is None:
+        if x.data.size == 0:
+            raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
         return _plain(np.asarray(x.data.argmax()), x)
     return _plain(_arg_extreme(x, dim, keepdim, "argmax"), x)
 
@@ -246,6 +272,8 @@ def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "argmin")
     if dim is None:
+        if x.data.size == 0:
+            raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
         return _plain(np.asarray(x.data.argmin()), x)
     return _plain(_arg_extreme(x, dim, keepdim, "argmin"), x)
 
@@ -275,6 +303,7 @@ def softmax(x: Tensor, dim: int) -> Tensor:
         tensor_arg(x, "softmax")
     data = x.data
     axis = normalize_dim(dim, data.ndim, "softmax")
+    _no_integer_kernel(x, axis, "softmax")
     shifted = np.exp(data - data.max(axis=axis, keepdims=True))
     out = shifted / shifted.sum(axis=axis, keepdims=True)
     if not _recording(x):
@@ -299,6 +328,7 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
         tensor_arg(x, "log_softmax")
     data = x.data
     axis = normalize_dim(dim, data.ndim, "log_softmax")
+    _no_integer_kernel(x, axis, "log_softmax")
     shifted = data - data.max(axis=axis, keepdims=True)
     out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
     if not _recording(x):

@@ -13,7 +13,7 @@ from asyncgrad.devices import Device
 from asyncgrad.ops._node import OpNode, gradient_edge, record
 from asyncgrad.ops.elementwise import result_dtype
 from asyncgrad.ops.reduction import _recording, normalize_dim
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, type_name
 
 
 def _sizes(sizes: tuple, fn: str = "reshape", name: str = "shape") -> tuple[int, ...]:
@@ -115,7 +115,8 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     A 0-d tensor is the one exception: it becomes a 1-element 1-D view (``reshape(1)``).
     The dims are checked first, so a 0-d tensor accepts only dims in [-1, 0].
     """
-    start, end = normalize_dim(start_dim, x.ndim), normalize_dim(end_dim, x.ndim)
+    start = normalize_dim(start_dim, x.ndim, "flatten", "start_dim", 1)
+    end = normalize_dim(end_dim, x.ndim, "flatten", "end_dim", 2)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if x.ndim == 0:
@@ -179,7 +180,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
     sizes = _sizes(sizes, "expand", "size")
     if len(sizes) < x.ndim:
         raise RuntimeError(
-            f"expand(asyncgrad.Tensor{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes provided "
+            f"expand({type_name(x.dtype)}{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes provided "
             f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})"
         )
     lead = len(sizes) - x.ndim
@@ -318,7 +319,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    axis = normalize_dim(dim, tensors[0].ndim, "cat", "dim", None)
+    axis = normalize_dim(dim, tensors[0].ndim, "cat", "dim", 2)
     for i, t in enumerate(tensors[1:], 1):
         if t.ndim != tensors[0].ndim:
             raise RuntimeError(
@@ -356,7 +357,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at entry 0 and "
                 f"{list(t.shape)} at entry {i}"
             )
-    axis = normalize_dim(dim, tensors[0].ndim + 1, "stack", "dim", None)
+    axis = normalize_dim(dim, tensors[0].ndim + 1, "stack", "dim", 2)
     out = tensors[0].device.xp.stack([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors))
     node = _join_node(StackBackward0, tensors)
     if node is None:

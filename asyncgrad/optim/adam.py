@@ -22,7 +22,7 @@ class Adam(Optimizer):
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False,
                  decoupled_weight_decay: bool = False) -> None:
-        if lr < 0.0:
+        if not 0.0 <= lr:  # torch's order of operands, which its TypeError for a str lr shows
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
             raise ValueError(f"Invalid epsilon value: {eps}")

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 
 from asyncgrad.autograd import awaitable
 from asyncgrad.nn.parameter import zero_grads
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, type_name
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
@@ -30,7 +30,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
-                + type(params).__name__
+                + type_name(params.dtype)
             )
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
@@ -44,6 +44,10 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        if "params" not in param_group:
+            raise ValueError("parameter group didn't specify a value of required optimization parameter params")
         params = param_group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
         for param in params:
