@@ -321,7 +321,8 @@ def test_loop_stopped_before_it_finished(iterations, caplog):
 
 # ============================================================================ a notebook
 def test_notebook_cell_ending_with_backward():
-    """What a reader sees: the call's repr as the cell's output, then the right ``.grad`` in the next cell."""
+    """What a reader sees: the call's repr as the cell's output, then the right ``.grad`` in the next cell
+    (or, if the background run has not finished yet, an error saying so)."""
     for module in ("nbclient", "nbformat", "ipykernel"):
         pytest.importorskip(module, reason=f"executing a notebook needs {module} (the 'test' extra)")
     import importlib.util
@@ -348,7 +349,13 @@ def test_notebook_cell_ending_with_backward():
     outs = [cell.outputs for cell in notebook.cells]
     assert outs[0][0]["data"]["text/plain"] == (
         "<asyncgrad backward: not started yet: await it (left alone, it starts in the background)>")
-    assert outs[1][0]["data"]["text/plain"] == "tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])"
+    # By the next cell the background run has normally finished; on a loaded machine the kernel can
+    # read the next request first, and then .grad says the call is still running (never a stale value).
+    if outs[1][0]["output_type"] == "error":
+        assert outs[1][0]["evalue"].startswith("reading .grad: backward() was called without 'await' at ")
+        assert "is still running in the background" in outs[1][0]["evalue"]
+    else:
+        assert outs[1][0]["data"]["text/plain"] == "tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])"
     assert outs[2][0]["output_type"] == "error" and outs[2][0]["ename"] == "RuntimeError"
     assert outs[2][0]["evalue"].startswith("reading .grad: backward() was called without 'await' at ")
     assert "and has not run (it never will: it is closed now)" in outs[2][0]["evalue"]
