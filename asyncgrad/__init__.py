@@ -4,7 +4,7 @@ Data flows one way: ``tensor`` -> ``ops`` (forward + backward formulas) -> ``aut
 (the recorded graph) -> ``engine`` (runs it backward) -> ``devices``.
 """
 
-from asyncgrad import functional, nn, optim, profiler, viz  # noqa: E402
+from asyncgrad import functional, nn, optim, profiler, utils, viz  # noqa: E402
 from asyncgrad import ops as _ops  # noqa: F401  (installs the Tensor methods)
 from asyncgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
