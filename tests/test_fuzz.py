@@ -169,3 +169,54 @@ def test_fill_nodes_are_named_as_torch_names_them(torch):
         assert y.fill_(2.0).grad_fn.name() == "FillBackward2"
         assert y.fill_(lib.tensor(2.0)).grad_fn.name() == "FillBackward3"
         assert y.zero_().grad_fn.name() == "ZeroBackward0"
+
+
+# --------------------------------------------------------------------------- the fuzzer itself
+from benchmarks import fuzz  # noqa: E402  (after the regression tests it feeds)
+
+
+async def _unknown(seeds: range) -> list[tuple[int, fuzz.Failure]]:
+    out = []
+    for seed in seeds:
+        prog, failure = await fuzz.check_seed(seed)
+        if failure is not None and fuzz.known(prog, failure) is None:
+            out.append((seed, failure))
+    return out
+
+
+async def test_random_graphs_agree_with_torch():
+    """200 random programs (seeds 0..199): no difference outside Note [known differences]."""
+    assert await _unknown(range(200)) == []
+
+
+@pytest.mark.slow
+async def test_thousands_of_random_graphs_agree_with_torch():
+    assert await _unknown(range(200, 3200)) == []
+
+
+async def test_the_fuzzer_finds_and_shrinks_an_injected_wrong_gradient(monkeypatch):
+    """sin's backward off by half: the fuzzer must see it and cut the program to a few statements."""
+    from asyncgrad.ops import elementwise
+
+    def wrong(self, F, g):
+        (x,) = F.unpack(self)
+        return (g * F.cos(x) * 1.5,)
+
+    monkeypatch.setattr(elementwise.SinBackward0, "backward", wrong)
+    for seed in range(200):
+        prog, failure = await fuzz.check_seed(seed)
+        if failure is not None and failure.what in ("grad", "retained grad", "value") and "sin(" in \
+                "".join(s.code for s in prog.stmts[: failure.index + 1]):
+            break
+    else:
+        pytest.fail("200 programs did not catch a wrong sin gradient")
+    small, small_failure = await fuzz.shrink(prog, failure)
+    assert small_failure.key == failure.key
+    assert len(small.stmts) <= 10, fuzz.as_script(small)  # a root of a multi-root backward is not dropped yet
+    assert any("sin(" in s.code for s in small.stmts)
+    script = fuzz.as_script(small)  # the reproducer is the code that ran, with await for AWAIT
+    for stmt in small.stmts:
+        assert stmt.code.replace("AWAIT ", "await ").split("\n")[0] in script
+    compile(script, "<reproducer>", "exec")
+    monkeypatch.undo()
+    assert await fuzz.run_program(small) is None  # with the real formula the same program agrees
