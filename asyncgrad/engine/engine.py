@@ -60,7 +60,7 @@ from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task,
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import SHUTDOWN
-from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, FrozenWhileBusy, give_way
 
 
 class Engine:
@@ -109,6 +109,7 @@ class Engine:
         self.live.add(graph_task)
         if parent is not None:
             parent.children.add(graph_task)
+        FrozenWhileBusy.enter()
         try:
             if parent is not None and parent.has_error:
                 raise asyncio.CancelledError()  # a node of an aborted graph task is still running
@@ -127,6 +128,7 @@ class Engine:
             await _wind_down(graph_task)
             raise
         finally:
+            FrozenWhileBusy.exit()
             if parent is not None:
                 parent.children.discard(graph_task)
             if graph_task in self.live:

@@ -1,0 +1,168 @@
+"""What keeps the event loop responsive, asserted as behaviour (the figures are benchmarks.stalls'):
+the collector's permanent generation while backwards run (Note [Frozen while busy]), the time-based
+yield of the worker and of graph preparation (Note [Yielding], Note [Slices])."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+import asyncgrad as ag
+from asyncgrad.engine import engine as engine_module
+from asyncgrad.engine.worker import FrozenWhileBusy
+
+
+class Probe(ag.Function):
+    """An async backward that reports the permanent generation's size and can be held open."""
+
+    seen: list
+    gate: asyncio.Event | None = None
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx, g):
+        Probe.seen.append(gc.get_freeze_count())
+        if Probe.gate is not None:
+            await Probe.gate.wait()
+        return g
+
+
+@pytest.fixture(autouse=True)
+def _probe():
+    Probe.seen, Probe.gate = [], None
+    assert gc.get_freeze_count() == 0
+    yield
+    FrozenWhileBusy.enabled = True
+    assert gc.get_freeze_count() == 0
+
+
+async def test_objects_alive_at_the_start_are_frozen_during_a_backward_and_unfrozen_after():
+    x = ag.ones(3, requires_grad=True)
+    await Probe.apply(x).sum().backward()
+    assert Probe.seen[0] > 1000  # the interpreter's modules, the test's objects, the graph
+    assert gc.get_freeze_count() == 0
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+async def test_concurrent_backwards_unfreeze_when_the_last_one_ends():
+    Probe.gate = asyncio.Event()
+    x = ag.ones(2, requires_grad=True)
+    first = asyncio.ensure_future(Probe.apply(x).sum().backward())
+    second = asyncio.ensure_future((x * 2).sum().backward())
+    await second
+    assert gc.get_freeze_count() > 0, "the first backward still runs"
+    Probe.gate.set()
+    await first
+    assert gc.get_freeze_count() == 0
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+async def test_cyclic_garbage_from_before_the_backward_is_collected_after_it():
+    class Cycle:
+        pass
+
+    a, b = Cycle(), Cycle()
+    a.other, b.other = b, a
+    alive = weakref.ref(a)
+    del a, b
+    Probe.gate = asyncio.Event()
+    x = ag.ones(2, requires_grad=True)
+    task = asyncio.ensure_future(Probe.apply(x).sum().backward())
+    while not Probe.seen:
+        await asyncio.sleep(0)
+    gc.collect()
+    assert alive() is not None, "frozen while the backward runs"
+    Probe.gate.set()
+    await task
+    gc.collect()
+    assert alive() is None
+
+
+async def test_a_program_that_freezes_objects_itself_is_left_alone():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        x = ag.ones(2, requires_grad=True)
+        await Probe.apply(x).sum().backward()
+        # Frozen objects that died since were freed (the count can only fall); had the engine
+        # frozen again, the tensors and the graph made after gc.freeze() would have joined them.
+        assert 0 < Probe.seen[0] <= frozen
+        assert 0 < gc.get_freeze_count() <= frozen, "not unfrozen by the engine"
+    finally:
+        gc.unfreeze()
+
+
+async def test_failed_and_cancelled_backwards_unfreeze_too():
+    class Boom(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    x = ag.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="boom"):
+        await Boom.apply(x).sum().backward()
+    assert gc.get_freeze_count() == 0
+    Probe.gate = asyncio.Event()
+    task = asyncio.ensure_future(Probe.apply(x).sum().backward())
+    while not Probe.seen:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gc.get_freeze_count() == 0
+
+
+async def test_turned_off_nothing_is_frozen():
+    FrozenWhileBusy.enabled = False
+    x = ag.ones(2, requires_grad=True)
+    await Probe.apply(x).sum().backward()
+    assert Probe.seen == [0]
+
+
+# --------------------------------------------------------------------------- yielding
+async def test_graph_preparation_yields_to_the_loop_in_slices(monkeypatch):
+    """Preparing a 5,000-node chain, with the slice length set to nothing, lets another coroutine
+    run between slices of 1,024 nodes before the first node of the backward runs."""
+    monkeypatch.setattr(engine_module, "YIELD_AFTER_S", 0.0)
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    at_first_node = []
+
+    class First(ag.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1
+
+        @staticmethod
+        async def backward(ctx, g):
+            at_first_node.append(ticks)
+            return g
+
+    x = ag.ones(1, requires_grad=True)
+    h = x
+    for _ in range(5000):
+        h = h * 1.0
+    loss = First.apply(h).sum()
+    task = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0)
+    start = ticks
+    await loss.backward()
+    task.cancel()
+    assert x.grad.tolist() == [1.0]
+    assert at_first_node[0] - start >= 4, "one tick per slice at least"
