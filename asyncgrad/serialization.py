@@ -42,6 +42,8 @@ def save(obj: Any, f: FileLike) -> None:
     """Write ``obj`` (a tensor, number, string, None, or lists, tuples and dicts of them, to any
     depth) to a path or a binary file object. Anything else is refused with a ``TypeError``,
     before the file is touched."""
+    if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "write"):
+        raise TypeError(f"save(): f must be a path or a binary file object opened for writing, not {type(f).__name__}")
     arrays: list[np.ndarray] = []
     ids: dict[int, int] = {}
     root = _encode(obj, arrays, ids, "obj")
@@ -60,6 +62,8 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool | None = None
     compatibility and changes nothing: the format holds data only. A file that is not an
     asyncgrad save (a torch checkpoint, a truncated or corrupt file) raises ``RuntimeError``
     saying so."""
+    if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "read"):
+        raise TypeError(f"load(): f must be a path or a binary file object opened for reading, not {type(f).__name__}")
     name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "the file")
     try:
         with zipfile.ZipFile(f, "r") as archive:
@@ -100,7 +104,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], ids: dict[int, int], where: str)
     if isinstance(obj, Tensor):
         if id(obj) not in ids:
             ids[id(obj)] = len(arrays)
-            arrays.append(_host_array(obj.device.to_host(obj.data), where))
+            arrays.append(_host_array(obj.detach().cpu().numpy(), where))
         return {"tensor": ids[id(obj)], "device": str(obj.device), "requires_grad": obj.requires_grad,
                 "parameter": isinstance(obj, Parameter)}
     if isinstance(obj, (list, tuple)):

@@ -1186,6 +1186,105 @@ def _checkpoint_grad(lib: Lib) -> Any:
 case("checkpoint (valid)", _checkpoint_grad)
 
 
+# --------------------------------------------------------------------------- function forms, ctx, more optimizers
+SECTION = "function forms, ctx, more optimizers"
+UNARY = ["exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "neg", "sign"]
+for _fn in UNARY:
+    for _label, _value in {"None": None, "list": [1.0, 2.0], "float": 1.5, "str": "a"}.items():
+        case(f"{_fn}({_label})", lambda lib, f=_fn, v=_value: getattr(lib, f)(v))
+    case(f"{_fn} of int tensor (valid)", lambda lib, f=_fn: getattr(lib, f)(I(lib)))
+    case(f"{_fn} of bool tensor", lambda lib, f=_fn: getattr(lib, f)(lib.tensor([True, False])))
+FUNCTION_FORMS = {
+    "reshape(None, shape)": lambda lib: lib.reshape(None, (2, 3)),
+    "reshape(list, shape)": lambda lib: lib.reshape([1.0, 2.0], (2,)),
+    "transpose(None)": lambda lib: lib.transpose(None, 0, 1),
+    "permute(ndarray)": lambda lib: lib.permute(np.ones((2, 3)), (1, 0)),
+    "squeeze(str)": lambda lib: lib.squeeze("a"),
+    "unsqueeze(float)": lambda lib: lib.unsqueeze(1.5, 0),
+    "flatten(list)": lambda lib: lib.flatten([1.0]),
+    "sum(None)": lambda lib: lib.sum(None),
+    "mean(list)": lambda lib: lib.mean([1.0, 2.0]),
+    "max(None)": lambda lib: lib.max(None),
+    "argmax(list)": lambda lib: lib.argmax([1.0, 2.0]),
+    "softmax(list)": lambda lib: lib.softmax([1.0, 2.0], 0),
+    "log_softmax(None)": lambda lib: lib.log_softmax(None, 0),
+    "clamp(None)": lambda lib: lib.clamp(None, min=0.0),
+    "clone(list)": lambda lib: lib.clone([1.0]),
+    "matmul(None, x)": lambda lib: lib.matmul(None, X(lib)),
+}
+for _label, _fn in FUNCTION_FORMS.items():
+    case(_label, _fn, match={"sum(None)": "sum", "max(None)": "max", "log_softmax(None)": "log_softmax",
+                             "softmax(list)": "softmax", "clamp(None)": "clamp"}.get(_label))
+
+
+def _ctx_misuse(lib: Lib, misuse: Callable) -> Any:
+    class Fn(lib.Function):
+        @staticmethod
+        def forward(ctx, x):
+            misuse(ctx, x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = X(lib, True)
+    lib.wait(Fn.apply(x).sum().backward())
+    return x.grad
+
+
+CTX = {
+    "save_for_backward int": lambda ctx, x: ctx.save_for_backward(1),
+    "save_for_backward list": lambda ctx, x: ctx.save_for_backward([x]),
+    "save_for_backward str": lambda ctx, x: ctx.save_for_backward("a"),
+    "save_for_backward None (valid)": lambda ctx, x: ctx.save_for_backward(None),
+    "mark_non_differentiable str": lambda ctx, x: ctx.mark_non_differentiable("a"),
+}
+for _label, _misuse in CTX.items():
+    case(f"ctx {_label}", lambda lib, m=_misuse: _ctx_misuse(lib, m), match={
+        "mark_non_differentiable str": ".*"}.get(_label))
+
+MORE_OPTIM = {
+    "AdamW lr negative": lambda lib: lib.optim.AdamW(_params(lib), lr=-1.0),
+    "AdamW beta1 one": lambda lib: lib.optim.AdamW(_params(lib), betas=(1.0, 0.9)),
+    "AdamW eps negative": lambda lib: lib.optim.AdamW(_params(lib), eps=-1.0),
+    "AdamW weight_decay negative": lambda lib: lib.optim.AdamW(_params(lib), weight_decay=-1.0),
+    "AdamW empty": lambda lib: lib.optim.AdamW([]),
+    "RMSprop lr negative": lambda lib: lib.optim.RMSprop(_params(lib), lr=-1.0),
+    "RMSprop alpha negative": lambda lib: lib.optim.RMSprop(_params(lib), alpha=-0.5),
+    "RMSprop momentum negative": lambda lib: lib.optim.RMSprop(_params(lib), momentum=-0.5),
+    "RMSprop eps negative": lambda lib: lib.optim.RMSprop(_params(lib), eps=-1.0),
+    "RMSprop weight_decay negative": lambda lib: lib.optim.RMSprop(_params(lib), weight_decay=-1.0),
+    "Adagrad lr negative": lambda lib: lib.optim.Adagrad(_params(lib), lr=-1.0),
+    "Adagrad lr_decay negative": lambda lib: lib.optim.Adagrad(_params(lib), lr_decay=-1.0),
+    "Adagrad eps negative": lambda lib: lib.optim.Adagrad(_params(lib), eps=-1.0),
+    "Adagrad initial_accumulator_value negative":
+        lambda lib: lib.optim.Adagrad(_params(lib), initial_accumulator_value=-1.0),
+    "Adagrad tensor not list": lambda lib: lib.optim.Adagrad(X(lib, True)),
+    "StepLR not an optimizer": lambda lib: lib.optim.lr_scheduler.StepLR(5, step_size=1),
+    "LambdaLR wrong number of lambdas": lambda lib: lib.optim.lr_scheduler.LambdaLR(
+        lib.optim.SGD(_params(lib), lr=0.1), [lambda e: 1.0, lambda e: 1.0]),
+    "ExponentialLR not an optimizer": lambda lib: lib.optim.lr_scheduler.ExponentialLR(None, gamma=0.5),
+    "ReduceLROnPlateau bad mode": lambda lib: lib.optim.lr_scheduler.ReduceLROnPlateau(
+        lib.optim.SGD(_params(lib), lr=0.1), mode="sideways"),
+    "ReduceLROnPlateau factor 1": lambda lib: lib.optim.lr_scheduler.ReduceLROnPlateau(
+        lib.optim.SGD(_params(lib), lr=0.1), factor=1.0),
+    "OneCycleLR no total_steps": lambda lib: lib.optim.lr_scheduler.OneCycleLR(
+        lib.optim.SGD(_params(lib), lr=0.1), max_lr=1.0),
+    "OneCycleLR pct_start 2": lambda lib: lib.optim.lr_scheduler.OneCycleLR(
+        lib.optim.SGD(_params(lib), lr=0.1), max_lr=1.0, total_steps=10, pct_start=2.0),
+}
+for _label, _fn in MORE_OPTIM.items():
+    case(f"optim {_label}", _fn, match={
+        "StepLR not an optimizer": "is not an Optimizer", "ExponentialLR not an optimizer": "is not an Optimizer",
+        "Adagrad tensor not list": "params argument given to the optimizer should be an iterable of Tensors",
+    }.get(_label))
+ag_only("save to a float path", lambda lib: ag.save({"a": ag.ones(2)}, 3.5), TypeError, "save\\(\\): f must be")
+ag_only("load from None", lambda lib: ag.load(None), TypeError, "load\\(\\): f must be")
+ag_only("load a missing file", lambda lib: ag.load("/nonexistent/asyncgrad-file"), (OSError, RuntimeError),
+        "nonexistent")
+
+
 # --------------------------------------------------------------------------- asyncgrad-only entry points
 SECTION = "asyncgrad-only entry points"
 for _setter, _what in ((ag.set_num_workers, "num_workers"), (ag.set_inline_threshold, "threshold")):

@@ -27,9 +27,10 @@ class FunctionCtx:
     """What ``forward`` and ``backward`` use to talk to each other (mixed into the node)."""
 
     def save_for_backward(self, *tensors: Tensor | None) -> None:
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument 0 is not a Variable")
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type_label(t)}")
         self._to_save = tensors
 
     @property
@@ -44,6 +45,9 @@ class FunctionCtx:
         self._dirty = tensors
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"mark_non_differentiable only accepts variable arguments, but got {type_label(t)}")
         self._non_differentiable = tensors
 
     def set_materialize_grads(self, value: bool) -> None:

@@ -645,6 +645,8 @@ def relu(x: Tensor) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "relu")
     data = x.data
+    if data.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     return _unary(ReluBackward0, x, np.maximum(data, 0, dtype=data.dtype), "output")
 
 
@@ -660,6 +662,8 @@ class AbsBackward0(OpNode):
 def abs(x: Tensor) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "abs")
+    if x.data.dtype.kind == "b":
+        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
     return _unary(AbsBackward0, x, np.abs(x.data), "input")
 
 
@@ -673,7 +677,8 @@ class SignBackward0(OpNode):
 def sign(x: Tensor) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "sign")
-    return _unary(SignBackward0, x, np.sign(x.data), None)
+    data = x.data
+    return _unary(SignBackward0, x, data.copy() if data.dtype.kind == "b" else np.sign(data), None)
 
 
 class ClampBackward1(OpNode):

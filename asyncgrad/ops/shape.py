@@ -115,6 +115,8 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     A 0-d tensor is the one exception: it becomes a 1-element 1-D view (``reshape(1)``).
     The dims are checked first, so a 0-d tensor accepts only dims in [-1, 0].
     """
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "flatten")
     start = normalize_dim(start_dim, x.ndim, "flatten", "start_dim", 1)
     end = normalize_dim(end_dim, x.ndim, "flatten", "end_dim", 2)
     if start > end:
@@ -376,6 +378,8 @@ class CloneBackward0(OpNode):
 
 
 def clone(x: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "clone")
     out = x.data.copy()
     node = _node(CloneBackward0, x)
     return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
