@@ -65,6 +65,7 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool | None = None
     if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "read"):
         raise TypeError(f"load(): f must be a path or a binary file object opened for reading, not {type(f).__name__}")
     name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "the file")
+    device = None if map_location is None else as_device(map_location)
     try:
         with zipfile.ZipFile(f, "r") as archive:
             try:
@@ -76,7 +77,6 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool | None = None
             if header.get("version") != VERSION:
                 raise RuntimeError(f"{name} was written by format version {header.get('version')}; this asyncgrad "
                                    f"reads version {VERSION}")
-            device = None if map_location is None else as_device(map_location)
             return _decode(header["root"], archive, device, {})
     except zipfile.BadZipFile as exc:
         raise RuntimeError(f"{name} is not an asyncgrad save file, or it is corrupt: {exc}") from None

@@ -4,6 +4,7 @@ foreign, corrupt and hostile files fail with a clear RuntimeError."""
 import io
 import json
 import pickle
+import re
 import zipfile
 from collections import OrderedDict
 
@@ -89,6 +90,10 @@ def test_map_location_moves_every_tensor():
     loaded = _round_trip({"w": ag.tensor([1.0, 2.0])}, map_location="sim:0")
     assert str(loaded["w"].device) == "sim:0"
     assert str(_round_trip(ag.tensor([1.0], device="sim:1")).device) == "sim:1"
+    with pytest.raises(Exception) as bad_device:
+        ag.device("tpu:0")
+    with pytest.raises(type(bad_device.value), match=re.escape(str(bad_device.value))):
+        _round_trip(ag.tensor([1.0]), map_location="tpu:0")
 
 
 def test_optimizer_state_dict_round_trips_and_resumes():
