@@ -318,9 +318,14 @@ def AG_OR_TORCH(t: Any) -> Any:
 
 
 BAD_DIMS = {"float": 2.5, "too large": 5, "too small": -5, "object": OPAQUE, "list with float": [0.5],
-            "numpy float": np.float32(1.0), "float tensor": "FT"}
+            "numpy float": np.float32(1.0), "float tensor": "FT", "bool": True, "None": None}
+# dim=None: asyncgrad's max/min reduce everything and squeeze drops every 1 (numpy's and sum's meaning; torch
+# takes no None there), and F.softmax refuses torch's deprecated implicit dim
+NONE_MEANS_ALL = {"max", "min", "squeeze", "F.softmax"}
 for _name, _method in DIM_METHODS.items():
     for _label, _dim in BAD_DIMS.items():
+        if _label == "None" and _name in NONE_MEANS_ALL:
+            continue
         case(f"{_name} dim {_label}",
              lambda lib, m=_method, d=_dim: m(X(lib), lib.tensor(1.0) if isinstance(d, str) else d))
     case(f"{_name} dim numpy int (valid)", lambda lib, m=_method: m(X(lib), np.int64(1)))
