@@ -18,12 +18,19 @@ a greenback portal, or ``backward_sync`` from a kernel thread: Note [Kernel thre
 Note [Cancellation]: when the task awaiting ``execute`` is cancelled (``task.cancel()``,
 ``asyncio.wait_for``, ``anyio.fail_after``), ``execute`` aborts its graph task before the
 ``CancelledError`` propagates: the graph task leaves ``live``, its queued nodes are dropped,
-its node tasks and reentrant children are cancelled, and kernels still running in threads are
-abandoned (their results are dropped when they return; only loop code routes and accumulates,
-and it checks ``has_error`` first). So once the caller sees ``CancelledError`` nothing of that
-call writes to any ``.grad``. What it accumulated *before* the cancel stays: AccumulateGrad
-nodes that already ran have added their gradients (as a torch backward interrupted by
-KeyboardInterrupt would have). Other graph tasks are not affected.
+its node tasks and reentrant children are cancelled (a child that a kernel thread had not yet
+started is refused when it tries: its parent ``has_error``), and kernels still running in
+threads are abandoned: they finish into the void, their results dropped when they return
+(only loop code routes and accumulates, and it checks ``has_error`` first). ``execute`` then
+waits for its node tasks and children to settle (Note [Wind-down]). So once the caller sees
+``CancelledError``, nothing of that call writes to any ``.grad`` any more, children included.
+What it accumulated *before* the cancel stays, as a torch backward interrupted by
+KeyboardInterrupt keeps it: each AccumulateGrad runs whole, on the loop, so a leaf that only
+this graph task reaches holds all of this call's gradient or none of it; a leaf that
+reentrant children also accumulate into (checkpointed blocks' parameters, custom backwards
+that run a backward) may hold the contributions of the children that finished before the
+cancel; hooks that ran have run. Other graph tasks are not affected. RELIABILITY.md has the
+figures (``python -m benchmarks.faults_stress``).
 
 Note [Wind-down]: a graph task that ends early (``Engine.fail``, ``Engine.abort``) cancels its
 node tasks and aborts its children at once, but a cancelled task only finishes, and its
@@ -67,7 +74,7 @@ class Engine:
     """One per event loop; holds the device workers.
 
     It keeps no reference to its loop (only running tasks and futures do), so the engine is
-    dropped with the loop; kernel threads are anyio's, which stop with the loop's main task.
+    dropped with the loop; kernel threads belong to ``kernels.py``, not to the engine.
     """
 
     def __init__(self) -> None:

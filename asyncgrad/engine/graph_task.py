@@ -13,7 +13,8 @@ first exception, ``BaseException`` included, goes to the future), or its caller 
 ready queue, cancel its node tasks (suspended ``async def`` backwards, portals, executor
 kernels, which are abandoned: their threads finish into the void) and abort its reentrant
 children, so that once the caller has seen the exception nothing of this call writes a
-``.grad`` any more (Note [Cancellation] in engine.py).
+``.grad`` any more (Note [Cancellation] in engine.py); ``execute`` hands the exception over only
+once those node tasks and children have settled (Note [Wind-down] in engine.py).
 """
 
 from __future__ import annotations
