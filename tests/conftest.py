@@ -1,15 +1,27 @@
 import gc
+import importlib.metadata
+import importlib.util
 
 import numpy as np
 import pytest
 
 import asyncgrad as ag
 
+TORCH_NEEDED = "needs torch: compares with PyTorch, which the test extra does not install (pip install torch)"
+
+
+def pytest_report_header(config):
+    """Say up front whether the PyTorch oracle is there: without it, comparisons with torch are left out."""
+    if importlib.util.find_spec("torch") is None:  # found, not imported: importing it takes seconds
+        return ("torch: not installed; tests that compare with PyTorch skip, and op tests check finite "
+                "differences only (pip install torch)")
+    return f"torch: {importlib.metadata.version('torch')} (the oracle)"
+
 
 @pytest.fixture
 def torch():
-    """PyTorch as an oracle; tests that use it skip cleanly where it is not installed."""
-    torch = pytest.importorskip("torch")
+    """PyTorch as an oracle; tests that use it skip, saying that they need torch, where it is not installed."""
+    torch = pytest.importorskip("torch", reason=TORCH_NEEDED)
     torch.set_default_dtype(torch.float64)
     return torch
 

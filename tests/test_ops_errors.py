@@ -216,7 +216,7 @@ def test_requires_grad_on_int_tensor(case):
 
 def test_requires_grad_on_int_tensor_torch_wording():
     """torch words it the same (its first letter has changed case across releases)."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs torch: compares with PyTorch (pip install torch)")
     with pytest.raises(RuntimeError, match="(?i)only Tensors of floating point and complex dtype can require "
                                            "gradients"):
         torch.tensor([1, 2], requires_grad=True)

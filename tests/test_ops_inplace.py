@@ -512,7 +512,7 @@ async def test_modified_view_of_saved_tensor_raises():
 
 
 async def test_inplace_error_matches_torch_message():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs torch: compares with PyTorch (pip install torch)")
     x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
     a = x * 1
     y = a * x
@@ -591,7 +591,7 @@ async def test_modified_where_condition_raises_like_torch():
     cond[0] = False
     with pytest.raises(RuntimeError, match=MODIFIED):
         await y.sum().backward()
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs torch: compares with PyTorch (pip install torch)")
     tx = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
     tcond = tx.detach() > 0
     ty = torch.where(tcond, tx * 2, tx)
