@@ -133,6 +133,21 @@ def test_optimizer_steps_use_no_engine_and_run_under_trio():
     assert x.grad is None
 
 
+def test_lbfgs_step_awaits_a_closure_whose_backward_refuses():
+    """The one optimizer path that awaits: ``await LBFGS.step(closure)`` runs the closure's backward."""
+    x, data = _cube()
+    opt = ag.optim.LBFGS([x], max_iter=3)
+
+    async def closure():
+        opt.zero_grad()
+        loss = (x * x * x).sum()
+        await loss.backward()
+        return loss
+
+    _refused_under_trio(lambda: opt.step(closure), "backward()", awaited=True)
+    np.testing.assert_array_equal(x.detach().numpy(), data)
+
+
 def test_trio_worker_thread_runs_blocking_backward():
     """``trio.to_thread.run_sync``: no async library runs in that thread, so the blocking bridge works there."""
     a_data = np.random.default_rng(1).standard_normal((256, 256))
