@@ -6,6 +6,7 @@ backward together); this module holds the state, the metadata and the autograd e
 
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 from typing import Any, Callable, Sequence
@@ -17,6 +18,9 @@ from asyncgrad.autograd import awaitable
 from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
+
+_creation_lock = threading.Lock()
+"""Guards the lazy creation of a leaf's extras and AccumulateGrad against threads racing."""
 
 _TYPE_NAMES = {
     "float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor", "int8": "CharTensor",
@@ -204,7 +208,9 @@ class Tensor:
 
     def _extras(self) -> _Extra:
         if self._extra is None:
-            self._extra = _Extra()
+            with _creation_lock:  # Note [One writer per leaf]: one _Extra even if threads race here
+                if self._extra is None:
+                    self._extra = _Extra()
         return self._extra
 
     @property
@@ -236,8 +242,11 @@ class Tensor:
         extra = self._extras()
         acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
         if acc is None:
-            acc = AccumulateGrad(self)
-            extra.grad_accumulator = weakref.ref(acc)
+            with _creation_lock:  # one AccumulateGrad, hence one lock, per leaf (Note [One writer per leaf])
+                acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+                if acc is None:
+                    acc = AccumulateGrad(self)
+                    extra.grad_accumulator = weakref.ref(acc)
         return acc
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
