@@ -86,6 +86,50 @@ async def test_no_grad_write_after_cancelled_error_from_a_kernel_thread_child(rn
         assert engine_is_clean() and not fs.threads_waiting()
 
 
+async def test_cancel_while_a_large_graph_is_being_prepared():
+    """Preparation walks a huge graph in slices (Note [Slices]); a cancel between two slices ends
+    it there, with nothing left behind, and the same graph then runs right."""
+    x = ag.tensor([0.5, -0.25], requires_grad=True)
+    h = x
+    for _ in range(30_000):
+        h = h * 1.0
+    loss = (h * 2.0).sum()
+    for steps in (1, 2, 5):
+        task = asyncio.ensure_future(loss.backward(retain_graph=True))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert engine_is_clean()
+        assert x.grad is None  # cancelled before any node ran: nothing accumulated
+    await loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+@pytest.mark.parametrize("kind", ["executor2", "async", "reentrant"])
+async def test_cancelled_grad_calls_leave_nothing_behind(kind, rng):
+    """``ag.grad`` (captures instead of accumulation, ``init_to_execute``) cancelled at several points."""
+    fs.configure(kind)
+    for steps in range(6):
+        case = await fs.build(kind, rng)
+        task = asyncio.ensure_future(ag.grad(case.loss, case.leaves[0]))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        try:
+            (g,) = await task
+        except asyncio.CancelledError:
+            pass
+        else:
+            np.testing.assert_allclose(g.numpy(), case.expected[0], rtol=1e-10)
+        assert engine_is_clean()
+        assert case.leaves[0].grad is None
+    case = await fs.build(kind, rng)
+    (g,) = await ag.grad(case.loss, case.leaves[0])
+    np.testing.assert_allclose(g.numpy(), case.expected[0], rtol=1e-10)
+
+
 # --------------------------------------------------------------------------- an error at every site
 @pytest.mark.parametrize("site", fs.SITES)
 async def test_error_at_every_site_reaches_the_caller_unchanged_and_leaves_nothing(site, rng):

@@ -63,6 +63,7 @@ from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
+from asyncgrad.engine.counts import SHARD_AT, SHARD_MASK, ShardedCounts
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
@@ -317,11 +318,13 @@ async def _wind_down(graph_task: GraphTask) -> None:
     """Wait until every node task of an ended ``graph_task``, and every reentrant child's call, has
     settled (Note [Wind-down]); a repeated cancel meanwhile changes nothing: the caller gets the
     exception that ended the call."""
+    current = asyncio.current_task()
     while True:
         tasks = set(graph_task.node_tasks)
         for child in graph_task.children:
             if child.runner is not None:
                 tasks.add(child.runner)
+        tasks.discard(current)  # never wait for oneself
         if not tasks:
             return
         try:
@@ -335,9 +338,10 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
 
     Nodes below ``min_topo_nr`` cannot lead to an output of ``grad()``: they are counted
     but not expanded (torch's topological_nr pruning). A huge graph is walked in slices
-    (Note [Slices]).
+    (Note [Slices]) and its counts are sharded (Note [Sharded counts] in counts.py).
     """
     dependencies = graph_task.dependencies
+    shards = None
     stack = [root]
     pop = stack.pop
     push = stack.append
@@ -350,15 +354,20 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
             continue
         for next_fn, _ in fn.next_edges:
             if next_fn is not None:
-                if next_fn in dependencies:
-                    dependencies[next_fn] += 1
+                counts = dependencies if shards is None else shards[next_fn.sequence_nr & SHARD_MASK]
+                if next_fn in counts:
+                    counts[next_fn] += 1
                 else:
-                    dependencies[next_fn] = 1
+                    counts[next_fn] = 1
                     push(next_fn)
         steps += 1
-        if not steps & _SLICE_MASK and clock() - started > YIELD_AFTER_S:
-            await _next_slice(graph_task)
-            started = clock()
+        if not steps & _SLICE_MASK:
+            if shards is None and len(dependencies) > SHARD_AT:
+                graph_task.dependencies = ShardedCounts(dependencies)
+                shards = graph_task.dependencies.shards
+            if clock() - started > YIELD_AFTER_S:
+                await _next_slice(graph_task)
+                started = clock()
 
 
 async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge], accumulate_grad: bool,
