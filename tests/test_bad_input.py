@@ -22,7 +22,6 @@ never counts as a clear error. Complex numbers have their own module, ``test_com
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
 import re
 import warnings
@@ -35,7 +34,6 @@ import pytest
 import asyncgrad as ag
 
 torch = pytest.importorskip("torch", reason="the bad-input table compares every call with torch")
-gc.freeze()  # torch's long-lived objects out of the per-test gc.collect() (conftest), as in helpers.py
 
 INTERNAL = (AttributeError, KeyError, IndexError, AssertionError, UnboundLocalError, NameError)
 TORCH_INTERNAL = (AttributeError, KeyError, AssertionError, UnboundLocalError, NameError)
