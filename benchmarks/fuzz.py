@@ -295,6 +295,10 @@ KNOWN: list[tuple[str, str, str, str]] = [
     # inplace.py: torch regenerates a view's grad_fn when its version moved through a detach()ed alias
     ("a view changed in place through detach() keeps its grad_fn (torch: AsStridedBackward0)", "grad_fn", r"",
      r"torch AsStridedBackward0"),
+    # torch's grad() may return an alias of a grad_output made in no-grad mode (a node passing the
+    # gradient through), which then refuses an in-place op with grad; asyncgrad returns its own tensor
+    ("torch's gradient is a view made in no-grad mode", "missing error", r"",
+     r"A view was created in no_grad mode and is being modified inplace"),
     # not analysed yet
     ("create_graph gradient missing", "grad None-ness", r"create_graph=True", r""),
     ("view of a cat of expanded tensors refused", "spurious error", r"\.view\(", r"view size is not compatible"),

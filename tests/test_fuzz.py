@@ -135,6 +135,41 @@ def test_inplace_ops_refuse_overlapping_memory_as_torch_does(torch):
         assert s.expand(()).mul_(0.5).tolist() == 1.0  # seed 165
 
 
+async def test_fill_zero_and_self_copy_may_write_an_expanded_tensor(torch):
+    """seeds 4867, 8121, 8657: torch's fill_/zero_ skip the internal-overlap check and copy_ from
+    the same memory returns at once; the backward through an expanded view changed in place
+    then fails in torch (it writes the gradient back through the view), so it does here too."""
+    for lib in (ag, torch):
+        e = lib.ones(1).expand(3)
+        assert e.fill_(2.0).tolist() == [2.0] * 3 and e.zero_().tolist() == [0.0] * 3
+        assert e.expand(3).copy_(e).tolist() == [0.0] * 3
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            lib.ones(1).expand(3).copy_(lib.ones(3))
+    for lib in (ag, torch):
+        x = lib.tensor([0.5], dtype=lib.float64, requires_grad=True)
+        v = x.cos().expand(2)
+        v.fill_(0.7)
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            result = (v * 1).sum().backward()
+            if lib is ag:
+                await result
+
+
+async def test_a_mean_gradient_made_with_create_graph_can_change_in_place(torch):
+    """seed 1726: torch's mean backward expands, then divides, so the gradient is a new tensor."""
+    out = []
+    for lib in (ag, torch):
+        x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        if lib is ag:
+            (g,) = await ag.grad(x.mean() * w, x, create_graph=True)
+        else:
+            (g,) = torch.autograd.grad(x.mean() * w, x, create_graph=True)
+        g.mul_(x)
+        out.append(g.tolist())
+    assert out[0] == out[1] == [[0.75, 1.5], [2.25, 3.0]]
+
+
 async def test_setitem_with_a_basic_index_writes_through_a_view(torch):
     """seeds 41, 178, 682, 975: ``y[i] = v`` is ``y[i].copy_(v)`` (or ``fill_``) as in torch."""
     leaf_view = "a view of a leaf Variable that requires grad is being used in an in-place operation."

@@ -23,8 +23,11 @@ def _inplace_method(compute, name: str):
     base = name.rstrip("_")
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        internal = compute not in (inplace.filled, inplace.zeroed) and not (
+            compute is inplace.copied and args and inplace.same_data(self, args[0]))
         try:
-            return inplace.apply_inplace(self, lambda x, *a: compute(x, *a, **kwargs), *args)
+            return inplace.apply_inplace(self, lambda x, *a: compute(x, *a, **kwargs), *args,
+                                         internal_overlap=internal)
         except TypeError as exc:
             text = str(exc)
             if not text.startswith(f"{base}()") and not text.startswith(f"{base}(): "):
@@ -68,7 +71,7 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     if self.device.type != "cuda" and indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
         if type(value) in _FILL_VALUES:
-            inplace.apply_inplace(view, inplace.filled, value)
+            inplace.apply_inplace(view, inplace.filled, value, internal_overlap=False)
             return
         if isinstance(value, Tensor) and _broadcasts_to(value.shape, view.shape):
             inplace.apply_inplace(view, inplace.copied, value)

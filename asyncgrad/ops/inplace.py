@@ -33,14 +33,16 @@ def _recording(x: Tensor, args: tuple) -> bool:
     return x._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
 
 
-def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
+def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, internal_overlap: bool = True) -> Tensor:
+    """``compute`` out of place, written into ``x``; ``internal_overlap=False`` lets it write into an
+    expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
     if grad_mode and x._requires_grad and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    _check_overlap(x, args)
+    _check_overlap(x, args, internal_overlap)
     recording = _recording(x, args)
     if not recording:
         with no_grad():
@@ -69,15 +71,26 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tens
     return x
 
 
-def _check_overlap(x: Tensor, args: tuple) -> None:
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                    "location. Please clone() the tensor before performing the operation.")
+
+
+def same_data(a: Tensor, b: Any) -> bool:
+    """Whether ``b`` is ``a``'s memory read the same way (torch's copy_ returns at once then)."""
+    if not isinstance(b, Tensor) or not isinstance(a.data, np.ndarray) or not isinstance(b.data, np.ndarray):
+        return False
+    da, db = a.data, b.data
+    return (da.__array_interface__["data"][0] == db.__array_interface__["data"][0] and da.shape == db.shape
+            and da.strides == db.strides and da.dtype == db.dtype)
+
+
+def _check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
     """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
     out = x.data
     if not isinstance(out, np.ndarray):
         return
-    if any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.strides)):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-            "location. Please clone() the tensor before performing the operation.")
+    if internal and any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.strides)):
+        raise RuntimeError(INTERNAL_OVERLAP)
     for arg in args:
         if isinstance(arg, Tensor) and arg is not x and isinstance(arg.data, np.ndarray) \
                 and _partial_overlap(out, arg.data):
@@ -91,6 +104,10 @@ def _check_overlap(x: Tensor, args: tuple) -> None:
 # written-to tensor may not have a dimension of size > 1 with stride 0 (an expanded view), and an
 # input may share memory with it only fully (same first and last byte, same strides). Both must
 # be non-overlapping and dense for the second check; otherwise torch does not decide, nor do we.
+# fill_ and zero_ skip the first check (torch writes one value to an expanded tensor), as does
+# copy_ from the tensor itself. Strides of size-1 dimensions are not compared: numpy and torch
+# choose them differently (numpy gives a new axis stride 0), so where torch's literal strides of
+# such a dimension differ torch raises and asyncgrad does not.
 def _dense(a: np.ndarray) -> bool:
     expected = a.itemsize
     for size, stride in sorted(((n, st) for n, st in zip(a.shape, a.strides) if n != 1), key=lambda p: p[1]):
@@ -105,7 +122,7 @@ def _partial_overlap(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     (a_low, a_high), (b_low, b_high) = byte_bounds(a), byte_bounds(b)
     if (a_low, a_high) == (b_low, b_high):
-        return a.strides != b.strides
+        return a.shape != b.shape or any(sa != sb for n, sa, sb in zip(a.shape, a.strides, b.strides) if n != 1)
     return a_low < b_high and b_low < a_high
 
 
@@ -135,6 +152,7 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
             saved.data, saved.vc, saved.version = view.data, view._vc, view._vc[0]
     node = CopySlices((gradient_edge(base),) + fn.next_edges[1:])
     node.fn, node.index, node.base_shape, node.saved = fn, index, base.shape, fn.saved
+    node.repeats = any(stride == 0 and n > 1 for n, stride in zip(view.data.shape, view.data.strides))
     record_inplace(node, base)
     _rebase(base, node)
     _refresh_views(base, None)
@@ -187,12 +205,16 @@ class CopySlices(OpNode):
     """The base after an in-place op on one of its views: outside the view's region the
     gradient passes through; inside it goes through the op's own backward (``fn``)."""
 
-    __slots__ = ("fn", "index", "base_shape")
+    __slots__ = ("fn", "index", "base_shape", "repeats")
 
     def name(self) -> str:
         return "CopySlices"
 
     def backward(self, F, g):
+        if self.repeats:
+            # torch writes the view's gradient back through the view (as_strided(...).copy_), which
+            # refuses a view that repeats elements (an expanded one): Note [Memory overlap]
+            raise RuntimeError(INTERNAL_OVERLAP)
         flat = F.reshape(g, (-1,))
         grads = self.fn.apply([flat[self.index]], F is not _node.ArrayMath)
         region = grads[0] if grads[0] is not None else flat[self.index] * 0
@@ -234,10 +256,7 @@ def _write(x: Tensor, value: Any) -> None:
     try:
         x.data[...] = value
     except ValueError as exc:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-            "location. Please clone() the tensor before performing the operation."
-        ) from exc
+        raise RuntimeError(INTERNAL_OVERLAP) from exc
 
 
 class FillBackward2(OpNode):

@@ -9,7 +9,7 @@ import numpy as np
 from asyncgrad._validate import bool_arg, dtype_arg, int_arg, int_list, tensor_arg, type_label
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, gradient_edge, record
+from asyncgrad.ops._node import ArrayMath, OpNode, gradient_edge, record
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
@@ -112,14 +112,18 @@ class MeanBackward0(OpNode):
     __slots__ = ("shape", "count")
 
     def backward(self, F, g):
-        return (F.expand(g / self.count, self.shape),)
+        if F is ArrayMath:  # a broadcast view is enough where nobody sees the gradient
+            return (F.expand(g / self.count, self.shape),)
+        return (F.expand(g, self.shape) / self.count,)  # torch's order: a new tensor, writable in place
 
 
 class MeanBackward1(OpNode):
     __slots__ = ("shape", "kept", "count")
 
     def backward(self, F, g):
-        return (F.expand(F.reshape(g / self.count, self.kept), self.shape),)
+        if F is ArrayMath:
+            return (F.expand(F.reshape(g / self.count, self.kept), self.shape),)
+        return (F.expand(F.reshape(g, self.kept), self.shape) / self.count,)
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
