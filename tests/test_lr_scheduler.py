@@ -60,6 +60,9 @@ SCHEDULERS = [
     ("OneCycleLR", dict(max_lr=[1.0, 0.5], epochs=5, steps_per_epoch=7, anneal_strategy="linear")),
     ("OneCycleLR", dict(max_lr=0.3, total_steps=40, three_phase=True, pct_start=0.25, div_factor=10.0)),
     ("OneCycleLR", dict(max_lr=0.3, total_steps=40, cycle_momentum=False)),
+    ("ConstantLR", dict(factor=0.25, total_iters=6)),
+    ("LinearLR", dict()),
+    ("LinearLR", dict(start_factor=0.1, end_factor=0.8, total_iters=12)),
 ]
 
 
@@ -216,6 +219,9 @@ BAD = [
     ("OneCycleLR", lambda opt: dict(optimizer=opt, max_lr=0.1, total_steps=5, pct_start=1.5)),
     ("OneCycleLR", lambda opt: dict(optimizer=opt, max_lr=0.1, total_steps=5, anneal_strategy="square")),
     ("OneCycleLR", lambda opt: dict(optimizer=opt, max_lr=[0.1], total_steps=5)),
+    ("ConstantLR", lambda opt: dict(optimizer=opt, factor=1.5)),
+    ("LinearLR", lambda opt: dict(optimizer=opt, start_factor=0.0)),
+    ("LinearLR", lambda opt: dict(optimizer=opt, end_factor=2.0)),
     ("ReduceLROnPlateau", lambda opt: dict(optimizer=opt, factor=1.0)),
     ("ReduceLROnPlateau", lambda opt: dict(optimizer=opt, mode="middle")),
     ("ReduceLROnPlateau", lambda opt: dict(optimizer=opt, threshold_mode="log")),

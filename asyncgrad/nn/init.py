@@ -78,7 +78,8 @@ def _rng(generator: np.random.Generator | None) -> np.random.Generator:
 def _fill(tensor: Tensor, host: np.ndarray | float) -> Tensor:
     """Write host values into ``tensor`` in place (any device), as an in-place op under no_grad."""
     with no_grad():
-        tensor.copy_(Tensor(np.broadcast_to(np.asarray(host, dtype=tensor.dtype), tensor.shape), device=tensor.device))
+        values = np.broadcast_to(np.asarray(host, dtype=tensor.dtype), tensor.shape)
+        tensor.copy_(Tensor(values, dtype=tensor.dtype, device=tensor.device))
     return tensor
 
 
