@@ -2,7 +2,8 @@
 
 Each trial builds a small graph of one *kind* (``KINDS``: inline nodes, large kernels on one or
 two executor threads, ``async def`` backwards, reentrant backwards three deep, a plain backward
-running ``backward_sync`` in a kernel thread, checkpointed blocks), starts its backward, and
+running ``backward_sync`` in a kernel thread, checkpointed blocks, a chain hopping between the
+cpu and two simulated devices), starts its backward, and
 either cancels it at a random point (``task.cancel()`` after a random number of loop iterations
 or a random delay, ``asyncio.wait_for`` or ``anyio.fail_after`` with a random timeout) or makes
 user code raise at one *site* (``SITES``). After every trial it counts what issue 8 forbids:
@@ -22,7 +23,7 @@ user code raise at one *site* (``SITES``). After every trial it counts what issu
   cancel landed has wrong gradients.
 
 ``back_to_back`` runs 100 faults in a row on one loop then a backward of every kind;
-``concurrent_trial`` fails one backward among five concurrent ones of other kinds. The same
+``concurrent_trial`` fails one backward among six concurrent ones of other kinds. The same
 functions drive ``tests/test_faults.py`` with small counts; this script runs the long version
 (``--cancels 500 --errors 50``: trials until 500 cancellations have landed mid-backward, each
 error site 50 times) and prints the counts as JSON (``problems`` sums them: all must be 0).
@@ -51,7 +52,7 @@ SETTLE_S = 0.03
 TIMEOUT_S = 20.0
 """A call or a next backward that takes longer than this counts as a hang."""
 
-KINDS = ("inline", "executor1", "executor2", "async", "reentrant", "kernel_thread", "checkpoint")
+KINDS = ("inline", "executor1", "executor2", "async", "reentrant", "kernel_thread", "checkpoint", "devices")
 
 
 class Boom(ValueError):
@@ -150,9 +151,13 @@ class Case:
 def configure(kind: str) -> None:
     """Device settings a kind needs (tests restore them afterwards)."""
     cpu = ag.device("cpu")
-    if kind in ("executor1", "executor2", "kernel_thread"):
+    if kind in ("executor1", "executor2", "kernel_thread", "devices"):
         ag.set_inline_threshold("cpu", 0)  # every kernel but AccumulateGrad leaves the loop
         ag.set_num_workers("cpu", 2 if kind == "executor2" else 1)
+        if kind == "devices":
+            for sim in ("sim:0", "sim:1"):
+                ag.set_inline_threshold(sim, 0)
+                ag.set_num_workers(sim, 2)
     else:
         ag.set_inline_threshold("cpu", 200_000)
         ag.set_num_workers("cpu", max(cpu.num_workers, 1))
@@ -219,6 +224,15 @@ async def build(kind: str, rng: np.random.Generator) -> Case:
             w_grad += incoming * c * hs[k]
             incoming = incoming * c * w0
         return Case(h.sum(), [x, w], [incoming, w_grad])
+    if kind == "devices":
+        # Three device workers, each with its own queue and kernel threads, gradients crossing
+        # between them at every step.
+        x0 = rng.uniform(-1, 1, 1024)
+        x = ag.tensor(x0, requires_grad=True)
+        h = x
+        for i in range(12):
+            h = (h.to(("sim:0", "sim:1", "cpu")[i % 3]) * a).sin()
+        return Case(h.sum(), [x], [_sin_chain_expected(x0, 12, a)])
     raise ValueError(f"unknown graph kind {kind!r}")
 
 
@@ -543,7 +557,7 @@ async def error_trial(site: str, exc: BaseException, rng: np.random.Generator, s
     return bad
 
 
-CONCURRENT_KINDS = ("executor1", "async", "reentrant", "kernel_thread", "checkpoint")
+CONCURRENT_KINDS = ("executor1", "async", "reentrant", "kernel_thread", "checkpoint", "devices")
 
 
 async def concurrent_trial(site: str, rng: np.random.Generator) -> Counter:

@@ -195,7 +195,7 @@ async def test_100_faults_back_to_back_then_every_kind_is_right(rng):
 
 
 async def test_one_failing_among_concurrent_backwards_leaves_the_others_exact(rng):
-    """For each error site: one backward failing there among five concurrent ones of the other kinds."""
+    """For each error site: one backward failing there among six concurrent ones of the other kinds."""
     for site in fs.SITES:
         counts = await fs.concurrent_trial(site, rng)
         assert problems(counts) == NO_PROBLEMS, site
@@ -220,7 +220,7 @@ async def test_every_graph_kind_agrees_with_torch_when_nothing_goes_wrong(rng, t
             h.sum().backward()
             np.testing.assert_allclose(case.leaves[1].grad.numpy(), w.grad.numpy(), rtol=1e-12, atol=1e-14)
         else:
-            for _ in range({"inline": 400, "executor1": 12, "executor2": 12, "async": 30}.get(kind, 4)):
+            for _ in range({"inline": 400, "executor1": 12, "executor2": 12, "async": 30, "devices": 12}.get(kind, 4)):
                 h = (h * 1.1).sin()
             h.sum().backward()
         np.testing.assert_allclose(case.leaves[0].grad.numpy(), x.grad.numpy(), rtol=1e-12, atol=1e-14)
