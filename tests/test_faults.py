@@ -28,6 +28,18 @@ def engine_is_clean() -> bool:
     return not ag.get_engine().live and not fs.slots_in_use()
 
 
+async def outcome(task: asyncio.Future):
+    """The task's result, or its exception raised; a failure rather than a hung suite if it never ends."""
+    done, _ = await asyncio.wait({task}, timeout=fs.TIMEOUT_S)
+    assert done, "the backward hung"
+    return task.result()
+
+
+async def within(call):
+    """Await a backward, failing rather than hanging if it never ends."""
+    return await asyncio.wait_for(call, fs.TIMEOUT_S)
+
+
 # --------------------------------------------------------------------------- cancellation
 CANCEL_POINTS = [
     ("cancel_after_steps", 0),  # before the call ever started
@@ -60,11 +72,11 @@ async def test_cancel_right_after_start_twice_then_large_kernels_on_two_threads(
         await asyncio.sleep(0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await task
+            await outcome(task)
         assert engine_is_clean()
     x0 = np.linspace(-1, 1, 4096)
     x = ag.tensor(x0, requires_grad=True)
-    await asyncio.wait_for((x * 1.1).sin().sum().backward(), fs.TIMEOUT_S)
+    await within((x * 1.1).sin().sum().backward())
     np.testing.assert_allclose(x.grad.numpy(), 1.1 * np.cos(1.1 * x0), rtol=1e-12)
 
 
@@ -79,7 +91,7 @@ async def test_no_grad_write_after_cancelled_error_from_a_kernel_thread_child(rn
         await asyncio.sleep(0.0005)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await task
+            await outcome(task)
         seen = fs.snapshot(case.leaves)
         await asyncio.sleep(0.05)  # every abandoned thread sleeps 1 ms, then returns
         assert fs.same(seen, fs.snapshot(case.leaves))
@@ -100,10 +112,10 @@ async def test_cancel_while_a_large_graph_is_being_prepared():
             await asyncio.sleep(0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await task
+            await outcome(task)
         assert engine_is_clean()
         assert x.grad is None  # cancelled before any node ran: nothing accumulated
-    await loss.backward()
+    await within(loss.backward())
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
 
 
@@ -118,7 +130,7 @@ async def test_cancelled_grad_calls_leave_nothing_behind(kind, rng):
             await asyncio.sleep(0)
         task.cancel()
         try:
-            (g,) = await task
+            (g,) = await outcome(task)
         except asyncio.CancelledError:
             pass
         else:
@@ -126,7 +138,7 @@ async def test_cancelled_grad_calls_leave_nothing_behind(kind, rng):
         assert engine_is_clean()
         assert case.leaves[0].grad is None
     case = await fs.build(kind, rng)
-    (g,) = await ag.grad(case.loss, case.leaves[0])
+    (g,) = await within(ag.grad(case.loss, case.leaves[0]))
     np.testing.assert_allclose(g.numpy(), case.expected[0], rtol=1e-10)
 
 
@@ -150,10 +162,10 @@ async def test_base_exception_in_a_custom_backward_is_never_success():
     fs.PlainBoom.exc = exc
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(fs.Abort) as caught:
-        await (fs.PlainBoom.apply(x) * 2.0).sum().backward()
+        await within((fs.PlainBoom.apply(x) * 2.0).sum().backward())
     assert caught.value is exc and not getattr(exc, "__notes__", None)
     assert x.grad is None and engine_is_clean()
-    await (x * 3.0).sum().backward()
+    await within((x * 3.0).sum().backward())
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
 
 
@@ -162,7 +174,7 @@ async def test_exception_note_names_the_node_and_keeps_type_and_message():
     fs.AsyncBoom.exc = exc
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(fs.Boom) as caught:
-        await fs.AsyncBoom.apply(x).sum().backward()
+        await within(fs.AsyncBoom.apply(x).sum().backward())
     assert caught.value is exc and type(exc) is fs.Boom and str(exc) == "the user's words"
     assert caught.value.__notes__ == ["[asyncgrad] raised while running AsyncBoomBackward in the backward pass"]
 
@@ -175,7 +187,7 @@ async def test_queue_callback_from_a_hook_running_in_a_kernel_thread():
     x = ag.tensor(np.ones(64), requires_grad=True)
     y = x.sin()
     y.grad_fn.register_prehook(lambda grads: ag.get_engine().queue_callback(lambda: ran.append(x.grad is not None)))
-    await (y * 2.0).sum().backward()
+    await within((y * 2.0).sum().backward())
     assert ran == [True]
 
 
@@ -183,7 +195,7 @@ async def test_anomaly_mode_on_a_scalar_loss():
     """Anomaly mode's NaN check reads the fast path's numpy scalars (the issue's AttributeError)."""
     x = ag.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with ag.detect_anomaly():
-        await (x.sum() * 2.0).backward()
+        await within((x.sum() * 2.0).backward())
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
 
 
