@@ -4,6 +4,10 @@ The classic use of reentrant backward (torch's ``use_reentrant=True`` variant): 
 runs under ``no_grad``; the recorded node's backward reruns ``fn`` with grad enabled on
 detached copies of the inputs and runs a nested ``ag.backward`` through the recomputed
 graph, which also accumulates into any parameters ``fn`` closes over.
+
+That nested backward is a reentrant child of the outer one: cancelling or failing the outer
+call aborts it too (Note [Cancellation] in engine/engine.py). The parameters ``fn`` closes over
+then keep what the nested backwards that had already finished added, and nothing more.
 """
 
 from __future__ import annotations

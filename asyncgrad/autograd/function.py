@@ -6,6 +6,12 @@ task of its own on the loop; a plain one runs in the device's executor when it i
 otherwise in a greenback portal on the loop, so that either kind may run a reentrant
 ``ag.backward``/``ag.grad`` (awaited, or ``*_sync`` from a plain backward) without ever
 holding its device worker.
+
+When the backward call it belongs to is cancelled or fails, an ``async def`` backward gets
+``CancelledError`` at its ``await``, and the caller sees the exception only once it has ended
+(Note [Wind-down] in engine/engine.py): let it propagate. A plain one running in a kernel
+thread is abandoned and finishes into the void; a ``backward_sync`` it calls afterwards raises
+(Note [Cancellation]). Any exception a backward raises reaches the caller as it was raised.
 """
 
 from __future__ import annotations
