@@ -3,10 +3,11 @@
 Each trial builds a small graph of one *kind* (``KINDS``: inline nodes, large kernels on one or
 two executor threads, ``async def`` backwards, reentrant backwards three deep, a plain backward
 running ``backward_sync`` in a kernel thread, checkpointed blocks, a chain hopping between the
-cpu and two simulated devices), starts its backward, and
-either cancels it at a random point (``task.cancel()`` after a random number of loop iterations
-or a random delay, ``asyncio.wait_for`` or ``anyio.fail_after`` with a random timeout) or makes
-user code raise at one *site* (``SITES``). After every trial it counts what issue 8 forbids:
+cpu and two simulated devices), starts its backward, and either cancels it at a random point
+(``task.cancel()`` after a random number of loop iterations or a random delay;
+``asyncio.wait_for``, ``asyncio.timeout`` or ``anyio.fail_after`` with a random timeout; a
+sibling in an ``asyncio.TaskGroup`` failing after a random delay) or makes user code raise at
+one *site* (``SITES``). After every trial it counts what issue 8 forbids:
 
 * ``leaked``: graph tasks left in ``engine.live`` the moment the call returned or raised, or later;
 * ``slots``: executor slots still counted in flight (or a worker waiting for one) at that moment;
@@ -284,7 +285,7 @@ async def next_backward_ok(rng: np.random.Generator) -> tuple[bool, bool]:
 
 
 # --------------------------------------------------------------------------- cancellation
-CANCEL_WAYS = ("cancel_after_steps", "cancel_after_delay", "wait_for", "fail_after")
+CANCEL_WAYS = ("cancel_after_steps", "cancel_after_delay", "wait_for", "timeout", "fail_after", "task_group")
 
 
 def cancel_point(how: str, rng: np.random.Generator) -> float:
@@ -292,18 +293,30 @@ def cancel_point(how: str, rng: np.random.Generator) -> float:
     return float(rng.integers(0, 12)) if how == "cancel_after_steps" else float(rng.uniform(0, 0.004))
 
 
+class Sibling(Exception):
+    """Raised by the task beside a backward in a task group, which cancels the backward."""
+
+
 async def _cancel_one(loss: ag.Tensor, how: str, point: float) -> tuple[bool, int, int]:
     """Run ``loss.backward()`` and cancel it at ``point`` the way ``how`` says: (True when it was
     cancelled and False when it finished first, graph tasks live and executor slots in use the
-    moment the call ended).
-    Any other outcome raises."""
-    cancelled = await _cancel_how(loss, how, point)
-    return cancelled, len(ag.get_engine().live), slots_in_use()
+    moment the call ended, seen from the very task that awaited it). Any other outcome raises."""
+    seen: list[tuple[int, int]] = []
+
+    async def observed() -> None:
+        try:
+            await loss.backward()
+        finally:
+            seen.append((len(ag.get_engine().live), slots_in_use()))
+
+    cancelled = await _cancel_how(observed, how, point)
+    live, slots = seen[0] if seen else (len(ag.get_engine().live), slots_in_use())  # cancelled before it started
+    return cancelled, live, slots
 
 
-async def _cancel_how(loss: ag.Tensor, how: str, point: float) -> bool:
+async def _cancel_how(backward: Callable[[], Any], how: str, point: float) -> bool:
     if how in ("cancel_after_steps", "cancel_after_delay"):
-        task = asyncio.ensure_future(loss.backward())
+        task = asyncio.ensure_future(backward())
         if how == "cancel_after_steps":
             for _ in range(int(point)):
                 await asyncio.sleep(0)
@@ -317,16 +330,38 @@ async def _cancel_how(loss: ag.Tensor, how: str, point: float) -> bool:
         return False
     if how == "wait_for":
         try:
-            await asyncio.wait_for(loss.backward(), point)
+            await asyncio.wait_for(backward(), point)
+        except TimeoutError:
+            return True
+        return False
+    if how == "timeout":
+        try:
+            async with asyncio.timeout(point):
+                await backward()
         except TimeoutError:
             return True
         return False
     if how == "fail_after":
         try:
             with anyio.fail_after(point):
-                await loss.backward()
+                await backward()
         except TimeoutError:
             return True
+        return False
+    if how == "task_group":
+        async def sibling() -> None:
+            await asyncio.sleep(point)
+            raise Sibling()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                task = group.create_task(backward())
+                group.create_task(sibling())
+        except* Sibling:
+            pass
+        if task.cancelled():
+            return True
+        task.result()
         return False
     raise ValueError(f"unknown way to cancel {how!r}")
 

@@ -44,15 +44,17 @@ async def within(call):
 CANCEL_POINTS = [
     ("cancel_after_steps", 0),  # before the call ever started
     ("cancel_after_steps", 1),  # right after it started (the issue's `await asyncio.sleep(0); t.cancel()`)
-    ("cancel_after_steps", 4),
     ("cancel_after_delay", 0.001),
     ("wait_for", 0.0005),
+    ("timeout", 0.001),
     ("fail_after", 0.002),
+    ("task_group", 0.001),  # a sibling fails
 ]
 
 
 @pytest.mark.parametrize("kind", fs.KINDS)
 async def test_cancel_at_every_point_leaves_nothing_behind(kind, rng):
+    assert {how for how, _ in CANCEL_POINTS} == set(fs.CANCEL_WAYS)
     for how, point in CANCEL_POINTS:
         counts = await fs.cancel_trial(kind, how, point, rng)
         assert problems(counts) == NO_PROBLEMS, (how, point)
