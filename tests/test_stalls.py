@@ -1,6 +1,7 @@
 """What keeps the event loop responsive, asserted as behaviour (the figures are benchmarks.stalls'):
 the collector's permanent generation while backwards run (Note [Frozen while busy]), the time-based
-yield of the worker and of graph preparation (Note [Yielding], Note [Slices])."""
+yield of the worker and of graph preparation (Note [Yielding], Note [Slices]), and the sharded
+dependency counts of huge graphs (Note [Sharded counts])."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import asyncio
 import gc
 import weakref
 
+import numpy as np
 import pytest
 
 import asyncgrad as ag
+from asyncgrad.engine import current_graph_task
 from asyncgrad.engine import engine as engine_module
+from asyncgrad.engine.counts import SHARD_AT, ShardedCounts
 from asyncgrad.engine.worker import FrozenWhileBusy
 
 
@@ -166,3 +170,67 @@ async def test_graph_preparation_yields_to_the_loop_in_slices(monkeypatch):
     task.cancel()
     assert x.grad.tolist() == [1.0]
     assert at_first_node[0] - start >= 4, "one tick per slice at least"
+
+
+# --------------------------------------------------------------------------- sharded counts
+class Spy(ag.Function):
+    """Records the type of its graph task's dependency counts while the backward runs."""
+
+    kinds: list = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx, g):
+        Spy.kinds.append(type(current_graph_task.get().dependencies))
+        return g
+
+
+@pytest.mark.parametrize("api", ["backward", "grad"])
+async def test_a_graph_past_shard_at_counts_in_shards_and_stays_exact(api, torch):
+    """12,000 nodes, each step a diamond (two consumers of one node), so counts of 2 are split
+    over the shards; the gradient is torch's, through backward() and through grad()."""
+    Spy.kinds = []
+    x = ag.tensor([0.3, -1.2], dtype=ag.float64, requires_grad=True)
+    xt = torch.tensor([0.3, -1.2], dtype=torch.float64, requires_grad=True)
+    h, ht = Spy.apply(x), xt
+    for _ in range(4000):
+        h = h * 0.5 + h.sin() * 0.25
+        ht = ht * 0.5 + ht.sin() * 0.25
+    assert len(counted_nodes(h.grad_fn)) > SHARD_AT + 2 * 1024
+    expected = torch.autograd.grad(ht.sum(), xt)[0].numpy()
+    if api == "backward":
+        await h.sum().backward()
+        got = x.grad.numpy()
+    else:
+        (g,) = await ag.grad(h.sum(), x)
+        got = g.numpy()
+    assert Spy.kinds == [ShardedCounts]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def counted_nodes(root):
+    seen, stack = {root}, [root]
+    while stack:
+        for fn, _ in stack.pop().next_edges:
+            if fn is not None and fn not in seen:
+                seen.add(fn)
+                stack.append(fn)
+    return seen
+
+
+def test_sharded_counts_is_the_mapping_route_uses():
+    nodes = [ag.ones(1, requires_grad=True).grad_accumulator() for _ in range(3000)]
+    counts = ShardedCounts({fn: i + 1 for i, fn in enumerate(nodes)})
+    assert len(counts) == 3000 and set(counts) == set(nodes)
+    assert all(counts[fn] == i + 1 and fn in counts for i, fn in enumerate(nodes))
+    counts[nodes[0]] = 7
+    assert counts.get(nodes[0]) == 7
+    for fn in nodes:
+        del counts[fn]
+    assert len(counts) == 0 and nodes[5] not in counts and counts.get(nodes[5]) is None
+    with pytest.raises(KeyError):
+        counts[nodes[5]]
+    assert len({len(shard) for shard in ShardedCounts({fn: 1 for fn in nodes}).shards}) > 1, "unequal shards"

@@ -63,7 +63,7 @@ from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
-from asyncgrad.engine.counts import SHARD_AT, SHARD_MASK, ShardedCounts
+from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedCounts
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
@@ -354,7 +354,7 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
             continue
         for next_fn, _ in fn.next_edges:
             if next_fn is not None:
-                counts = dependencies if shards is None else shards[next_fn.sequence_nr & SHARD_MASK]
+                counts = dependencies if shards is None else shards[SHARD_OF[next_fn.sequence_nr % SPREAD]]
                 if next_fn in counts:
                     counts[next_fn] += 1
                 else:
