@@ -409,6 +409,19 @@ class _Gen:
         if held:
             self.emit("\n".join(f"{n}.grad = None" for n in held), tuple(held), (), "reset_grads")
 
+    def operand(self, target: Any, b: str) -> str:
+        """``b`` as the operand of an in-place op writing ``target``, cloned where torch's result would
+        be its implementation's (Note [in-place operands])."""
+        other = self.t(b)
+        if target.untyped_storage().data_ptr() != other.untyped_storage().data_ptr():
+            return b
+        if not (_dense(target) and _dense(other)):
+            return f"{b}.clone()"
+        same_range = target.data_ptr() == other.data_ptr() and target.numel() == other.numel()
+        if same_range and target.shape == other.shape and target.stride() != other.stride():
+            return f"{b}.clone()"
+        return b
+
     def pick(self, pred=lambda name: True, recent: float = 2.0) -> str | None:
         names = [n for n in self.vars if n in self.ns and pred(n)]
         if not names:
@@ -716,6 +729,7 @@ class _Gen:
                 self.emit(f"{n} = F.linear({a}, {w}, {b})", (a, w, b), (n,), "linear")
             else:
                 self.emit(f"{n} = F.linear({a}, {w})", (a, w), (n,), "linear")
+            self.unview(n)
             return
         other = (k,) if self.rng.random() < 0.3 else (k, int(self.rng.integers(1, 4)))
         if len(other) == 2 and len(shape) == 1 and self.rng.random() < 0.3:
@@ -725,6 +739,14 @@ class _Gen:
             a, b = self.leaf((shape[-2],)), a  # vector @ matrix
         code = f"{a} @ {b}" if self.rng.random() < 0.6 else f"lib.matmul({a}, {b})"
         self.emit(f"{n} = {code}", (a, b), (n,), "matmul")
+        self.unview(n)
+
+    def unview(self, n: str) -> None:
+        """torch makes some matmul/linear results as views of a tensor of its own (mm of an unsqueezed
+        vector, then squeeze_); which is its implementation, so later ops use a clone of such a result."""
+        t = self.ns.get(n)
+        if t is not None and t._base is not None:
+            self.emit(f"{n} = {n}.clone()", (n,), (n,), "clone")
 
     def join(self) -> None:
         a = self.pick(lambda x: len(self.shapes[x]) >= 1) or self.leaf((3,))
@@ -800,10 +822,11 @@ class _Gen:
             b = self.pick(lambda x: x != a and len(self.shapes[x]) <= len(shape)
                           and _broadcasts_to(self.shapes[x], shape))
             b = b or self.leaf(shape[int(self.rng.integers(len(shape) + 1)):])
+            b = self.operand(self.t(a), b)
             code = {"add_": f"{n} = {a}.add_({b})", "sub_": f"{n} = {a}.sub_({b})", "mul_t": f"{n} = {a}.mul_({b})",
                     "iadd": f"{a} += {b}\n{n} = {a}", "imul": f"{a} *= {b}\n{n} = {a}",
                     "copy_": f"{n} = {a}.copy_({b})"}[op]
-            self.emit(code, (a, b), (n,), op)
+            self.emit(code, (a, b.removesuffix(".clone()")), (n,), op)
             return
         if op == "setitem":
             if not shape:
@@ -811,7 +834,8 @@ class _Gen:
             i = int(self.rng.integers(-shape[0], shape[0]))
             if self.rng.random() < 0.5:
                 b = self.pick(lambda x: _broadcasts_to(self.shapes[x], shape[1:])) or self.leaf(shape[1:])
-                self.emit(f"{a}[{i}] = {b}\n{n} = {a}", (a, b), (n,), "setitem")
+                ob = self.operand(self.t(a)[i], b)
+                self.emit(f"{a}[{i}] = {ob}\n{n} = {a}", (a, b), (n,), "setitem")
             else:
                 self.emit(f"{a}[{i}] = {s}\n{n} = {a}", (a,), (n,), "setitem")
             return
@@ -840,7 +864,7 @@ class _Gen:
         if self.rng.random() < 0.4:
             b = self.pick(lambda x: _broadcasts_to(self.shapes[x], self.shapes[v]) and x != v)
             if b is not None:
-                self.emit(f"{n} = {v}.mul_({b})", (v, b), (n,), "view_inplace")
+                self.emit(f"{n} = {v}.mul_({self.operand(self.t(v), b)})", (v, b), (n,), "view_inplace")
                 return
         self.emit(f"{n} = {code}", (v,), (n,), "view_inplace")
 
@@ -933,6 +957,21 @@ class _Gen:
         for _ in range(int(self.rng.integers(1, 3))):
             self.backward()
         return Program(self.seed, self.consts, self.stmts, self.shapes)
+
+
+# Note [in-place operands]
+# An in-place op whose operand shares memory with what it writes: torch refuses a partial overlap
+# of dense tensors (tested: the operand is kept), but where either is not dense it does not check
+# and the result depends on the order its kernel reads and writes, and where both cover the same
+# bytes in the same shape it compares strides, including those of size-1 dimensions, which are its
+# own choice (numpy gives a new axis stride 0). There the generator passes ``b.clone()``.
+def _dense(t: Any) -> bool:
+    expected = 1
+    for size, stride in sorted(((n, s) for n, s in zip(t.shape, t.stride()) if n != 1), key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _broadcasts_to(src: tuple, dst: tuple) -> bool:

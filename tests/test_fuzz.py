@@ -255,3 +255,16 @@ async def test_the_fuzzer_finds_and_shrinks_an_injected_wrong_gradient(monkeypat
     compile(script, "<reproducer>", "exec")
     monkeypatch.undo()
     assert await fuzz.run_program(small) is None  # with the real formula the same program agrees
+
+
+def test_cat_stack_and_array_indexing_give_contiguous_results(torch):
+    """seeds 5693, 8123: numpy kept its inputs' layout, so contiguous() copied and a later view
+    (flatten, view) was a copy: in-place writes through it did not reach the tensor."""
+    for lib in (ag, torch):
+        a = lib.arange(24.0).reshape(4, 6).T
+        x = lib.arange(24.0).reshape(2, 3, 4)
+        for out in (lib.stack([a, a], 2), lib.cat([a, a], 1), x[:, lib.tensor([0, 2])]):
+            assert out.contiguous() is out
+            flat = out.flatten()
+            flat[0] = -1.0
+            assert out.reshape(-1)[0].item() == -1.0

@@ -157,6 +157,8 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         raise _torch_index_error(exc, x.ndim, x.shape, idx) from None
     if not isinstance(out, type(x.data)):
         out = x.device.xp.asarray(out)
+    elif not basic and not out.flags.c_contiguous:  # torch's result is contiguous; numpy's may keep x's layout
+        out = x.device.xp.ascontiguousarray(out)
     if not _recording(x):
         node = None
     else:

@@ -333,7 +333,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"but got size {t.shape[d]} for tensor number {i} in the list."
                 )
     xp = tensors[0].device.xp
-    out = xp.concatenate([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors))
+    # torch's cat is contiguous; numpy's follows its inputs' layout (so a view of it would copy)
+    out = xp.ascontiguousarray(xp.concatenate([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors)))
     node = _join_node(CatBackward0, tensors)
     if node is None:
         return Tensor._make(out, tensors[0].device, False, None, 0, [0])
@@ -360,7 +361,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"{list(t.shape)} at entry {i}"
             )
     axis = normalize_dim(dim, tensors[0].ndim + 1, "stack", "dim", 2)
-    out = tensors[0].device.xp.stack([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors))
+    xp = tensors[0].device.xp
+    out = xp.ascontiguousarray(xp.stack([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors)))
     node = _join_node(StackBackward0, tensors)
     if node is None:
         return Tensor._make(out, tensors[0].device, False, None, 0, [0])
