@@ -9,7 +9,9 @@ Note [Inter-op parallelism]: a node whose estimated ``work`` reaches the device'
 threshold runs in the device's executor; the worker keeps up to ``device.num_workers``
 such kernels in flight and goes on dispatching in priority order meanwhile. Outputs come
 back to the loop before they are routed, so bookkeeping stays loop-only. AccumulateGrad
-always runs inline, so accumulation into a shared leaf is never concurrent.
+always runs inline, so on one loop accumulation into a shared leaf is never concurrent
+(backwards on other threads or loops meet at the leaf's lock: Note [One writer per leaf]).
+Kernels run in the engine's own daemon threads (Note [Kernel threads never hold the process]).
 
 Note [Awaiting nodes]: a node whose ``apply`` is a coroutine (``is_async``) becomes a
 task of its own, so a suspended backward never holds its worker.
