@@ -273,9 +273,6 @@ def compare_value(name: str, vt: Any, va: Any, full: bool, born: tuple[int, int]
 # a regex on the detail). A campaign counts them apart; tests/test_fuzz.py fails on any other.
 # Remove an entry when its cause is fixed.
 KNOWN: list[tuple[str, str, str, str]] = [
-    # torch: zeros_like(input, requires_grad=create_graph); asyncgrad/autograd/api.py _run_grad
-    ("grad(create_graph=True, materialize_grads=True): materialized zeros do not require grad",
-     "requires_grad", r"materialize_grads=True", r"torch True, asyncgrad False"),
     # torch's CopySlices drops its fn on release and refuses a second pass even with nothing saved;
     # asyncgrad's engine releases only nodes that saved something (engine.py evaluate_function)
     ("second backward through a freed graph not refused (CopySlices and others)",

@@ -268,3 +268,13 @@ def test_cat_stack_and_array_indexing_give_contiguous_results(torch):
             flat = out.flatten()
             flat[0] = -1.0
             assert out.reshape(-1)[0].item() == -1.0
+
+
+async def test_materialized_gradients_require_grad_under_create_graph(torch):
+    """63 of the first 1,000 programs: torch returns zeros_like(input, requires_grad=create_graph)."""
+    for create_graph in (False, True):
+        x, y = ag.ones(2, requires_grad=True), ag.ones(2, requires_grad=True)
+        (g,) = await ag.grad((x * 2).sum(), y, create_graph=create_graph, materialize_grads=True)
+        tx, ty = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+        (tg,) = torch.autograd.grad((tx * 2).sum(), ty, create_graph=create_graph, materialize_grads=True)
+        assert g.requires_grad is tg.requires_grad is create_graph and g.tolist() == tg.tolist() == [0.0, 0.0]

@@ -197,8 +197,8 @@ async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_g
                     f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior."
                 )
-            if materialize_grads:
-                g = Tensor._make(t.device.xp.zeros(t.shape, dtype=t.dtype), t.device, False, None, 0, [0])
+            if materialize_grads:  # torch: zeros_like(input, requires_grad=create_graph)
+                g = Tensor._make(t.device.xp.zeros(t.shape, dtype=t.dtype), t.device, create_graph, None, 0, [0])
             result.append(g)
         elif isinstance(g, Tensor):
             result.append(g)
