@@ -210,6 +210,38 @@ def test_a_loop_closed_while_a_kernel_thread_waits_in_backward_sync_lets_the_int
     assert proc.stdout.strip() == "closed"
 
 
+_FORK_SCRIPT = textwrap.dedent("""
+    import asyncio, gc, os
+    import asyncgrad as ag
+    from asyncgrad.engine.worker import FrozenWhileBusy
+
+    ag.set_inline_threshold("cpu", 0)  # every node a kernel
+    x = ag.ones(3, requires_grad=True)
+
+    async def run():
+        await (x * 2).sum().backward()
+
+    asyncio.run(run())  # the pool keeps idle kernel threads
+    FrozenWhileBusy.enter()  # as if a backward were running in the parent
+    assert gc.get_freeze_count() > 0
+    pid = os.fork()
+    if pid == 0:
+        ok = gc.get_freeze_count() == 0
+        asyncio.run(run())
+        os._exit(0 if ok and x.grad.tolist() == [4.0] * 3 else 1)
+    FrozenWhileBusy.exit()
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), gc.get_freeze_count(), flush=True)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_kernel_threads_and_nothing_frozen():
+    """The parent's kernel threads do not exist in a forked child: it must not queue work for them."""
+    proc = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "0"]
+
+
 # --------------------------------------------------------------------------- cancellation
 class Reenter(ag.Function):
     """A plain backward, run in a kernel thread, that runs a long reentrant backward_sync into

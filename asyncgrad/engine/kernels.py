@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from typing import TYPE_CHECKING, Any, Callable
@@ -34,6 +35,17 @@ _lock = threading.Lock()
 _idle: list[queue.SimpleQueue] = []
 """The job queues of the kernel threads waiting for work, the most recently idle last (guarded by
 ``_lock``). Reusing the most recent one keeps as few threads busy as kernels run at once."""
+
+
+def _forget_threads() -> None:
+    """In a forked child the parent's kernel threads do not exist: start from none."""
+    global _lock
+    _lock = threading.Lock()
+    _idle.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads)
 
 _kernel_thread = threading.local()
 """In a thread running an engine kernel: the worker it runs for and that worker's loop."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import os
 import threading
 import time
 from heapq import heappop
@@ -99,6 +100,19 @@ class FrozenWhileBusy:
             if not cls._busy and cls._frozen:
                 gc.unfreeze()
                 cls._frozen = False
+
+    @classmethod
+    def _after_fork(cls) -> None:
+        """A forked child runs none of its parent's backwards."""
+        cls._lock = threading.Lock()
+        cls._busy = 0
+        if cls._frozen:
+            gc.unfreeze()
+            cls._frozen = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=FrozenWhileBusy._after_fork)
 
 
 class DeviceWorker:
