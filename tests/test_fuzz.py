@@ -278,3 +278,26 @@ async def test_materialized_gradients_require_grad_under_create_graph(torch):
         tx, ty = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
         (tg,) = torch.autograd.grad((tx * 2).sum(), ty, create_graph=create_graph, materialize_grads=True)
         assert g.requires_grad is tg.requires_grad is create_graph and g.tolist() == tg.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("case", ["max result", "min input", "maximum operand"])
+async def test_changing_what_torch_saves_refuses_the_backward(case, torch):
+    """seeds 214, 219, 759: torch's max()/min() save input and result, maximum/minimum both
+    operands (even one that needs no gradient); changing one in place refuses the backward."""
+    for lib in (ag, torch):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        c = lib.tensor([1.0, 0.0, 3.0], dtype=lib.float64)
+        if case == "max result":
+            out = x.max()
+            out.mul_(2.0)
+        elif case == "min input":
+            y = x * 1
+            out = lib.min(y)
+            y.add_(1.0)
+        else:
+            out = lib.maximum(c, x).sum()
+            c.sub_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            result = out.backward()
+            if lib is ag:
+                await result

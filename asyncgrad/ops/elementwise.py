@@ -738,7 +738,7 @@ class MaximumBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape")
 
     def backward(self, F, g):
-        share_a, share_b = F.unpack(self)
+        share_a, share_b = F.unpack(self)[:2]
         return (
             F.sum_to(g * share_a, self.a_shape) if self.needs(0) else None,
             F.sum_to(g * share_b, self.b_shape) if self.needs(1) else None,
@@ -768,7 +768,9 @@ def _select2(node_cls: type, a: Any, b: Any, pick: Any, name: str) -> Tensor:
     half = np.where(da == db, 0.5, 1.0).astype(out.dtype)
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
-    node.saved = (SavedTensor(_plain(half * ~b_wins, dev)), SavedTensor(_plain(half * ~a_wins, dev)))
+    # the operands themselves too, as torch saves them: changing one in place refuses the backward
+    node.saved = (SavedTensor(_plain(half * ~b_wins, dev)), SavedTensor(_plain(half * ~a_wins, dev))) + tuple(
+        SavedTensor(t) for t in (ta, tb) if t is not None)
     return record(node, out, dev)
 
 

@@ -177,7 +177,7 @@ class MaxBackward1(OpNode):
     __slots__ = ()
 
     def backward(self, F, g):
-        (share,) = F.unpack(self)
+        share = F.unpack(self)[0]
         return (g * share,)
 
 
@@ -218,8 +218,11 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         if not _recording(x):
             return _plain(out, x)
         node = (MaxBackward1 if is_max else MinBackward1)((gradient_edge(x),))
-        node.saved = (SavedTensor(_plain(_even_share(data, out), x)),)
-        return record(node, out, x.device, data.size)
+        # the input and the result too, as torch saves them: changing one in place refuses the backward
+        node.saved = (SavedTensor(_plain(_even_share(data, out), x)), SavedTensor(x))
+        result = record(node, out, x.device, data.size)
+        node.saved += (SavedTensor(result, is_output=True),)
+        return result
     axis = normalize_dim(dim, data.ndim, name)
     if data.ndim == 0:
         return _extreme_0d(x, is_max)
