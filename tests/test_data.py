@@ -208,7 +208,8 @@ def test_random_split(torch):
         random_split(TensorDataset(ag.arange(1)), [0.5, 0.5])
 
 
-BAD = [dict(batch_size=0), dict(batch_size=-2), dict(drop_last="yes"), dict(batch_size=None, drop_last=True)]
+BAD = [dict(batch_size=0), dict(batch_size=-2), dict(drop_last="yes"), dict(batch_size=None, drop_last=True),
+       dict(num_workers=-1)]
 
 
 @pytest.mark.parametrize("settings", BAD, ids=str)
@@ -230,7 +231,7 @@ def test_bad_samples_and_options(torch):
         default_collate([np.array(["a"]), np.array(["b"])])
     with pytest.raises(NotImplementedError, match="Subclasses of Dataset should implement __getitem__."):
         Dataset()[0]
-    with pytest.raises(ValueError, match="num_workers must be 0"):
-        DataLoader(TensorDataset(ag.arange(4)), num_workers=2)
+    ported = DataLoader(TensorDataset(ag.arange(4)), batch_size=2, num_workers=4, pin_memory=True)
+    assert [b[0].tolist() for b in ported] == [[0, 1], [2, 3]]
     with pytest.raises(TypeError, match="generator must be a numpy.random.Generator, an int seed or None, not str"):
         DataLoader(TensorDataset(ag.arange(4)), shuffle=True, generator="seed")

@@ -176,12 +176,14 @@ class DataLoader(Generic[T_co]):
     ``ag.manual_seed`` seeds). ``batch_size=None`` turns batching off: each sample is
     converted (numpy arrays to tensors) and yielded alone. For a ``TensorDataset`` with the
     default collate, a batch is one fancy-indexing per tensor instead of a stack of samples.
-    ``num_workers`` other than 0 is refused: ``async for`` already overlaps loading with work.
+    ``num_workers`` and ``pin_memory`` are accepted so that torch scripts port unchanged, and
+    ignored: there are no worker processes (``async for`` overlaps loading with training in a
+    thread instead) and no pinned host memory.
     """
 
     def __init__(self, dataset: Dataset[T_co], batch_size: int | None = 1, shuffle: bool | None = None,
                  num_workers: int = 0, collate_fn: Callable[[list[Any]], Any] | None = None,
-                 drop_last: bool = False, generator: GeneratorLike = None) -> None:
+                 pin_memory: bool = False, drop_last: bool = False, generator: GeneratorLike = None) -> None:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size <= 0):
             raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
@@ -189,9 +191,8 @@ class DataLoader(Generic[T_co]):
             raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
         if batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
-        if num_workers != 0:
-            raise ValueError("num_workers must be 0: asyncgrad's DataLoader loads in one thread (use `async for` to "
-                             "prepare the next batch while the current one trains)")
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)
