@@ -180,6 +180,24 @@ async def test_async_training_loop_learns():
     assert losses[-1] < 1e-3 * losses[0]
 
 
+class Broken(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i == 5:
+            raise KeyError(f"sample {i} is missing")
+        return float(i)
+
+
+async def test_an_error_in_the_loading_thread_reaches_the_async_for():
+    seen = []
+    with pytest.raises(KeyError, match="sample 5 is missing"):
+        async for batch in DataLoader(Broken(), batch_size=2):
+            seen.append(batch.tolist())
+    assert seen == [[0.0, 1.0], [2.0, 3.0]]
+
+
 async def test_leaving_async_for_early_ends_the_thread():
     iterator = DataLoader(TensorDataset(ag.arange(100)), batch_size=10).__aiter__()
     first = await iterator.__anext__()
