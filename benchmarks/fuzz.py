@@ -285,10 +285,6 @@ KNOWN: list[tuple[str, str, str, str]] = [
     # shape.py: a reshape that copies is _unsafe_view in torch
     ("reshape that copies is named UnsafeViewBackward0/ReshapeAliasBackward0 in torch", "grad_fn", r"",
      r"torch (UnsafeView|ReshapeAlias)Backward0, asyncgrad ViewBackward0"),
-    # elementwise.py: relu's double backward computes g * mask; torch's threshold_backward is
-    # differentiable in the saved result (with a zero derivative), so its output requires grad
-    ("create_graph gradient through relu does not require grad where torch's does",
-     "requires_grad", r"create_graph=True", r"torch True, asyncgrad False"),
     # inplace.py: torch regenerates a view's grad_fn when its version moved through a detach()ed alias
     ("a view changed in place through detach() keeps its grad_fn (torch: AsStridedBackward0)", "grad_fn", r"",
      r"torch AsStridedBackward0"),

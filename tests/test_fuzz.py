@@ -301,3 +301,21 @@ async def test_changing_what_torch_saves_refuses_the_backward(case, torch):
             result = out.backward()
             if lib is ag:
                 await result
+
+
+async def test_relu_gradient_is_torchs_threshold_backward(torch):
+    """seeds 121, 159: under create_graph torch's relu gradient is threshold_backward(grad, result),
+    which requires grad when the result does; and it passes the gradient where the result is NaN."""
+    data = np.array([0.5, -1.0, 2.0, np.nan, 0.0])
+    for create_graph in (False, True):
+        x, tx = ag.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+        (g,) = await ag.grad((x * 1).relu().sum(), x, create_graph=create_graph)
+        (tg,) = torch.autograd.grad((tx * 1).relu().sum(), tx, create_graph=create_graph)
+        assert g.tolist() == tg.tolist() == [1.0, 0.0, 1.0, 1.0, 0.0]
+        assert g.requires_grad is tg.requires_grad is create_graph
+    y, ty = (x * 1).relu(), (tx * 1).relu()
+    (g,) = await ag.grad((y * y * x).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((ty * ty * tx).sum(), tx, create_graph=True)
+    (gg,) = await ag.grad(g.sum(), x)
+    (tgg,) = torch.autograd.grad(tg.sum(), tx)
+    np.testing.assert_allclose(gg.tolist(), tgg.tolist(), rtol=1e-12)

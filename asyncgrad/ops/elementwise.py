@@ -11,7 +11,7 @@ from asyncgrad._validate import check_array_dtype, complex_error, is_complex_err
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, gradient_edge, record, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
@@ -638,7 +638,32 @@ class ReluBackward0(OpNode):
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
-        return (g * (y > 0),)
+        if F is ArrayMath:  # torch's threshold_backward: 0 where y <= 0, so a NaN passes the gradient
+            return (g * ~(y <= 0),)
+        return (threshold_backward(g, y),)
+
+
+class ThresholdBackwardBackward0(OpNode):
+    """relu's gradient as a function of the gradient and relu's result, as torch's threshold_backward:
+    under create_graph it requires grad when the result does (its derivative there is zero)."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        gg = None
+        if self.needs(0):
+            gg = g * ~(y <= 0) if F is ArrayMath else threshold_backward(g, y)
+        return (gg, g * 0 if self.needs(1) else None)
+
+
+def threshold_backward(g: Tensor, y: Tensor) -> Tensor:
+    out = g.data * ~(y.data <= 0)
+    node = object.__new__(ThresholdBackwardBackward0)
+    if not _binary_node(node, g, y):
+        return _plain(out, g.device)
+    node.saved = (SavedTensor(y),)
+    return record(node, out, g.device)
 
 
 def relu(x: Tensor) -> Tensor:
