@@ -9,7 +9,9 @@ wrong or rewrapped exception, a wrong next backward. Here every count must be 0.
 below spell single scenarios out by hand, so that a failure reads as the issue's own words.
 """
 
+import _thread
 import asyncio
+import signal
 
 import numpy as np
 import pytest
@@ -168,6 +170,34 @@ async def test_base_exception_in_a_custom_backward_is_never_success():
     assert caught.value is exc and not getattr(exc, "__notes__", None)
     assert x.grad is None and engine_is_clean()
     await within((x * 3.0).sum().backward())
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+class CtrlC(ag.Function):
+    """Its backward does what a Ctrl-C does while the backward runs, then waits for ever."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    async def backward(ctx, g):
+        _thread.interrupt_main()
+        await asyncio.sleep(3600)
+        return g
+
+
+@pytest.mark.skipif(signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="asyncio's runner handles SIGINT only where Python's default handler is installed")
+def test_ctrl_c_during_backward_sync_reaches_the_caller_and_the_engine_stays_usable():
+    """SIGINT in a plain script's ``backward_sync``: asyncio's runner cancels the backward and
+    raises KeyboardInterrupt; nothing was accumulated and the next backward on that thread's
+    loop is right."""
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(KeyboardInterrupt):
+        ag.backward_sync((CtrlC.apply(x) * 2.0).sum())
+    assert x.grad is None
+    ag.backward_sync((x * 3.0).sum())
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
 
 
