@@ -282,9 +282,6 @@ KNOWN: list[tuple[str, str, str, str]] = [
      "missing error|error message", r"", r"modified by an inplace operation"),
     # torch runs a reached node's tensor pre-hooks (retain_grad) even when inputs= makes it not needed
     ("retain_grad of a node that inputs= skips", "retained grad|retained grad None-ness", r"", r""),
-    # shape.py: a reshape that copies is _unsafe_view in torch
-    ("reshape that copies is named UnsafeViewBackward0/ReshapeAliasBackward0 in torch", "grad_fn", r"",
-     r"torch (UnsafeView|ReshapeAlias)Backward0, asyncgrad ViewBackward0"),
     # inplace.py: torch regenerates a view's grad_fn when its version moved through a detach()ed alias
     ("a view changed in place through detach() keeps its grad_fn (torch: AsStridedBackward0)", "grad_fn", r"",
      r"torch AsStridedBackward0"),

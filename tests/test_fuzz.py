@@ -319,3 +319,17 @@ async def test_relu_gradient_is_torchs_threshold_backward(torch):
     (gg,) = await ag.grad(g.sum(), x)
     (tgg,) = torch.autograd.grad(tg.sum(), tx)
     np.testing.assert_allclose(gg.tolist(), tgg.tolist(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda x, y: x.reshape(12), lambda x, y: x.t().reshape(12),
+                                  lambda x, y: x.t().flatten(), lambda x, y: y[:, 0:2].reshape(2, 8),
+                                  lambda x, y: y[:, :, 0:2].reshape(2, 6), lambda x, y: y[0:1].reshape(12),
+                                  lambda x, y: y.unsqueeze(0).expand(2, 2, 3, 4).reshape(4, 12)])
+def test_reshape_nodes_are_named_as_torch_names_them(make, torch):
+    """A view (ViewBackward0, or ReshapeAliasBackward0 when not contiguous), or a clone viewed in
+    the new shape (UnsafeViewBackward0 after CloneBackward0)."""
+    names = []
+    for lib in (ag, torch):
+        out = make(lib.ones(3, 4, requires_grad=True) * 1, lib.ones(2, 3, 4, requires_grad=True) * 1)
+        names.append((out.grad_fn.name(), out.grad_fn.next_functions[0][0].name()))
+    assert names[0] == names[1]

@@ -353,8 +353,8 @@ async def test_shape_ops(case):
 
 
 async def test_reshape_that_copies():
-    """torch records CloneBackward0 + UnsafeViewBackward0 here; asyncgrad one ViewBackward0."""
-    await check_op(lambda x: x.transpose(0, 1).reshape(-1), (3, 4), name="ViewBackward0", torch_name=False)
+    """CloneBackward0 + UnsafeViewBackward0, as torch records them."""
+    await check_op(lambda x: x.transpose(0, 1).reshape(-1), (3, 4), name="UnsafeViewBackward0")
 
 
 async def test_views_share_memory_and_version_counter():

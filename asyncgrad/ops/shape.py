@@ -59,6 +59,18 @@ class ViewBackward0(OpNode):
         return (F.reshape(g, self.shape),)
 
 
+class ReshapeAliasBackward0(ViewBackward0):
+    """reshape of a non-contiguous tensor that can still be a view (torch's _reshape_alias)."""
+
+    __slots__ = ()
+
+
+class UnsafeViewBackward0(ViewBackward0):
+    """reshape that had to copy: torch clones, then views the copy (_unsafe_view)."""
+
+    __slots__ = ()
+
+
 def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
     text = "[" + ", ".join(str(s) for s in shape) + "]"
     if shape.count(-1) > 1:
@@ -84,9 +96,12 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
         tensor_arg(x, "reshape")
     new_shape = _infer_shape(_sizes(shape), x.data.size)
     out = x.data.reshape(new_shape)
-    node = _node(ViewBackward0, x, shape=x.data.shape)
     if np.may_share_memory(out, x.data):
-        return _view(x, out, node)
+        cls = ViewBackward0 if x.data.flags.c_contiguous else ReshapeAliasBackward0
+        return _view(x, out, _node(cls, x, shape=x.data.shape))
+    copy = clone(x)  # as torch: a clone, viewed in the new shape (nodes named as torch's)
+    out = copy.data.reshape(new_shape)
+    node = _node(UnsafeViewBackward0, copy, shape=copy.data.shape)
     return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
 
 
