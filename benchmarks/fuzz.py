@@ -10,7 +10,8 @@ second backward, ``grad`` with input subsets and ``allow_unused``, ``create_grap
 by later ops). The program is written once, as source text, and executed statement by statement
 in two namespaces: one where ``lib`` is asyncgrad (``AWAIT`` becomes ``await``) and one where it
 is torch (``AWAIT`` is dropped). So the minimal reproducer printed on a failure is exactly the
-code that ran.
+code that ran; ``--show SEED`` (``--torch``) writes any program as a script for either library,
+each printing its tensors' values and gradients line by line, for a diff of the two outputs.
 
 Note [what is compared]
 After every statement: the exception, if either side raised (torch raised => asyncgrad must raise
@@ -1039,22 +1040,80 @@ async def shrink(prog: Program, failure: Failure, budget: int = 400) -> tuple[Pr
                     if await attempt(stmts):
                         progress = True
                         break
+        for i in range(len(best.stmts) - 1, -1, -1):
+            for j in range(8):
+                if tries >= budget or i >= len(best.stmts):
+                    break
+                fewer = _drop_root(best.stmts[i], j)
+                if fewer is None:
+                    break
+                if await attempt(best.stmts[:i] + [fewer] + best.stmts[i + 1:]):
+                    progress = True
+                    break
     return best, best_failure
 
 
-def as_script(prog: Program) -> str:
-    """The program as a runnable asyncgrad script (swap the imports for torch's: see the module doc)."""
+_ROOTS = re.compile(r"lib\.(?:backward\(\[(?P<r1>[^\]]*)\], |grad\(\[(?P<r2>[^\]]*)\], \[[^\]]*\], )"
+                    r"\[(?P<g>[^\]]*)\]")
+
+
+def _drop_root(stmt: Stmt, j: int) -> Stmt | None:
+    """``stmt`` with the ``j``-th root (and its gradient) of its backward/grad call left out; None
+    when it has no such root or would have none left."""
+    m = _ROOTS.search(stmt.code)
+    if m is None:
+        return None
+    key = "r1" if m.group("r1") is not None else "r2"
+    roots, grads = m.group(key).split(", "), m.group("g").split(", ")
+    if len(roots) < 2 or j >= len(roots) or len(grads) != len(roots):
+        return None
+    code = stmt.code
+    start_r, end_r = m.span(key)
+    start_g, end_g = m.span("g")
+    keep_r = ", ".join(r for k, r in enumerate(roots) if k != j)
+    keep_g = ", ".join(g for k, g in enumerate(grads) if k != j)
+    code = code[:start_r] + keep_r + code[end_r:start_g] + keep_g + code[end_g:]
+    uses = tuple(u for u in stmt.uses if re.search(rf"\b{re.escape(u)}\b", code))
+    return Stmt(code, uses, stmt.defines, stmt.kind)
+
+
+_TORCH_HEADER = """import torch
+
+
+class _Lib:  # torch under asyncgrad's top-level names
+    backward, grad = staticmethod(torch.autograd.backward), staticmethod(torch.autograd.grad)
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+
+lib = _Lib()"""
+
+
+def as_script(prog: Program, backend: str = "asyncgrad") -> str:
+    """The program as a runnable script for ``backend`` ("asyncgrad" or "torch"): the statements
+    that ran, then one line per tensor (value, and ``.grad`` of leaves and retained tensors), so
+    the two scripts' outputs can be compared line by line."""
     used = sorted({c for s in prog.stmts for c in re.findall(r"'(c\d+)'", s.code)}, key=lambda c: int(c[1:]))
-    lines = ["import asyncio", "import numpy as np", "import asyncgrad as lib", "F = lib.nn.functional", "C = {"]
+    lines = ["import asyncio", "import numpy as np"]
+    lines += [_TORCH_HEADER] if backend == "torch" else ["import asyncgrad as lib"]
+    lines += ["F = lib.nn.functional", "C = {"]
     for c in used:
         a = prog.consts[c]
         lines.append(f"    '{c}': np.array({a.tolist()!r}, dtype=np.{a.dtype}),")
     lines += ["}", "T = I = B = lambda k: lib.tensor(C[k])", "L = lambda k: lib.tensor(C[k], requires_grad=True)",
-              "", "async def main():"]
+              "", "", "def show(scope):",
+              "    for name, t in sorted(scope.items(), key=lambda kv: (len(kv[0]), kv[0])):",
+              "        if hasattr(t, 'grad_fn') and name[0] == 'v':",
+              "            grad = t.grad if t.is_leaf or t.retains_grad else None",
+              "            print(name, np.round(t.detach().numpy(), 6).tolist(),",
+              "                  None if grad is None else np.round(grad.detach().numpy(), 6).tolist())",
+              "", "", "async def main():"]
     for s in prog.stmts:
-        for line in s.code.replace("AWAIT ", "await ").split("\n"):
+        await_ = "await " if backend == "asyncgrad" else ""
+        for line in s.code.replace("AWAIT ", await_).split("\n"):
             lines.append("    " + line)
-    lines += ["", "asyncio.run(main())"]
+    lines += ["    show(locals())", "", "", "asyncio.run(main())"]
     return "\n".join(lines)
 
 
@@ -1123,10 +1182,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=None, help="random steps per program (default 8 to 30)")
     parser.add_argument("--shrink", type=int, default=1, help="failures shrunk and printed per class (default 1)")
     parser.add_argument("--show", type=int, default=None, help="print the program of this seed and exit")
+    parser.add_argument("--torch", action="store_true", help="with --show: the program as a torch script")
     parser.add_argument("--stats", action="store_true", help="also print how often each statement kind occurred")
     args = parser.parse_args(argv)
     if args.show is not None:
-        print(as_script(generate(args.show, args.size)))
+        print(as_script(generate(args.show, args.size), "torch" if args.torch else "asyncgrad"))
         return 0
     report = asyncio.run(campaign(args.graphs, args.seed, args.size, args.shrink, progress=True))
     if args.stats:
