@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 import asyncgrad as ag
-from asyncgrad.engine.worker import FrozenWhileBusy
+from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 
 from .workloads.w7_heartbeat import PERIOD_S, Heartbeat
 

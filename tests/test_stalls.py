@@ -16,7 +16,7 @@ import asyncgrad as ag
 from asyncgrad.engine import current_graph_task
 from asyncgrad.engine import engine as engine_module
 from asyncgrad.engine.counts import SHARD_AT, ShardedCounts
-from asyncgrad.engine.worker import FrozenWhileBusy
+from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 
 
 class Probe(ag.Function):
@@ -129,6 +129,36 @@ async def test_failed_and_cancelled_backwards_unfreeze_too():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert gc.get_freeze_count() == 0
+
+
+def test_a_backward_left_on_a_closed_loop_does_not_keep_the_process_frozen():
+    """Its graph task never ends; the next backward on another loop forgets the closed loop and
+    unfreezes what it left frozen before freezing anew."""
+    Probe.gate = asyncio.Event()
+    x = ag.ones(2, requires_grad=True)
+    loop = asyncio.new_event_loop()
+
+    async def start():
+        task = asyncio.ensure_future(Probe.apply(x).sum().backward())
+        while not Probe.seen:
+            await asyncio.sleep(0)
+        return task
+
+    task = loop.run_until_complete(start())
+    loop.close()  # the backward is left waiting on its gate for good
+    stuck = gc.get_freeze_count()
+    assert stuck > 0
+    seen = len(Probe.seen)
+
+    async def again():
+        await Probe.apply(x).sum().backward()
+
+    Probe.gate = None
+    asyncio.run(again())
+    assert len(Probe.seen) == seen + 1 and Probe.seen[-1] > 0, "frozen anew by the second backward"
+    assert gc.get_freeze_count() == 0, "and unfrozen when it ended"
+    assert x.grad.tolist() == [1.0, 1.0]
+    del task
 
 
 async def test_turned_off_nothing_is_frozen():

@@ -213,7 +213,7 @@ def test_a_loop_closed_while_a_kernel_thread_waits_in_backward_sync_lets_the_int
 _FORK_SCRIPT = textwrap.dedent("""
     import asyncio, gc, os
     import asyncgrad as ag
-    from asyncgrad.engine.worker import FrozenWhileBusy
+    from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 
     ag.set_inline_threshold("cpu", 0)  # every node a kernel
     x = ag.ones(3, requires_grad=True)
@@ -222,14 +222,18 @@ _FORK_SCRIPT = textwrap.dedent("""
         await (x * 2).sum().backward()
 
     asyncio.run(run())  # the pool keeps idle kernel threads
-    FrozenWhileBusy.enter()  # as if a backward were running in the parent
+    class Running:  # a graph task's stand-in: its future's loop is the one busy
+        future = asyncio.new_event_loop().create_future()
+
+    running = Running()
+    FrozenWhileBusy.enter(running)  # as if a backward were running in the parent
     assert gc.get_freeze_count() > 0
     pid = os.fork()
     if pid == 0:
         ok = gc.get_freeze_count() == 0
         asyncio.run(run())
         os._exit(0 if ok and x.grad.tolist() == [4.0] * 3 else 1)
-    FrozenWhileBusy.exit()
+    FrozenWhileBusy.exit(running)
     print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), gc.get_freeze_count(), flush=True)
 """)
 

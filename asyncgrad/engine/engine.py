@@ -64,11 +64,12 @@ from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedCounts
+from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import SHUTDOWN
-from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, FrozenWhileBusy, give_way
+from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
 
 
 class Engine:
@@ -117,7 +118,7 @@ class Engine:
         self.live.add(graph_task)
         if parent is not None:
             parent.children.add(graph_task)
-        FrozenWhileBusy.enter()
+        FrozenWhileBusy.enter(graph_task)
         try:
             if parent is not None and parent.has_error:
                 raise asyncio.CancelledError()  # a node of an aborted graph task is still running
@@ -136,7 +137,7 @@ class Engine:
             await _wind_down(graph_task)
             raise
         finally:
-            FrozenWhileBusy.exit()
+            FrozenWhileBusy.exit(graph_task)
             if parent is not None:
                 parent.children.discard(graph_task)
             if graph_task in self.live:

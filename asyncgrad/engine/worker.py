@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
-import os
-import threading
 import time
 from heapq import heappop
 from typing import TYPE_CHECKING
@@ -62,57 +59,6 @@ async def give_way() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     await asyncio.sleep(0)
-
-
-class FrozenWhileBusy:
-    """Note [Frozen while busy]: a full (generation 2) collection walks every object the
-    collector tracks, and a recorded graph is several tracked objects per node (the node, its
-    edges, saved tensors), so with many graphs alive a collection that fires during a backward
-    holds the loop for tens of milliseconds (72-160 ms for 1,000 concurrent backwards of 100
-    nodes each, measured). While any backward of the process runs (``Engine.execute`` calls
-    ``enter`` as it starts and ``exit`` as it ends), everything that was alive when the first
-    one started sits in the collector's permanent generation (``gc.freeze``, O(1)), so
-    collections during backwards walk only what was allocated since; when the last one ends,
-    ``gc.unfreeze`` (O(1)) hands it all back to the oldest generation. Frozen objects are
-    still freed by reference counting as usual; only cyclic garbage older than the busy spell
-    waits for its end to be collected. A program that freezes objects itself (``gc.freeze``
-    after a fork) is left alone: nothing is frozen or unfrozen while the permanent generation
-    is not empty. ``FrozenWhileBusy.enabled = False`` turns it off.
-    """
-
-    enabled = True
-    _lock = threading.Lock()
-    _busy = 0
-    _frozen = False
-
-    @classmethod
-    def enter(cls) -> None:
-        with cls._lock:
-            cls._busy += 1
-            if cls._busy == 1 and cls.enabled and gc.isenabled() and not gc.get_freeze_count():
-                gc.freeze()
-                cls._frozen = True
-
-    @classmethod
-    def exit(cls) -> None:
-        with cls._lock:
-            cls._busy -= 1
-            if not cls._busy and cls._frozen:
-                gc.unfreeze()
-                cls._frozen = False
-
-    @classmethod
-    def _after_fork(cls) -> None:
-        """A forked child runs none of its parent's backwards."""
-        cls._lock = threading.Lock()
-        cls._busy = 0
-        if cls._frozen:
-            gc.unfreeze()
-            cls._frozen = False
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=FrozenWhileBusy._after_fork)
 
 
 class DeviceWorker:
