@@ -269,3 +269,11 @@ async def test_every_graph_kind_agrees_with_torch_when_nothing_goes_wrong(rng, t
             h.sum().backward()
         np.testing.assert_allclose(case.leaves[0].grad.numpy(), x.grad.numpy(), rtol=1e-12, atol=1e-14)
         assert engine_is_clean()
+
+
+@pytest.mark.slow
+async def test_the_long_stress_run_finds_no_problem():
+    """``python -m benchmarks.faults_stress --cancels 500 --errors 50`` as a test (2-3 minutes here)."""
+    report = await fs.stress(500, 50, seed=0)
+    assert report["problems"] == NO_PROBLEMS
+    assert report["cancellations"]["cancelled"] == 500
