@@ -200,7 +200,10 @@ def compare_errors(et: BaseException | None, ea: BaseException | None) -> tuple[
 
 
 def _np(t: Any) -> np.ndarray:
-    return np.asarray(t.detach().numpy())
+    d = t.detach()
+    if getattr(d, "_is_zerotensor", lambda: False)():  # torch's ZeroTensor (a known-zero gradient)
+        return np.asarray(d.numpy(force=True))
+    return np.asarray(d.numpy())
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -796,7 +799,7 @@ class _Gen:
 
         def target(x):
             t = self.t(x)
-            if t.is_leaf and t.requires_grad and self.rng.random() < 0.9:
+            if t.is_leaf and t.requires_grad and self.rng.random() < 0.9 or _zero_tensor(t):
                 return False
             return not fresh_only or self.uses[x] == 0 or t._base is not None
         a = self.pick(target)
@@ -835,7 +838,7 @@ class _Gen:
         self.emit(f"{n} = {code}", (a,), (n,), op)
 
     def view_then_inplace(self) -> None:
-        a = self.pick(lambda x: len(self.shapes[x]) >= 1 and not self.t(x).is_leaf)
+        a = self.pick(lambda x: len(self.shapes[x]) >= 1 and not self.t(x).is_leaf and not _zero_tensor(self.t(x)))
         if a is None:
             return
         shape = self.shapes[a]
@@ -948,6 +951,12 @@ class _Gen:
         for _ in range(int(self.rng.integers(1, 3))):
             self.backward()
         return Program(self.seed, self.consts, self.stmts, self.shapes)
+
+
+def _zero_tensor(t: Any) -> bool:
+    """torch returns some known-zero gradients as an immutable ZeroTensor (its optimization; asyncgrad
+    returns zeros): no in-place op is generated on one."""
+    return bool(t._is_zerotensor())
 
 
 # Note [in-place operands]

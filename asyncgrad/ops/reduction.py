@@ -312,7 +312,7 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     axis = normalize_dim(dim, data.ndim, "softmax")
     _no_integer_kernel(x, axis, "softmax")
     shifted = np.exp(data - data.max(axis=axis, keepdims=True))
-    out = shifted / shifted.sum(axis=axis, keepdims=True)
+    out = np.ascontiguousarray(shifted / shifted.sum(axis=axis, keepdims=True))  # contiguous, as torch's
     if not _recording(x):
         return _plain(out, x)
     node = SoftmaxBackward0((gradient_edge(x),))
@@ -337,7 +337,7 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
     axis = normalize_dim(dim, data.ndim, "log_softmax")
     _no_integer_kernel(x, axis, "log_softmax")
     shifted = data - data.max(axis=axis, keepdims=True)
-    out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    out = np.ascontiguousarray(shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True)))  # as torch's
     if not _recording(x):
         return _plain(out, x)
     node = LogSoftmaxBackward0((gradient_edge(x),))

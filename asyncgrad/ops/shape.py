@@ -59,12 +59,6 @@ class ViewBackward0(OpNode):
         return (F.reshape(g, self.shape),)
 
 
-class ReshapeAliasBackward0(ViewBackward0):
-    """reshape of a non-contiguous tensor that can still be a view (torch's _reshape_alias)."""
-
-    __slots__ = ()
-
-
 class UnsafeViewBackward0(ViewBackward0):
     """reshape that had to copy: torch clones, then views the copy (_unsafe_view)."""
 
@@ -97,9 +91,10 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
     new_shape = _infer_shape(_sizes(shape), x.data.size)
     out = x.data.reshape(new_shape)
     if np.may_share_memory(out, x.data):
-        cls = ViewBackward0 if x.data.flags.c_contiguous else ReshapeAliasBackward0
-        return _view(x, out, _node(cls, x, shape=x.data.shape))
-    copy = clone(x)  # as torch: a clone, viewed in the new shape (nodes named as torch's)
+        # torch names a view of a non-contiguous input ReshapeAliasBackward0; but which outputs are
+        # contiguous differs between numpy and torch (softmax of a transposed input), so not here
+        return _view(x, out, _node(ViewBackward0, x, shape=x.data.shape))
+    copy = clone(x, "C")  # as torch: a contiguous clone, viewed in the new shape (nodes named as torch's)
     out = copy.data.reshape(new_shape)
     node = _node(UnsafeViewBackward0, copy, shape=copy.data.shape)
     return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
@@ -394,16 +389,20 @@ class CloneBackward0(OpNode):
         return (g,)
 
 
-def clone(x: Tensor) -> Tensor:
+def clone(x: Tensor, order: str = "K") -> Tensor:
+    """A copy; it keeps the input's layout (``order="K"``, torch's preserve_format: the copy of a
+    transposed tensor is transposed too), while contiguous() and reshape copy in C order."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "clone")
-    out = x.data.copy()
+    if order == "K" and any(stride == 0 and n > 1 for n, stride in zip(x.data.shape, x.data.strides)):
+        order = "C"  # an expanded input: torch's copy is contiguous
+    out = x.data.copy(order=order)
     node = _node(CloneBackward0, x)
     return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
 
 
 def contiguous(x: Tensor) -> Tensor:
-    return x if x.data.flags.c_contiguous else clone(x)
+    return x if x.data.flags.c_contiguous else clone(x, "C")
 
 
 class ToCopyBackward0(OpNode):
