@@ -289,10 +289,6 @@ KNOWN: list[tuple[str, str, str, str]] = [
     # inplace.py: torch regenerates a view's grad_fn when its version moved through a detach()ed alias
     ("a view changed in place through detach() keeps its grad_fn (torch: AsStridedBackward0)", "grad_fn", r"",
      r"torch AsStridedBackward0"),
-    # torch's grad() may return an alias of a grad_output made in no-grad mode (a node passing the
-    # gradient through), which then refuses an in-place op with grad; asyncgrad returns its own tensor
-    ("torch's gradient is a view made in no-grad mode", "missing error", r"",
-     r"A view was created in no_grad mode and is being modified inplace"),
     # not analysed yet
     ("create_graph gradient missing", "grad None-ness", r"create_graph=True", r""),
     ("view of a cat of expanded tensors refused", "spurious error", r"\.view\(", r"view size is not compatible"),
@@ -361,6 +357,7 @@ class _Gen:
         self.uses: Counter = Counter()
         self.count = 0
         self.hooks: list[str] = []
+        self.aliased: set[int] = set()  # storages of torch gradients that alias others (Note [in-place operands])
 
     # ---- helpers
     def const(self, array: np.ndarray) -> str:
@@ -394,7 +391,30 @@ class _Gen:
                         if d in self.vars:
                             self.vars.remove(d)
                         self.vars.append(d)
+        if kind.startswith("grad"):
+            self.note_aliases(defines)
         return True
+
+    def note_aliases(self, outputs: tuple) -> None:
+        """torch's grad() may return one tensor for a repeated input, a grad_output itself, or a view
+        made in no-grad mode; asyncgrad returns a new tensor each. In-place ops on those would test
+        torch's aliasing, so their memory is never written (Note [in-place operands])."""
+        seen: set[int] = set()
+        others = {self.ns[n].untyped_storage().data_ptr() for n in self.ns
+                  if n.startswith("v") and n not in outputs and isinstance(self.ns[n], self.torch.Tensor)}
+        for d in outputs:
+            t = self.ns.get(d)
+            if not isinstance(t, self.torch.Tensor):
+                continue
+            ptr = t.untyped_storage().data_ptr()
+            if t._base is not None or ptr in seen or ptr in others:
+                self.aliased.add(ptr)
+            seen.add(ptr)
+
+    def writable(self, name: str) -> bool:
+        """Whether an in-place op may write ``name`` (not torch's ZeroTensor, nor an aliased gradient)."""
+        t = self.t(name)
+        return not bool(t._is_zerotensor()) and t.untyped_storage().data_ptr() not in self.aliased
 
     def reset_grads(self) -> None:
         """Every ``.grad`` back to None after a failed backward (Note [what is torch's implementation])."""
@@ -799,7 +819,7 @@ class _Gen:
 
         def target(x):
             t = self.t(x)
-            if t.is_leaf and t.requires_grad and self.rng.random() < 0.9 or _zero_tensor(t):
+            if t.is_leaf and t.requires_grad and self.rng.random() < 0.9 or not self.writable(x):
                 return False
             return not fresh_only or self.uses[x] == 0 or t._base is not None
         a = self.pick(target)
@@ -838,7 +858,7 @@ class _Gen:
         self.emit(f"{n} = {code}", (a,), (n,), op)
 
     def view_then_inplace(self) -> None:
-        a = self.pick(lambda x: len(self.shapes[x]) >= 1 and not self.t(x).is_leaf and not _zero_tensor(self.t(x)))
+        a = self.pick(lambda x: len(self.shapes[x]) >= 1 and not self.t(x).is_leaf and self.writable(x))
         if a is None:
             return
         shape = self.shapes[a]
@@ -953,18 +973,14 @@ class _Gen:
         return Program(self.seed, self.consts, self.stmts, self.shapes)
 
 
-def _zero_tensor(t: Any) -> bool:
-    """torch returns some known-zero gradients as an immutable ZeroTensor (its optimization; asyncgrad
-    returns zeros): no in-place op is generated on one."""
-    return bool(t._is_zerotensor())
-
-
 # Note [in-place operands]
 # An in-place op whose operand shares memory with what it writes: torch refuses a partial overlap
 # of dense tensors (tested: the operand is kept), but where either is not dense it does not check
 # and the result depends on the order its kernel reads and writes, and where both cover the same
 # bytes in the same shape it compares strides, including those of size-1 dimensions, which are its
-# own choice (numpy gives a new axis stride 0). There the generator passes ``b.clone()``.
+# own choice (numpy gives a new axis stride 0). There the generator passes ``b.clone()``. Nor does
+# it write a gradient that torch returned as an alias (``note_aliases``) or as an immutable
+# ZeroTensor (its optimization for known zeros): asyncgrad returns a new tensor for each.
 def _dense(t: Any) -> bool:
     expected = 1
     for size, stride in sorted(((n, s) for n, s in zip(t.shape, t.stride()) if n != 1), key=lambda p: p[1]):
