@@ -39,14 +39,16 @@ class Probe(ag.Function):
 
 @pytest.fixture(autouse=True)
 def _probe():
-    """These tests need an empty permanent generation; tests/helpers.py freezes what imports made
-    (when another test module imported it first), so that is undone here and redone after."""
+    """These tests need an empty permanent generation and the freezing on; tests/helpers.py freezes
+    what imports made (when another test module imported it first), which turns the freezing off
+    for good at the first backward: both are undone here and redone after."""
     Probe.seen, Probe.gate = [], None
-    frozen_before = gc.get_freeze_count()
+    frozen_before, enabled_before = gc.get_freeze_count(), FrozenWhileBusy.enabled
     gc.unfreeze()
-    yield
     FrozenWhileBusy.enabled = True
+    yield
     assert gc.get_freeze_count() == 0
+    FrozenWhileBusy.enabled = enabled_before
     if frozen_before:
         gc.freeze()
 
@@ -103,6 +105,7 @@ async def test_a_program_that_freezes_objects_itself_is_left_alone():
         # frozen again, the tensors and the graph made after gc.freeze() would have joined them.
         assert 0 < Probe.seen[0] <= frozen
         assert 0 < gc.get_freeze_count() <= frozen, "not unfrozen by the engine"
+        assert not FrozenWhileBusy.enabled, "and not asked again"
     finally:
         gc.unfreeze()
 

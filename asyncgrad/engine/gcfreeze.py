@@ -27,9 +27,11 @@ class FrozenWhileBusy:
     itself). So the count is kept per event loop, and the first backward on a loop that is not
     busy yet forgets the loops that were closed or collected meanwhile; when that leaves no loop
     busy, it unfreezes what they left frozen before freezing anew. A program that freezes
-    objects itself (``gc.freeze`` at start-up or after a fork) is left alone: nothing is frozen
-    while the permanent generation is not empty. ``FrozenWhileBusy.enabled = False`` turns it
-    off.
+    objects itself (``gc.freeze`` at start-up or after a fork) is left alone: once the engine
+    finds the permanent generation not empty as it would freeze, it never freezes again
+    (``gc.get_freeze_count`` walks the whole generation: asked again at every busy spell, it
+    would cost milliseconds each time in such a program). ``FrozenWhileBusy.enabled = False``
+    turns it off.
     """
 
     enabled = True
@@ -55,9 +57,12 @@ class FrozenWhileBusy:
                 if cls._frozen:  # left by graph tasks of loops closed before they ended
                     gc.unfreeze()
                     cls._frozen = False
-                if cls.enabled and gc.isenabled() and not gc.get_freeze_count():
-                    gc.freeze()
-                    cls._frozen = True
+                if cls.enabled and gc.isenabled():
+                    if gc.get_freeze_count():
+                        cls.enabled = False  # the program freezes objects itself
+                    else:
+                        gc.freeze()
+                        cls._frozen = True
 
     @classmethod
     def exit(cls, graph_task: Any) -> None:
