@@ -193,15 +193,33 @@ async def test_fresh_call_then_optimizer_raises(use):
     np.testing.assert_array_equal(x.detach().numpy(), before)
 
 
-async def test_forgotten_ag_grad_indexed_or_unpacked_says_await():
+async def test_forgotten_ag_grad_indexed_or_unpacked_says_await_and_closes_the_call():
+    """Nothing could read a fresh call's result once its tuple was asked for: it is closed, never run."""
+    for attempt in (lambda call: call[0], lambda call: len(call), lambda call: [*call]):
+        x, loss, expected = _cube_sum()
+        call = ag.grad(loss, x)
+        with pytest.raises(TypeError) as info:
+            attempt(call)
+        assert str(info.value) == (
+            "'grad()' returns an awaitable, not its result: write 'await ag.grad(...)' (in code that cannot await, "
+            "such as a plain script or a plain-def backward, use ag.grad_sync(...)); this call was closed without "
+            "running")
+        assert repr(call) == "<asyncgrad grad: closed without running>"
+        assert not awaitable.pending
+        with pytest.raises(RuntimeError, match=r"^this grad\(\) was never awaited and was closed without running"):
+            await call
+        (g,) = await ag.grad(loss, x)  # the graph is intact: the closed call never ran
+        np.testing.assert_allclose(g.numpy(), expected)
+
+
+async def test_a_call_awaited_later_gives_its_result():
     x, loss, expected = _cube_sum()
     call = ag.grad(loss, x)
-    for attempt in (lambda: call[0], lambda: len(call), lambda: [*call]):
-        with pytest.raises(TypeError, match=r"^'grad\(\)' returns an awaitable, not its result: write 'await ag\.grad"):
-            attempt()
-    (g,) = await call  # still fresh: awaiting it now is fine
+    await _iterations(3)
+    assert "running in the background" in repr(call) or "finished" in repr(call)
+    (g,) = await call
     np.testing.assert_allclose(g.numpy(), expected)
-    assert repr(call) == "<asyncgrad grad: done (awaited)>"
+    assert repr(call) == "<asyncgrad grad: finished>"
 
 
 async def test_left_alone_it_runs_in_the_background_and_every_next_use_raises_until_done():
@@ -339,6 +357,7 @@ def test_notebook_cell_ending_with_backward():
         "import numpy as np\nimport asyncgrad as ag\nx = ag.ones(2, 2, requires_grad=True)\n"
         "loss = ((x + 2) * (x + 2) * 3).mean()\nloss.backward()",
         "x.grad",
+        "await Out[1]  # the call the first cell showed: awaiting it waits for it\nx.grad",
         "y = ag.ones(3, requires_grad=True)\n(y * y).sum().backward()\ny.grad",
         "ag.grad((x * x).sum(), x)[0]",
         "await (y * y).sum().backward()\ny.grad",
@@ -358,9 +377,11 @@ def test_notebook_cell_ending_with_backward():
         assert "is still running in the background" in outs[1]["evalue"]
     else:
         assert outs[1]["data"]["text/plain"] == "tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])", outs[1]
-    assert outs[2]["output_type"] == "error" and outs[2]["ename"] == "RuntimeError", outs[2]
-    assert outs[2]["evalue"].startswith("reading .grad: backward() was called without 'await' at ")
-    assert "and has not run (it never will: it is closed now)" in outs[2]["evalue"]
-    assert outs[3]["ename"] == "TypeError", outs[3]
-    assert outs[3]["evalue"].startswith("'grad()' returns an awaitable, not its result: write 'await ag.grad(...)'")
-    assert outs[4]["data"]["text/plain"] == "tensor([2.0000, 2.0000, 2.0000])", notebook.cells[4].outputs
+    assert outs[2]["data"]["text/plain"] == "tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])", outs[2]
+    assert outs[3]["output_type"] == "error" and outs[3]["ename"] == "RuntimeError", outs[3]
+    assert outs[3]["evalue"].startswith("reading .grad: backward() was called without 'await' at ")
+    assert "and has not run (it never will: it is closed now)" in outs[3]["evalue"]
+    assert outs[4]["ename"] == "TypeError", outs[4]
+    assert outs[4]["evalue"].startswith("'grad()' returns an awaitable, not its result: write 'await ag.grad(...)'")
+    assert outs[4]["evalue"].endswith("; this call was closed without running")
+    assert outs[5].get("data", {}).get("text/plain") == "tensor([2.0000, 2.0000, 2.0000])", outs[5]

@@ -21,7 +21,8 @@ it still never lets a backward be skipped silently:
   finished is reported at the next use anywhere, through the loop's exception handler when
   the loop's shutdown cancels it (``asyncio.run`` does), and as a ``RuntimeWarning`` at exit
   if nothing used it since (the loop closed before it ran: no callback is left to say so).
-  Code inside a backward (hooks, nodes) is exempt.
+  Code inside a backward (hooks, nodes) is exempt. Indexing, unpacking or ``len()`` of a call
+  (``ag.grad(...)[0]``) raises a ``TypeError`` that says to await, and closes a fresh call.
 
 The checks cost one truth test of the module-level set ``pending`` (empty unless something is
 pending), so ``.grad`` stays a cheap read.
@@ -153,9 +154,15 @@ class EngineCall(Coroutine):
         raise TypeError(self._not_a_tuple())
 
     def _not_a_tuple(self) -> str:
+        """The TypeError's text; a fresh call is closed by it: it has been reported, and nothing
+        could read its result, while left alone it would run in the background and free its graph."""
+        closed = ""
+        if self._state == FRESH:
+            self._discard()
+            closed = "; this call was closed without running"
         return (f"'{self.kind}()' returns an awaitable, not its result: write 'await ag.{self.kind}(...)' "
                 f"(in code that cannot await, such as a plain script or a plain-def backward, use "
-                f"ag.{self.kind}_sync(...))")
+                f"ag.{self.kind}_sync(...)){closed}")
 
     # ------------------------------------------------------------------ un-awaited
     def _promote(self) -> None:
