@@ -15,7 +15,7 @@ import pytest
 import asyncgrad as ag
 from asyncgrad.engine import current_graph_task
 from asyncgrad.engine import engine as engine_module
-from asyncgrad.engine.counts import SHARD_AT, ShardedCounts
+from asyncgrad.engine.counts import SHARD_AT, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 
 
@@ -222,14 +222,16 @@ class Spy(ag.Function):
 
     @staticmethod
     async def backward(ctx, g):
-        Spy.kinds.append(type(current_graph_task.get().dependencies))
+        graph_task = current_graph_task.get()
+        Spy.kinds.append((type(graph_task.dependencies), type(graph_task.exec_info)))
         return g
 
 
 @pytest.mark.parametrize("api", ["backward", "grad"])
 async def test_a_graph_past_shard_at_counts_in_shards_and_stays_exact(api, torch):
     """12,000 nodes, each step a diamond (two consumers of one node), so counts of 2 are split
-    over the shards; the gradient is torch's, through backward() and through grad()."""
+    over the shards (and grad()'s exec_info and visited set too); the gradient is torch's,
+    through backward() and through grad()."""
     Spy.kinds = []
     x = ag.tensor([0.3, -1.2], dtype=ag.float64, requires_grad=True)
     xt = torch.tensor([0.3, -1.2], dtype=torch.float64, requires_grad=True)
@@ -245,7 +247,7 @@ async def test_a_graph_past_shard_at_counts_in_shards_and_stays_exact(api, torch
     else:
         (g,) = await ag.grad(h.sum(), x)
         got = g.numpy()
-    assert Spy.kinds == [ShardedCounts]
+    assert Spy.kinds == [(ShardedMap, ShardedMap if api == "grad" else type(None))]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -261,7 +263,7 @@ def counted_nodes(root):
 
 def test_sharded_counts_is_the_mapping_route_uses():
     nodes = [ag.ones(1, requires_grad=True).grad_accumulator() for _ in range(3000)]
-    counts = ShardedCounts({fn: i + 1 for i, fn in enumerate(nodes)})
+    counts = ShardedMap({fn: i + 1 for i, fn in enumerate(nodes)})
     assert len(counts) == 3000 and set(counts) == set(nodes)
     assert all(counts[fn] == i + 1 and fn in counts for i, fn in enumerate(nodes))
     counts[nodes[0]] = 7
@@ -271,4 +273,16 @@ def test_sharded_counts_is_the_mapping_route_uses():
     assert len(counts) == 0 and nodes[5] not in counts and counts.get(nodes[5]) is None
     with pytest.raises(KeyError):
         counts[nodes[5]]
-    assert len({len(shard) for shard in ShardedCounts({fn: 1 for fn in nodes}).shards}) > 1, "unequal shards"
+    assert len({len(shard) for shard in ShardedMap({fn: 1 for fn in nodes}).shards}) > 1, "unequal shards"
+
+
+def test_sharded_set_adds_finds_and_frees_shard_by_shard():
+    nodes = [ag.ones(1, requires_grad=True).grad_accumulator() for _ in range(3000)]
+    visited = ShardedSet(set(nodes[:1000]))
+    for fn in nodes[1000:]:
+        visited.add(fn)
+    assert len(visited) == 3000 and all(fn in visited for fn in nodes)
+    drops = 0
+    while visited.drop_shard():
+        drops += 1
+    assert len(visited) == 0 and 1 < drops <= 64 and nodes[0] not in visited

@@ -1,4 +1,4 @@
-"""A node -> count map for huge graphs that never grows in one long step.
+"""Node-keyed maps and sets for huge graphs that never grow in one long step.
 
 Note [Sharded counts]: a dict grows by rebuilding its whole table in one C call, so the
 dependency count of a 10^6-node graph, built a slice at a time (Note [Slices]), still held the
@@ -8,12 +8,13 @@ the counts into ``SHARDS`` dicts chosen by ``sequence_nr``, so that no single di
 than 3% of the graph (its resize at 10^6 nodes copies about 20k entries, under a millisecond),
 and the shards' resizes fall at different times. Small graphs keep a plain dict, so the
 common path pays nothing; a sharded one costs the engine's ``route`` a Python-level call per
-lookup, only on graphs that big.
+lookup, only on graphs that big. ``init_to_execute`` shards its ``exec_info`` and its visited
+set the same way.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
@@ -28,38 +29,45 @@ SHARD_AT = 1 << 13
 """Entries past which ``compute_dependencies`` shards its counts (the dict's resize there: ~0.2 ms)."""
 
 
-class ShardedCounts:
-    """The mapping protocol ``route`` and the tests use (``[]``, ``in``, ``del``, ``len``, ``get``),
-    over ``SHARDS`` dicts; ``shards`` is open for the preparation's own loop."""
+class ShardedMap:
+    """The mapping protocol the engine and the tests use (``[]``, ``in``, ``del``, ``len``, ``get``,
+    ``pop``, ``setdefault``), over ``SHARDS`` dicts; ``shards`` is open for the preparation's own loop."""
 
     __slots__ = ("shards",)
 
-    def __init__(self, counts: dict[Node, int]) -> None:
-        self.shards: list[dict[Node, int]] = [{} for _ in range(SHARDS)]
+    def __init__(self, items: dict[Node, Any]) -> None:
+        self.shards: list[dict[Node, Any]] = [{} for _ in range(SHARDS)]
         shards = self.shards
-        for fn, count in counts.items():
-            shards[SHARD_OF[fn.sequence_nr % SPREAD]][fn] = count
+        for fn, value in items.items():
+            shards[SHARD_OF[fn.sequence_nr % SPREAD]][fn] = value
 
-    def __getitem__(self, fn: Node) -> int:
+    def __getitem__(self, fn: Node) -> Any:
         return self.shards[SHARD_OF[fn.sequence_nr % SPREAD]][fn]
 
-    def __setitem__(self, fn: Node, count: int) -> None:
-        self.shards[SHARD_OF[fn.sequence_nr % SPREAD]][fn] = count
+    def __setitem__(self, fn: Node, value: Any) -> None:
+        self.shards[SHARD_OF[fn.sequence_nr % SPREAD]][fn] = value
 
     def __delitem__(self, fn: Node) -> None:
+        self.pop(fn)
+
+    def pop(self, fn: Node, *default: Any) -> Any:
         i = SHARD_OF[fn.sequence_nr % SPREAD]
         shard = self.shards[i]
-        del shard[fn]
+        value = shard.pop(fn, *default)
         if not shard:
             # Freeing a dict walks its whole table (emptied, not shrunk): one shard at a time,
             # as each runs out, rather than all of them with the graph task (4.4 ms measured).
             self.shards[i] = {}
+        return value
 
     def __contains__(self, fn: Node) -> bool:
         return fn in self.shards[SHARD_OF[fn.sequence_nr % SPREAD]]
 
-    def get(self, fn: Node, default: int | None = None) -> int | None:
+    def get(self, fn: Node, default: Any = None) -> Any:
         return self.shards[SHARD_OF[fn.sequence_nr % SPREAD]].get(fn, default)
+
+    def setdefault(self, fn: Node, default: Any) -> Any:
+        return self.shards[SHARD_OF[fn.sequence_nr % SPREAD]].setdefault(fn, default)
 
     def __len__(self) -> int:
         return sum(map(len, self.shards))
@@ -67,3 +75,32 @@ class ShardedCounts:
     def __iter__(self) -> Iterator[Node]:
         for shard in self.shards:
             yield from shard
+
+
+class ShardedSet:
+    """A set of nodes over ``SHARDS`` sets (``in``, ``add``, ``len``): ``init_to_execute``'s visited set."""
+
+    __slots__ = ("shards",)
+
+    def __init__(self, nodes: set[Node]) -> None:
+        self.shards: list[set[Node]] = [set() for _ in range(SHARDS)]
+        shards = self.shards
+        for fn in nodes:
+            shards[SHARD_OF[fn.sequence_nr % SPREAD]].add(fn)
+
+    def __contains__(self, fn: Node) -> bool:
+        return fn in self.shards[SHARD_OF[fn.sequence_nr % SPREAD]]
+
+    def add(self, fn: Node) -> None:
+        self.shards[SHARD_OF[fn.sequence_nr % SPREAD]].add(fn)
+
+    def drop_shard(self) -> bool:
+        """Free one shard (a few percent of the set); False once none is left."""
+        for i, shard in enumerate(self.shards):
+            if shard:
+                self.shards[i] = set()
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return sum(map(len, self.shards))

@@ -63,7 +63,7 @@ from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
-from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedCounts
+from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
@@ -208,7 +208,7 @@ class Engine:
 
     def capture(self, graph_task: GraphTask, node: Node, inputs: list) -> list | None:
         """Store the gradients ``grad()`` asked for; None when the node itself need not run."""
-        info = graph_task.exec_info.get(node)
+        info = graph_task.exec_info.pop(node, None)  # its last use: a huge graph's map shrinks as it runs
         if info is None:
             return None
         if not info.needed and node._hooks is not None:
@@ -364,7 +364,7 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
         steps += 1
         if not steps & _SLICE_MASK:
             if shards is None and len(dependencies) > SHARD_AT:
-                graph_task.dependencies = ShardedCounts(dependencies)
+                graph_task.dependencies = ShardedMap(dependencies)
                 shards = graph_task.dependencies.shards
             if clock() - started > YIELD_AFTER_S:
                 await _next_slice(graph_task)
@@ -376,9 +376,10 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
     """Mark the nodes on a path from ``root`` to an output; register captures for ``grad()``.
 
     A depth-first walk marks a node once all its children are settled (post-order), so one
-    pass suffices and the walk can pause between slices (Note [Slices]).
+    pass suffices and the walk can pause between slices (Note [Slices]); on a huge graph its
+    maps are sharded (Note [Sharded counts] in counts.py).
     """
-    exec_info: dict[Node, ExecInfo] = {}
+    exec_info: dict[Node, ExecInfo] | ShardedMap = {}
     graph_task.exec_info = exec_info
     graph_task.captured_vars = [None] * len(outputs)
     for output_idx, (fn, input_nr) in enumerate(outputs):
@@ -391,7 +392,7 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
             if info.captures is None:
                 info.captures = []
             info.captures.append((input_nr, output_idx))
-    visited = {root}
+    visited: set[Node] | ShardedSet = {root}
     stack = [(root, iter(root.next_edges))]
     clock = time.perf_counter
     started = clock()
@@ -412,9 +413,19 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
                     exec_info.setdefault(fn, ExecInfo()).needed = True
                     break
         steps += 1
-        if not steps & _SLICE_MASK and clock() - started > YIELD_AFTER_S:
-            await _next_slice(graph_task)
-            started = clock()
+        if not steps & _SLICE_MASK:
+            if type(visited) is set and len(visited) > SHARD_AT:
+                visited = ShardedSet(visited)
+            if type(exec_info) is dict and len(exec_info) > SHARD_AT:
+                exec_info = graph_task.exec_info = ShardedMap(exec_info)
+            if clock() - started > YIELD_AFTER_S:
+                await _next_slice(graph_task)
+                started = clock()
+    if type(visited) is ShardedSet:  # freed a shard at a time, not in one long step
+        while visited.drop_shard():
+            if clock() - started > YIELD_AFTER_S:
+                await _next_slice(graph_task)
+                started = clock()
 
 
 _SLICE_MASK = 1023
