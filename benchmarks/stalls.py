@@ -15,6 +15,7 @@ Scenarios:
 * ``sin``: a chain of 300 ``sin`` nodes on 150k elements (their backward costs about nine
   multiplies per element, Note [Cost classes]: the engine sends them to its executor).
 * ``huge``: a backward through a chain of 10^6 tiny nodes (preparation and running).
+* ``huge_grad`` (not run by default): ``grad()`` through the same chain (``init_to_execute`` too).
 * ``gc``: 1,000 concurrent backwards of 50-node graphs with the collector on: the worst and
   total GC pause, and the heartbeat's worst lateness.
 """
@@ -81,11 +82,15 @@ def chain(n: int, size: int, step: Callable[[ag.Tensor], ag.Tensor]) -> tuple[ag
     return x, h.sum()
 
 
-async def heartbeat_during(make: Callable[[], ag.Tensor]) -> dict[str, float]:
-    loss = make()
+async def heartbeat_during(make: Callable[[], tuple[ag.Tensor, ag.Tensor]], use_grad: bool = False) -> dict[str, float]:
+    """``make()`` gives a leaf and a loss: the loss's backward, or with ``use_grad`` ``grad(loss, leaf)``."""
+    x, loss = make()
     async with CPUHeartbeat() as hb:
         t0 = time.perf_counter()
-        await loss.backward()
+        if use_grad:
+            await ag.grad(loss, x)
+        else:
+            await loss.backward()
         backward_s = time.perf_counter() - t0
     late = sorted(hb.lateness)
     return {"worst_ms": late[-1] * 1e3, "median_ms": late[len(late) // 2] * 1e3, "worst_cpu_ms": hb.worst_cpu_ms(),
@@ -117,11 +122,13 @@ async def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     gc.disable()
     try:
         if "medium" in args.only:
-            results["medium"] = await heartbeat_during(lambda: chain(300, 150_000, lambda h: h * 1.01)[1])
+            results["medium"] = await heartbeat_during(lambda: chain(300, 150_000, lambda h: h * 1.01))
         if "sin" in args.only:
-            results["sin"] = await heartbeat_during(lambda: chain(300, 150_000, lambda h: h.sin())[1])
+            results["sin"] = await heartbeat_during(lambda: chain(300, 150_000, lambda h: h.sin()))
         if "huge" in args.only:
-            results["huge"] = await heartbeat_during(lambda: chain(args.huge, 1, lambda h: h * 1.0001)[1])
+            results["huge"] = await heartbeat_during(lambda: chain(args.huge, 1, lambda h: h * 1.0001))
+        if "huge_grad" in args.only:
+            results["huge_grad"] = await heartbeat_during(lambda: chain(args.huge, 1, lambda h: h * 1.0001), True)
     finally:
         gc.enable()
     if "gc" in args.only:
@@ -133,7 +140,8 @@ async def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m benchmarks.stalls", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="medium,sin,huge,gc")
+    parser.add_argument("--only", type=lambda text: set(text.split(",")), default="medium,sin,huge,gc",
+                        help="scenarios, comma-separated (huge_grad too)")
     parser.add_argument("--huge", type=int, default=1_000_000, help="nodes in the huge chain")
     parser.add_argument("--graphs", type=int, default=1000, help="concurrent backwards in the gc scenario")
     parser.add_argument("--no-freeze", action="store_true", help="turn Note [Frozen while busy] off")
