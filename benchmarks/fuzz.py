@@ -289,6 +289,13 @@ KNOWN: list[tuple[str, str, str, str]] = [
     # inplace.py: torch regenerates a view's grad_fn when its version moved through a detach()ed alias
     ("a view changed in place through detach() keeps its grad_fn (torch: AsStridedBackward0)", "grad_fn", r"",
      r"torch AsStridedBackward0"),
+    # torch's own limitation: its engine writes in place into a ZeroTensor it made (a known-zero
+    # gradient) in a higher-order backward
+    ("torch fails: ZeroTensors are immutable", "missing error", r"", r"ZeroTensors are immutable"),
+    # the layout of a gradient torch returns is its kernels' choice (mm's backward may return a
+    # transposed tensor), and it decides whether a later reshape views or copies
+    ("a reshape of a gradient views here and copies in torch (or the reverse): layouts differ", "grad_fn", r"",
+     r"torch (Unsafe)?ViewBackward0, asyncgrad (Unsafe)?ViewBackward0"),
     # not analysed yet
     ("create_graph gradient missing", "grad None-ness", r"create_graph=True", r""),
     ("view of a cat of expanded tensors refused", "spurious error", r"\.view\(", r"view size is not compatible"),
@@ -400,13 +407,13 @@ class _Gen:
         made in no-grad mode; asyncgrad returns a new tensor each. In-place ops on those would test
         torch's aliasing, so their memory is never written (Note [in-place operands])."""
         seen: set[int] = set()
-        others = {self.ns[n].untyped_storage().data_ptr() for n in self.ns
+        others = {_storage(self.ns[n]) for n in self.ns
                   if n.startswith("v") and n not in outputs and isinstance(self.ns[n], self.torch.Tensor)}
         for d in outputs:
             t = self.ns.get(d)
             if not isinstance(t, self.torch.Tensor):
                 continue
-            ptr = t.untyped_storage().data_ptr()
+            ptr = _storage(t)
             if t._base is not None or ptr in seen or ptr in others:
                 self.aliased.add(ptr)
             seen.add(ptr)
@@ -414,7 +421,7 @@ class _Gen:
     def writable(self, name: str) -> bool:
         """Whether an in-place op may write ``name`` (not torch's ZeroTensor, nor an aliased gradient)."""
         t = self.t(name)
-        return not bool(t._is_zerotensor()) and t.untyped_storage().data_ptr() not in self.aliased
+        return not bool(t._is_zerotensor()) and _storage(t) not in self.aliased
 
     def reset_grads(self) -> None:
         """Every ``.grad`` back to None after a failed backward (Note [what is torch's implementation])."""
@@ -427,7 +434,7 @@ class _Gen:
         """``b`` as the operand of an in-place op writing ``target``, cloned where torch's result would
         be its implementation's (Note [in-place operands])."""
         other = self.t(b)
-        if target.untyped_storage().data_ptr() != other.untyped_storage().data_ptr():
+        if _storage(target) != _storage(other):
             return b
         if not (_dense(target) and _dense(other)):
             return f"{b}.clone()"
@@ -981,6 +988,14 @@ class _Gen:
 # own choice (numpy gives a new axis stride 0). There the generator passes ``b.clone()``. Nor does
 # it write a gradient that torch returned as an alias (``note_aliases``) or as an immutable
 # ZeroTensor (its optimization for known zeros): asyncgrad returns a new tensor for each.
+def _storage(t: Any) -> int:
+    """torch's storage address of ``t`` (-1 for a ZeroTensor, which has none)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except RuntimeError:
+        return -1
+
+
 def _dense(t: Any) -> bool:
     expected = 1
     for size, stride in sorted(((n, s) for n, s in zip(t.shape, t.stride()) if n != 1), key=lambda p: p[1]):

@@ -340,8 +340,8 @@ async def test_relu_gradient_is_torchs_threshold_backward(torch):
                                   lambda x, y: y[:, :, 0:2].reshape(2, 6), lambda x, y: y[0:1].reshape(12),
                                   lambda x, y: y.unsqueeze(0).expand(2, 2, 3, 4).reshape(4, 12)])
 def test_reshape_nodes_are_named_as_torch_names_them(make, torch):
-    """A view (ViewBackward0; torch's ReshapeAliasBackward0 for a view of a non-contiguous input is
-    not followed), or a clone viewed in the new shape (UnsafeViewBackward0 after CloneBackward0)."""
+    """A view (ViewBackward0, ReshapeAliasBackward0 for a non-contiguous input), or a clone viewed in
+    the new shape (UnsafeViewBackward0 after CloneBackward0)."""
     names = []
     for lib in (ag, torch):
         out = make(lib.ones(3, 4, requires_grad=True) * 1, lib.ones(2, 3, 4, requires_grad=True) * 1)
@@ -363,3 +363,27 @@ def test_clone_keeps_the_layout_and_softmax_is_contiguous(torch):
         for out in (x.softmax(0), x.log_softmax(1)):
             assert contiguous(out)
             out.view(12)
+
+
+async def test_fill_and_zero_gradients_are_constants_under_create_graph(torch):
+    """seeds 531, 8635: torch's FillBackward/ZeroBackward give zeros_like(grad), which need no grad."""
+    for lib in (ag, torch):
+        x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
+        y = x.clone()
+        y.zero_()
+        out = lib.sin(y) * x
+        if lib is ag:
+            (g,) = await ag.grad(out.sum(), x, create_graph=True)
+        else:
+            (g,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+        assert g.tolist() == [0.0, 0.0]  # d/dx of sin(0) * x
+        (h,) = torch.autograd.grad((y * 3).sum(), x, create_graph=True) if lib is torch else \
+            await ag.grad((y * 3).sum(), x, create_graph=True)
+        assert h.tolist() == [0.0, 0.0] and h.requires_grad is False
+
+
+@pytest.mark.parametrize("make", [lambda y: y[:, 0:2].reshape(2, 8),
+                                  lambda y: y.transpose(1, 2)[:, :, 0:1].reshape(2, 4)])
+def test_a_view_of_a_non_contiguous_input_is_a_reshape_alias(make, torch):
+    names = [make(lib.ones(2, 3, 4, requires_grad=True) * 1).grad_fn.name() for lib in (ag, torch)]
+    assert names[0] == names[1] == "ReshapeAliasBackward0"

@@ -261,12 +261,13 @@ def _write(x: Tensor, value: Any) -> None:
 
 class FillBackward2(OpNode):
     """fill_/zero_: the old value no longer matters, so its gradient is zero. Named as torch
-    names them: FillBackward2 for a number, FillBackward3 for a 0-d tensor, ZeroBackward0."""
+    names them: FillBackward2 for a number, FillBackward3 for a 0-d tensor, ZeroBackward0. As in
+    torch (zeros_like(grad)) the zeros are a constant: under create_graph they need no gradient."""
 
     __slots__ = ()
 
     def backward(self, F, g):
-        return (g * 0,)
+        return (F.constant(np.zeros_like(g if F is _node.ArrayMath else g.data), g),)
 
 
 class FillBackward3(FillBackward2):

@@ -59,6 +59,12 @@ class ViewBackward0(OpNode):
         return (F.reshape(g, self.shape),)
 
 
+class ReshapeAliasBackward0(ViewBackward0):
+    """reshape of a non-contiguous tensor that can still be a view (torch's _reshape_alias)."""
+
+    __slots__ = ()
+
+
 class UnsafeViewBackward0(ViewBackward0):
     """reshape that had to copy: torch clones, then views the copy (_unsafe_view)."""
 
@@ -91,9 +97,8 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
     new_shape = _infer_shape(_sizes(shape), x.data.size)
     out = x.data.reshape(new_shape)
     if np.may_share_memory(out, x.data):
-        # torch names a view of a non-contiguous input ReshapeAliasBackward0; but which outputs are
-        # contiguous differs between numpy and torch (softmax of a transposed input), so not here
-        return _view(x, out, _node(ViewBackward0, x, shape=x.data.shape))
+        cls = ViewBackward0 if x.data.flags.c_contiguous else ReshapeAliasBackward0
+        return _view(x, out, _node(cls, x, shape=x.data.shape))
     copy = clone(x, "C")  # as torch: a contiguous clone, viewed in the new shape (nodes named as torch's)
     out = copy.data.reshape(new_shape)
     node = _node(UnsafeViewBackward0, copy, shape=copy.data.shape)
