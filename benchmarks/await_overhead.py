@@ -9,7 +9,9 @@ is per task] in profiler.py). Both costs are per call and per node, so two workl
 * W1 (``benchmarks/workloads/w1_chain.py``): a chain of N tiny ops on a (4,) leaf, backward in
   µs per node: the per-node cost.
 * a tiny backward (3 nodes on a (4,) leaf) called again and again: µs per ``await backward()``,
-  where the wrapper's per-call cost is all there is besides the engine's fixed cost.
+  where the wrapper's per-call cost is all there is besides the engine's fixed cost;
+* the front door alone: ``api._call`` around a trivial coroutine, awaited 100,000 times
+  without yielding (trees from before ``EngineCall``: none).
 
 Within a process each figure is the fastest of its batches (W1: of 3 backward passes).
 
@@ -69,10 +71,28 @@ CHILD = textwrap.dedent("""
             batches.append((time.perf_counter() - start) / CALLS * 1e6)
         return min(batches)
 
+    async def wrapper_us():
+        # The front door alone: a trivial coroutine through api._call, 100,000 times without yielding.
+        from asyncgrad.autograd import api
+        if not hasattr(api, "_call"):
+            return None  # a tree from before EngineCall
+
+        async def trivial():
+            return None
+
+        best = []
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(100_000):
+                await api._call("backward", trivial, (), 1)
+            best.append((time.perf_counter() - start) / 100_000 * 1e6)
+        return min(best)
+
     async def main():
         x = ag.tensor(np.random.default_rng(1).uniform(-1, 1, 4), requires_grad=True)
         await w1_backward_us(x)  # warm-up
-        return {"w1_us_per_node": await w1_backward_us(x), "call_us": await call_us(x)}
+        return {"w1_us_per_node": await w1_backward_us(x), "call_us": await call_us(x),
+                "wrapper_us": await wrapper_us()}
 
     async def measured():
         if not TRACE:
@@ -112,13 +132,13 @@ def main(argv: list[str]) -> int:
             results[label].append(measure(path, args.n, args.calls, trace))
     print(f"W1 N={args.n} backward µs/node, and µs per 'await backward()' of a 3-node graph; median (min–max) of "
           f"{args.repeats} rounds, trees alternating, each round a fresh process")
-    print("| tree | W1 backward µs/node | tiny backward µs/call |\n|---|---|---|")
+    print("| tree | W1 backward µs/node | tiny backward µs/call | front door alone µs/call |\n|---|---|---|---|")
     for label, rows in results.items():
         cells = []
-        for key in ("w1_us_per_node", "call_us"):
-            values = [r[key] for r in rows]
-            cells.append(f"{statistics.median(values):.3g} ({min(values):.3g}–{max(values):.3g})")
-        print(f"| {label} | {cells[0]} | {cells[1]} |")
+        for key in ("w1_us_per_node", "call_us", "wrapper_us"):
+            values = [r[key] for r in rows if r.get(key) is not None]
+            cells.append(f"{statistics.median(values):.3g} ({min(values):.3g}–{max(values):.3g})" if values else "—")
+        print(f"| {label} | {' | '.join(cells)} |")
     return 0
 
 
