@@ -296,6 +296,18 @@ KNOWN: list[tuple[str, str, str, str]] = [
     # transposed tensor), and it decides whether a later reshape views or copies
     ("a reshape of a gradient views here and copies in torch (or the reverse): layouts differ", "grad_fn", r"",
      r"torch (Unsafe)?ViewBackward0, asyncgrad (Unsafe)?ViewBackward0"),
+    # numpy and torch choose different layouts for an elementwise result of operands with different
+    # layouts, so contiguous() copies on one side only
+    ("contiguous() copies on one side only: layouts of a mixed-layout elementwise result differ", "grad_fn", r"",
+     r"torch CloneBackward0, asyncgrad \w+|torch \w+, asyncgrad CloneBackward0"),
+    # torch numbers the dimension in this message differently after a leading Ellipsis (x[..., 1] on
+    # a 3-d tensor: "dimension 1"); asyncgrad names the dimension indexed
+    ("index error after an Ellipsis names another dimension in torch", "error message", r"",
+     r"is out of bounds for dimension"),
+    # engine: backward(inputs=[t]) with t a root that is not a leaf still runs t's own node (and
+    # unpacks what it saved); torch stops at t
+    ("backward(inputs=[a non-leaf root]) runs the root's node", "spurious error", r"inputs=",
+     r"modified by an inplace operation"),
     # not analysed yet
     ("create_graph gradient missing", "grad None-ness", r"create_graph=True", r""),
     ("view of a cat of expanded tensors refused", "spurious error", r"\.view\(", r"view size is not compatible"),
