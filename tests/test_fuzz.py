@@ -222,17 +222,17 @@ async def _unknown(seeds: range) -> list[tuple[int, fuzz.Failure]]:
     return out
 
 
-async def test_random_graphs_agree_with_torch():
+async def test_random_graphs_agree_with_torch(torch):
     """200 random programs (seeds 0..199): no difference outside Note [known differences]."""
     assert await _unknown(range(200)) == []
 
 
 @pytest.mark.slow
-async def test_thousands_of_random_graphs_agree_with_torch():
+async def test_thousands_of_random_graphs_agree_with_torch(torch):
     assert await _unknown(range(200, 3200)) == []
 
 
-async def test_the_fuzzer_finds_and_shrinks_an_injected_wrong_gradient(monkeypatch):
+async def test_the_fuzzer_finds_and_shrinks_an_injected_wrong_gradient(monkeypatch, torch):
     """sin's backward off by half: the fuzzer must see it and cut the program to a few statements."""
     from asyncgrad.ops import elementwise
 
