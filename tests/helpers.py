@@ -19,6 +19,7 @@ and against torch. Without torch every check still runs except the comparison wi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import inspect
@@ -349,3 +350,26 @@ def check_raises(fn: Callable, exc_type: type[BaseException], match: str, torch_
         with pytest.raises(exc_type, match=match):
             run_torch(fn)
     return str(info.value)
+
+
+class Boom(ag.Function):
+    """A custom Function whose backward raises ``ValueError("boom in backward")``: the error tests' fault."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        raise ValueError("boom in backward")
+
+
+def wait(value: Any) -> Any:
+    """An asyncgrad coroutine or EngineCall run to its result in a fresh loop (torch's calls block)."""
+    if not inspect.isawaitable(value):
+        return value
+
+    async def main() -> Any:
+        return await value
+
+    return asyncio.run(main())

@@ -22,7 +22,6 @@ never counts as a clear error. Complex numbers have their own module, ``test_com
 from __future__ import annotations
 
 import asyncio
-import inspect
 import re
 import warnings
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from helpers import wait
 
 import asyncgrad as ag
 
@@ -40,15 +40,6 @@ TORCH_INTERNAL = (AttributeError, KeyError, AssertionError, UnboundLocalError, N
 
 
 # --------------------------------------------------------------------------- the two libraries
-def _wait(value: Any) -> Any:
-    """An asyncgrad coroutine or EngineCall run to its result (torch's calls are blocking)."""
-    if not inspect.isawaitable(value):
-        return value
-
-    async def main() -> Any:
-        return await value
-
-    return asyncio.run(main())
 
 
 class Lib:
@@ -74,7 +65,7 @@ def _torch_checkpoint(fn: Callable, *args: Any) -> Any:
 
 AG = Lib("asyncgrad", ag, F=ag.nn.functional, nn=ag.nn, optim=ag.optim, grad=ag.grad, backward=ag.backward,
          functional=ag.functional, gradcheck=ag.gradcheck, gradgradcheck=ag.gradgradcheck,
-         checkpoint=ag.checkpoint, Function=ag.Function, Tensor=ag.Tensor, wait=_wait, dev="sim:0")
+         checkpoint=ag.checkpoint, Function=ag.Function, Tensor=ag.Tensor, wait=wait, dev="sim:0")
 TORCH = Lib("torch", torch, F=torch.nn.functional, nn=torch.nn, optim=torch.optim, grad=torch.autograd.grad,
             backward=torch.autograd.backward, functional=torch.autograd.functional,
             gradcheck=torch.autograd.gradcheck, gradgradcheck=torch.autograd.gradgradcheck,
@@ -1307,7 +1298,7 @@ ag_only("queue_callback not callable", lambda lib: _in_loop(lambda: ag.get_engin
         (TypeError, RuntimeError), "callback")
 ag_only("Sequential of None", lambda lib: ag.nn.Sequential(None), TypeError, "is not a Module subclass")
 ag_only("checkpoint nothing requires grad then backward",
-        lambda lib: _wait(_wait(ag.checkpoint(lambda t: t * 2, X(lib))).sum().backward()), RuntimeError,
+        lambda lib: wait(wait(ag.checkpoint(lambda t: t * 2, X(lib))).sum().backward()), RuntimeError,
         "does not require grad")
 ag_only("backward_sync inside a running loop", lambda lib: _in_loop(lambda: ag.backward_sync(_loss(lib)[1])),
         RuntimeError, "await")

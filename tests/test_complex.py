@@ -10,12 +10,11 @@ may be written.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from typing import Any, Callable
 
 import numpy as np
 import pytest
+from helpers import wait
 
 import asyncgrad as ag
 
@@ -27,14 +26,6 @@ def X(requires_grad: bool = False) -> ag.Tensor:
     return ag.tensor([[0.5, -1.0, 2.0], [1.5, 3.0, -0.25]], requires_grad=requires_grad)
 
 
-def _wait(value: Any) -> Any:
-    if not inspect.isawaitable(value):
-        return value
-
-    async def main() -> Any:
-        return await value
-
-    return asyncio.run(main())
 
 
 CONSTRUCTION: dict[str, Callable[[], Any]] = {
@@ -125,7 +116,7 @@ CONVERSIONS = {
 def _backward_with(gradient: Any) -> ag.Tensor:
     x = X(True)
     try:
-        _wait((x * 2).backward(gradient))
+        wait((x * 2).backward(gradient))
     finally:
         assert x._grad is None, "a complex gradient reached .grad"
     return x
@@ -136,7 +127,7 @@ def _hook_returning(value: Callable[[ag.Tensor], Any], leaf: bool) -> Any:
     target = x if leaf else x * 1.0
     target.register_hook(value)
     try:
-        _wait((target * 2).sum().backward())
+        wait((target * 2).sum().backward())
     finally:
         assert x._grad is None, "a hook's complex result reached .grad"
 
@@ -153,7 +144,7 @@ def _function_returning(value: Callable[[ag.Tensor], Any]) -> Any:
 
     x = X(True)
     try:
-        _wait(Fn.apply(x).sum().backward())
+        wait(Fn.apply(x).sum().backward())
     finally:
         assert x._grad is None, "a custom backward's complex result reached .grad"
 
@@ -162,9 +153,9 @@ GRADIENTS = {
     "backward(gradient=complex array)": lambda: _backward_with(np.ones((2, 3), dtype=C64)),
     "backward(gradient=python complex)": lambda: _backward_with(1j),
     "autograd.backward(grad_tensors=[complex array])":
-        lambda: _wait(ag.backward([X(True) * 2], [np.ones((2, 3), dtype=C128)])),
+        lambda: wait(ag.backward([X(True) * 2], [np.ones((2, 3), dtype=C128)])),
     "grad(grad_outputs=complex array)":
-        lambda: _wait(ag.grad(X(True) * 2, X(True), np.ones((2, 3), dtype=C128))),
+        lambda: wait(ag.grad(X(True) * 2, X(True), np.ones((2, 3), dtype=C128))),
     "leaf hook returns complex array": lambda: _hook_returning(lambda g: np.ones((2, 3), dtype=C64), True),
     "leaf hook returns python complex": lambda: _hook_returning(lambda g: 1j, True),
     "leaf hook returns g * 1j": lambda: _hook_returning(lambda g: g * 1j, True),
@@ -175,7 +166,7 @@ GRADIENTS = {
     "custom forward returns x * 1j": lambda: _custom_forward(),
     "optim.SGD(lr=1j)": lambda: ag.optim.SGD([X(True)], lr=1j),
     "optim.Adam(lr=1j)": lambda: ag.optim.Adam([X(True)], lr=1j),
-    "functional.vjp(v=complex array)": lambda: _wait(ag.functional.vjp(lambda t: t * 2, X(), np.ones((2, 3), C64))),
+    "functional.vjp(v=complex array)": lambda: wait(ag.functional.vjp(lambda t: t * 2, X(), np.ones((2, 3), C64))),
     "mse_loss(x, complex array)": lambda: ag.nn.functional.mse_loss(X(), np.ones((2, 3), dtype=C64)),
     "grad setter complex array": lambda: setattr(X(True), "grad", np.ones((2, 3), dtype=C64)),
 }

@@ -18,6 +18,7 @@ import textwrap
 import anyio
 import numpy as np
 import pytest
+from helpers import Boom
 
 import asyncgrad as ag
 from asyncgrad.autograd import awaitable
@@ -54,16 +55,6 @@ class Held(ag.Function):
     async def backward(ctx, g):
         await Held.gate.wait()
         return g
-
-
-class Boom(ag.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 1
-
-    @staticmethod
-    def backward(ctx, g):
-        raise ValueError("boom in backward")
 
 
 def _line_of(fragment: str) -> int:
