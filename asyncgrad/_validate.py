@@ -23,12 +23,16 @@ import numpy as np
 _INT_TYPES = (int, np.integer)
 
 
+def is_tensor(value: Any) -> bool:
+    """``isinstance(value, Tensor)``, asked of the class's lineage by name: this module sits below
+    ``tensor.py`` (``grad_mode`` and ``tensor`` itself import it), so it must not import it."""
+    return any(c.__name__ == "Tensor" and c.__module__ == "asyncgrad.tensor" for c in type(value).__mro__)
+
+
 def type_label(value: Any) -> str:
     """A value's type as torch's messages name it: ``float``, ``NoneType``, ``numpy.ndarray``."""
     cls = type(value)
-    from asyncgrad.tensor import Tensor
-
-    if isinstance(value, Tensor):
+    if is_tensor(value):
         return "Tensor"
     module = cls.__module__
     return f"numpy.{cls.__name__}" if module == "numpy" else cls.__name__
@@ -79,9 +83,7 @@ def check_array_dtype(array: Any) -> None:
 
 def tensor_arg(value: Any, fn: str, name: str = "input", pos: int = 1) -> Any:
     """``value`` if it is a Tensor, else torch's "must be Tensor, not list"."""
-    from asyncgrad.tensor import Tensor
-
-    if isinstance(value, Tensor):
+    if is_tensor(value):
         return value
     raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type_label(value)}")
 
@@ -91,9 +93,7 @@ def _is_int(value: Any) -> bool:
         return False
     if isinstance(value, _INT_TYPES):
         return True
-    from asyncgrad.tensor import Tensor
-
-    return isinstance(value, Tensor) and value.dtype.kind in "iu" and value.numel() == 1
+    return is_tensor(value) and value.dtype.kind in "iu" and value.numel() == 1
 
 
 def int_arg(value: Any, fn: str, name: str = "dim", pos: int | None = 1) -> int:
@@ -204,12 +204,10 @@ def number_arg(value: Any, fn: str, name: str, pos: int) -> Any:
 
 def tensor_list(tensors: Any, fn: str, empty_error: BaseException) -> list:
     """A non-empty sequence of Tensors (cat, stack), with torch's messages for the rest."""
-    from asyncgrad.tensor import Tensor
-
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+    if is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type_label(tensors)}")
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
+        if not is_tensor(t):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type_label(t)}")
     if not tensors:
         raise empty_error
