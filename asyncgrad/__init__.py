@@ -35,6 +35,7 @@ from asyncgrad.dtypes import (
 from asyncgrad.engine import get_engine
 from asyncgrad.factories import (
     arange,
+    bernoulli,
     empty,
     empty_like,
     eye,
@@ -42,14 +43,17 @@ from asyncgrad.factories import (
     full,
     full_like,
     linspace,
-    manual_seed,
+    multinomial,
+    normal,
     ones,
     ones_like,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -86,6 +90,15 @@ from asyncgrad.ops.elementwise import (
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
 from asyncgrad.ops.shape import cat, clone, flatten, permute, reshape, squeeze, stack, transpose, unsqueeze
+from asyncgrad.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 

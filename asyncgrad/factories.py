@@ -6,16 +6,18 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad import _validate, dtypes
+from asyncgrad import _validate, dtypes, random
+from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
-from asyncgrad.tensor import Tensor
+from asyncgrad.ops._node import ArrayMath, OpNode, gradient_edge, record, same_device
+from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.ops.inplace import apply_inplace
+from asyncgrad.random import manual_seed, numpy_generator  # noqa: F401  (manual_seed: re-exported)
+from asyncgrad.tensor import Tensor, scalar_type_name
 
-_rng = [np.random.default_rng()]
-
-
-def manual_seed(seed: int) -> None:
-    _rng[0] = np.random.default_rng(int(seed))
+# the default generator's numpy Generator, for code that holds it (Note [One numpy Generator per ag.Generator])
+_rng = [random.default_generator.numpy]
 
 
 def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
@@ -215,26 +217,40 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
     return _leaf(dev.xp.linspace(start, end, steps, dtype=dtype), dev, requires_grad, "linspace")
 
 
-def _random(kind: str, size: tuple, dtype, device, requires_grad: bool, fn: str | None = None) -> Tensor:
+# Note [Random ops and autograd]: as in torch, a random op whose inputs require grad records a
+# node (NormalBackward, BernoulliBackward, UniformBackward0 for the in-place fills) whose
+# gradients are zeros of each input's shape: the samples are not reparameterised, so the
+# gradient with respect to mean, std or p is zero, not the pathwise derivative.
+def _float_kind(dtype: np.dtype, kernel: str) -> None:
+    """torch's refusal to draw floats into an integer or bool tensor."""
+    if np.dtype(dtype).kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+
+
+def _random(kind: str, size: tuple, dtype, device, requires_grad: bool, fn: str | None = None,
+            generator: Any = None) -> Tensor:
     fn = fn or kind
     shape = _validate.new_shape(size, fn)
     dtype = _validate.dtype_arg(dtype, fn) or dtypes.get_default_dtype()
+    _float_kind(dtype, "normal_kernel_cpu" if kind == "randn" else "check_uniform_bounds")
     dev = as_device(device)
     if requires_grad is not False and requires_grad is not None:
         _validate.bool_arg(requires_grad, fn, "requires_grad")
-    host = _rng[0].standard_normal(shape) if kind == "randn" else _rng[0].random(shape)
+    rng = numpy_generator(generator, fn)
+    host = rng.standard_normal(shape) if kind == "randn" else rng.random(shape)
     return _leaf(dev.asarray(host, dtype=dtype), dev, requires_grad, fn)
 
 
-def randn(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _random("randn", size, dtype, device, requires_grad)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _random("randn", size, dtype, device, requires_grad, generator=generator)
 
 
-def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _random("rand", size, dtype, device, requires_grad)
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _random("rand", size, dtype, device, requires_grad, generator=generator)
 
 
-def randint(low: int, high: int | None = None, size: tuple = (), dtype=None, device=None) -> Tensor:
+def randint(low: int, high: int | None = None, size: tuple = (), *, generator=None, dtype=None,
+            device=None, requires_grad: bool = False) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``; a plain int ``size`` is taken as
     ``(size,)`` (torch insists on a tuple)."""
     if isinstance(high, (tuple, list)) and size == ():
@@ -244,12 +260,187 @@ def randint(low: int, high: int | None = None, size: tuple = (), dtype=None, dev
     else:
         low, high = _validate.int_arg(low, "randint", "low", 1), _validate.int_arg(high, "randint", "high", 2)
     shape = _validate.new_shape((size,), "randint")
+    return _integers(low, high, shape, dtype or dtypes.int64, device, requires_grad, generator, "randint")
+
+
+def _integers(low: int, high: int, shape: tuple, dtype, device, requires_grad: Any, generator: Any,
+              fn: str) -> Tensor:
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    dtype = _validate.dtype_arg(dtype, "randint") or dtypes.int64
+    dtype = _validate.dtype_arg(dtype, fn)
     dev = as_device(device)
-    host = _rng[0].integers(low, high, size=shape)
-    return _leaf(dev.asarray(host, dtype=dtype), dev, False, "randint")
+    host = numpy_generator(generator, fn).integers(low, high, size=shape)
+    return _leaf(dev.asarray(host, dtype=dtype), dev, requires_grad, fn)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise)."""
+    n = _validate.int_arg(n, "randperm", "n", 1)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dtype = _validate.dtype_arg(dtype, "randperm") or dtypes.int64
+    if np.dtype(dtype).kind in "iu" and n > 0 and n - 1 > np.iinfo(dtype).max:
+        raise RuntimeError(f"value cannot be converted to type {np.dtype(dtype).name}_t without overflow")
+    dev = as_device(device)
+    host = numpy_generator(generator, "randperm").permutation(n)
+    return _leaf(dev.asarray(host, dtype=dtype), dev, requires_grad, "randperm")
+
+
+class _ZeroGradNode(OpNode):
+    """Note [Random ops and autograd]: zeros of each input's shape for every input."""
+
+    __slots__ = ("shapes",)
+
+    def backward(self, F, g):
+        like = g if F is ArrayMath else g.data
+        return tuple(F.constant(np.zeros(shape, dtype=like.dtype), g) if self.needs(i) else None
+                     for i, shape in enumerate(self.shapes))
+
+
+class NormalBackward1(_ZeroGradNode):  # normal(Tensor mean, float std)
+    __slots__ = ()
+
+
+class NormalBackward2(_ZeroGradNode):  # normal(float mean, Tensor std)
+    __slots__ = ()
+
+
+class NormalBackward3(_ZeroGradNode):  # normal(Tensor mean, Tensor std)
+    __slots__ = ()
+
+
+class BernoulliBackward0(_ZeroGradNode):  # bernoulli(Tensor p)
+    __slots__ = ()
+
+
+def _sampled(cls: type, inputs: tuple, out: Any, dev: Device) -> Tensor:
+    """The sample, with a zero-gradient node when an input requires grad (Note [Random ops and autograd])."""
+    if not (grad_enabled.get() and any(t._requires_grad for t in inputs)):
+        return Tensor._make(out, dev, False, None, 0, [0])
+    node = cls(tuple(gradient_edge(t) for t in inputs))
+    node.shapes = tuple(t.shape for t in inputs)
+    return record(node, out, dev)
+
+
+def _host(t: Tensor) -> np.ndarray:
+    return np.asarray(t.device.to_host(t.data))
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator=None, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """``normal(mean, std)`` with a tensor mean and/or std (broadcast together), or
+    ``normal(mean, std, size)`` with two floats."""
+    rng = numpy_generator(generator, "normal")
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments - got (float, float), but "
+                            "expected (float mean, float std, tuple of ints size)")
+        _validate.number_arg(mean, "normal", "mean", 1)
+        _validate.number_arg(std, "normal", "std", 2)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        shape = _validate.new_shape((size,), "normal")
+        dtype = _validate.dtype_arg(dtype, "normal") or dtypes.get_default_dtype()
+        _float_kind(dtype, "normal_kernel_cpu")
+        dev = as_device(device)
+        return _leaf(dev.asarray(rng.normal(mean, std, shape), dtype=dtype), dev, requires_grad, "normal")
+    if size is not None:
+        raise TypeError("normal() received an invalid combination of arguments: size is taken only with a float "
+                        "mean and a float std")
+    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
+    for t in tensors:
+        _float_kind(t.dtype, "normal_kernel_cpu")
+    if std_t:
+        if (_host(std) < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    else:
+        _validate.number_arg(std, "normal", "std", 2)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if mean_t and std_t:
+        dev = same_device(mean, std)
+        try:
+            shape = np.broadcast_shapes(mean.shape, std.shape)
+        except ValueError:
+            raise broadcast_error(mean.shape, std.shape) from None
+        out_dtype = np.result_type(mean.dtype, std.dtype)
+    else:
+        dev, shape, out_dtype = tensors[0].device, tensors[0].shape, tensors[0].dtype
+    m = _host(mean) if mean_t else mean
+    s = _host(std) if std_t else std
+    out = dev.asarray(rng.standard_normal(shape) * s + m, dtype=out_dtype)
+    cls = NormalBackward3 if mean_t and std_t else NormalBackward1 if mean_t else NormalBackward2
+    return _sampled(cls, tensors, out, dev)
+
+
+def _check_p(p: Any, fn: str = "bernoulli_") -> None:
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"{fn} expects p to be in [0, 1], but got p={p:g}")
+
+
+_P_IN = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be improved?  If so, "
+         "please report an enhancement request to PyTorch.)")
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tensor:
+    """0/1 samples in ``input``'s dtype, each 1 with probability ``input`` (or ``p``, when given)."""
+    _validate.tensor_arg(input, "bernoulli")
+    rng = numpy_generator(generator, "bernoulli")
+    if p is not None:
+        _validate.number_arg(p, "bernoulli", "p", 2)
+        _check_p(p)
+        probs: Any = p
+    else:
+        _float_kind(input.dtype, "bernoulli_tensor_cpu_p_")
+        probs = _host(input)
+        if not ((probs >= 0) & (probs <= 1)).all():
+            raise RuntimeError(_P_IN)
+    out = input.device.asarray(rng.random(input.shape) < probs, dtype=input.dtype)
+    return _sampled(BernoulliBackward0, (input,), out, input.device)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
+    """Category indices drawn from the rows of ``input`` (weights, not necessarily normalised)."""
+    _validate.tensor_arg(input, "multinomial")
+    num_samples = _validate.int_arg(num_samples, "multinomial", "num_samples", 2)
+    if input.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{scalar_type_name(input.dtype)}")
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    categories = input.shape[-1]
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if categories > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    weights = _host(input).astype(np.float64).reshape(-1, categories)
+    if not (np.isfinite(weights) & (weights >= 0)).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    totals = weights.sum(axis=1)
+    if (totals <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = numpy_generator(generator, "multinomial")
+    rows = []
+    for row, total in zip(weights, totals):
+        if replacement:
+            rows.append(rng.choice(categories, num_samples, replace=True, p=row / total))
+        else:
+            rows.append(_without_replacement(rng, row, num_samples))
+    out = np.stack(rows).reshape(input.shape[:-1] + (num_samples,))
+    return Tensor._make(input.device.asarray(out, dtype=dtypes.int64), input.device, False, None, 0, [0])
+
+
+def _without_replacement(rng: np.random.Generator, weights: np.ndarray, k: int) -> np.ndarray:
+    """Successive draws without replacement (the Gumbel top-k trick, as torch's CPU kernel does
+    with exponential keys): categories of weight zero come last, in random order, as in torch
+    when fewer than ``k`` categories have weight."""
+    with np.errstate(divide="ignore"):
+        keys = np.log(weights) - np.log(rng.exponential(size=weights.shape))
+    order = np.lexsort((rng.random(weights.shape), -keys))
+    return order[:k]
 
 
 def _like(t: Tensor, dtype, device, fn: str) -> tuple:
@@ -279,11 +470,89 @@ def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
     return _filled("empty", shape, dtype, device, requires_grad, fn="empty_like")
 
 
-def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "randn_like")
-    return _random("randn", shape, dtype, device, requires_grad, "randn_like")
+    return _random("randn", shape, dtype, device, requires_grad, "randn_like", generator)
 
 
-def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "rand_like")
-    return _random("rand", shape, dtype, device, requires_grad, "rand_like")
+    return _random("rand", shape, dtype, device, requires_grad, "rand_like", generator)
+
+
+def randint_like(t: Tensor, low: int = 0, high: int | None = None, *, generator=None, dtype=None, device=None,
+                 requires_grad: bool = False) -> Tensor:
+    """``randint_like(t, high)`` or ``randint_like(t, low, high)``: ``t``'s shape and dtype."""
+    if high is None:
+        low, high = 0, _validate.int_arg(low, "randint_like", "high", 2)
+    else:
+        low, high = (_validate.int_arg(low, "randint_like", "low", 2),
+                     _validate.int_arg(high, "randint_like", "high", 3))
+    shape, dtype, device = _like(t, dtype, device, "randint_like")
+    return _integers(low, high, shape, dtype, device, requires_grad, generator, "randint_like")
+
+
+class UniformBackward0(_ZeroGradNode):  # uniform_
+    __slots__ = ()
+
+
+class NormalBackward0(_ZeroGradNode):  # normal_
+    __slots__ = ()
+
+
+class BernoulliBackward1(_ZeroGradNode):  # bernoulli_(Tensor p)
+    __slots__ = ()
+
+
+class BernoulliBackward2(_ZeroGradNode):  # bernoulli_(float p)
+    __slots__ = ()
+
+
+def _refill(cls: type, x: Tensor, host: np.ndarray, others: tuple = ()) -> Tensor:
+    """The out-of-place value of an in-place sampler, which apply_inplace writes into ``x``."""
+    return _sampled(cls, (x,) + others, x.device.asarray(host, dtype=x.dtype), x.device)
+
+
+def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with U(from, to), in place (a new version, as every in-place op)."""
+    rng = numpy_generator(generator, "uniform_")
+    _float_kind(self.dtype, "check_uniform_bounds")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+    info = np.finfo(self.dtype)
+    if not (info.min <= from_ <= info.max):
+        raise RuntimeError(f"from is out of bounds for {np.dtype(self.dtype).name.replace('float32', 'float')}")
+    if not (info.min <= to <= info.max):
+        raise RuntimeError(f"to is out of bounds for {np.dtype(self.dtype).name.replace('float32', 'float')}")
+    return apply_inplace(self, lambda x: _refill(UniformBackward0, x, rng.uniform(from_, to, x.shape)))
+
+
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with N(mean, std^2), in place."""
+    rng = numpy_generator(generator, "normal_")
+    _float_kind(self.dtype, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    return apply_inplace(self, lambda x: _refill(NormalBackward0, x, rng.normal(mean, std, x.shape)))
+
+
+def bernoulli_(self: Tensor, p: Any = 0.5, *, generator=None) -> Tensor:
+    """Fill with 0/1, 1 with probability ``p`` (a number, or a tensor broadcast to ``self``), in place."""
+    rng = numpy_generator(generator, "bernoulli_")
+    if isinstance(p, Tensor):
+        probs = _host(p)
+        if not ((probs >= 0) & (probs <= 1)).all():
+            raise RuntimeError(_P_IN)
+        try:
+            probs = np.broadcast_to(probs, self.shape)
+        except ValueError:
+            raise broadcast_error(self.shape, p.shape) from None
+        return apply_inplace(self, lambda x, q: _refill(BernoulliBackward1, x, rng.random(x.shape) < probs, (q,)), p)
+    _validate.number_arg(p, "bernoulli_", "p", 1)
+    _check_p(p)
+    return apply_inplace(self, lambda x: _refill(BernoulliBackward2, x, rng.random(x.shape) < p))
+
+
+for _name, _method in {"uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_, "bernoulli": bernoulli,
+                       "multinomial": multinomial}.items():
+    setattr(Tensor, _name, _method)

@@ -251,5 +251,6 @@ def test_bad_samples_and_options(torch):
         Dataset()[0]
     ported = DataLoader(TensorDataset(ag.arange(4)), batch_size=2, num_workers=4, pin_memory=True)
     assert [b[0].tolist() for b in ported] == [[0, 1], [2, 3]]
-    with pytest.raises(TypeError, match="generator must be a numpy.random.Generator, an int seed or None, not str"):
+    with pytest.raises(TypeError, match="generator must be an asyncgrad.Generator, a numpy.random.Generator, an int "
+                                        "seed or None, not str"):
         DataLoader(TensorDataset(ag.arange(4)), shuffle=True, generator="seed")

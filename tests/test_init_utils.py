@@ -116,8 +116,8 @@ def test_init_errors_use_torchs_words(torch):
                 lambda: init.calculate_gain("leaky_relu", True))
     _same_error(lambda: torch.nn.init.eye_(torch.empty(2, 2, 2)), lambda: init.eye_(_param(2, 2, 2)))
     _same_error(lambda: torch.nn.init.orthogonal_(torch.empty(3)), lambda: init.orthogonal_(_param(3)))
-    with pytest.raises(TypeError, match="generator must be a numpy.random.Generator or None, not int"):
-        init.normal_(_param(2), generator=3)
+    _same_error(lambda: torch.nn.init.normal_(torch.empty(2), generator=3),
+                lambda: init.normal_(_param(2), generator=3), TypeError)
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         init.kaiming_uniform_(_param(0, 3))
 

@@ -2,7 +2,7 @@
 
 Every function fills the tensor in place under no_grad (so it works on Parameters that
 require grad, bumps the version counter like any in-place op) and returns it. Random draws
-come from ``generator`` (a ``numpy.random.Generator``) when given, else from asyncgrad's
+come from ``generator`` (an ``ag.Generator`` or a ``numpy.random.Generator``) when given, else from asyncgrad's
 global generator, so ``ag.manual_seed`` makes an initialisation repeatable. The streams are
 numpy's, not torch's: the same seed gives different numbers than torch, with the same
 distribution.
@@ -16,12 +16,14 @@ from typing import Literal
 
 import numpy as np
 
-from asyncgrad import factories
 from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.random import Generator, numpy_generator
 from asyncgrad.tensor import Tensor
 
 __all__ = ["calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
            "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_"]
+
+GeneratorLike = Generator | np.random.Generator | None
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
@@ -67,12 +69,9 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _rng(generator: np.random.Generator | None) -> np.random.Generator:
-    if generator is None:
-        return factories._rng[0]
-    if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"generator must be a numpy.random.Generator or None, not {type(generator).__name__}")
-    return generator
+def _rng(generator: GeneratorLike, fn: str) -> np.random.Generator:
+    """``fn`` is the tensor method torch's initialiser calls, which names a wrong generator."""
+    return numpy_generator(generator, fn)
 
 
 def _fill(tensor: Tensor, host: np.ndarray | float) -> Tensor:
@@ -83,25 +82,25 @@ def _fill(tensor: Tensor, host: np.ndarray | float) -> Tensor:
     return tensor
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: np.random.Generator | None = None) -> Tensor:
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: GeneratorLike = None) -> Tensor:
     """Fill with U(a, b)."""
-    return _fill(tensor, _rng(generator).uniform(a, b, tensor.shape))
+    return _fill(tensor, _rng(generator, "uniform_").uniform(a, b, tensor.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
-            generator: np.random.Generator | None = None) -> Tensor:
+            generator: GeneratorLike = None) -> Tensor:
     """Fill with N(mean, std^2)."""
-    return _fill(tensor, _rng(generator).normal(mean, std, tensor.shape))
+    return _fill(tensor, _rng(generator, "normal_").normal(mean, std, tensor.shape))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
-                  generator: np.random.Generator | None = None) -> Tensor:
+                  generator: GeneratorLike = None) -> Tensor:
     """Fill with N(mean, std^2) restricted to [a, b]. torch inverts the CDF; here out-of-range
     draws are drawn again, which gives the same distribution."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
-    rng = _rng(generator)
+    rng = _rng(generator, "uniform_")
     values = rng.normal(mean, std, tensor.shape)
     outside = (values < a) | (values > b)
     while outside.any():
@@ -129,7 +128,7 @@ def eye_(tensor: Tensor) -> Tensor:
     return _fill(tensor, np.eye(*tensor.shape))
 
 
-def orthogonal_(tensor: Tensor, gain: float = 1, generator: np.random.Generator | None = None) -> Tensor:
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: GeneratorLike = None) -> Tensor:
     """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one, its signs fixed so
     that the result is uniformly distributed (Mezzadri), as torch does; dims past 1 are flattened."""
     if tensor.dim() < 2:
@@ -138,7 +137,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: np.random.Generator 
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = _rng(generator).normal(0.0, 1.0, (rows, cols))
+    flattened = _rng(generator, "normal_").normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
@@ -148,7 +147,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: np.random.Generator 
     return _fill(tensor, (q * gain).reshape(tensor.shape))
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: np.random.Generator | None = None) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: GeneratorLike = None) -> Tensor:
     """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
@@ -156,7 +155,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: np.random.Gene
     return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: np.random.Generator | None = None) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: GeneratorLike = None) -> Tensor:
     """N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))`` (Glorot & Bengio)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
@@ -171,7 +170,7 @@ def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> floa
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: Literal["fan_in", "fan_out"] = "fan_in",
-                     nonlinearity: str = "leaky_relu", generator: np.random.Generator | None = None) -> Tensor:
+                     nonlinearity: str = "leaky_relu", generator: GeneratorLike = None) -> Tensor:
     """U(-bound, bound) with ``bound = gain * sqrt(3 / fan)`` (He et al.); ``a`` is the negative
     slope of the leaky ReLU that follows. ``Linear`` uses ``a=sqrt(5)`` for its weight."""
     std = _kaiming_std(tensor, a, mode, nonlinearity)
@@ -182,7 +181,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: Literal["fan_in", "fan_
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: Literal["fan_in", "fan_out"] = "fan_in",
-                    nonlinearity: str = "leaky_relu", generator: np.random.Generator | None = None) -> Tensor:
+                    nonlinearity: str = "leaky_relu", generator: GeneratorLike = None) -> Tensor:
     """N(0, std^2) with ``std = gain / sqrt(fan)`` (He et al.)."""
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if std is None:

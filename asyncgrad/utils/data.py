@@ -27,15 +27,15 @@ from typing import Any, AsyncIterator, Callable, Generic, Iterator, Sequence, Ty
 
 import numpy as np
 
-from asyncgrad import factories
 from asyncgrad.factories import tensor as new_tensor
 from asyncgrad.ops.shape import stack
+from asyncgrad.random import Generator, numpy_generator
 from asyncgrad.tensor import Tensor
 
 __all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
 
 T_co = TypeVar("T_co", covariant=True)
-GeneratorLike = np.random.Generator | int | None
+GeneratorLike = Generator | np.random.Generator | int | None
 
 
 class Dataset(Generic[T_co]):
@@ -77,13 +77,14 @@ class Subset(Dataset[T_co]):
 
 
 def _numpy_generator(generator: GeneratorLike) -> np.random.Generator:
-    if generator is None:
-        return factories._rng[0]
-    if isinstance(generator, np.random.Generator):
-        return generator
+    """The numpy stream behind ``generator``; an ``ag.Generator`` is used live (not copied),
+    so reseeding it between epochs reseeds the shuffle, as with torch."""
     if isinstance(generator, int) and not isinstance(generator, bool):
-        return np.random.default_rng(generator)
-    raise TypeError(f"generator must be a numpy.random.Generator, an int seed or None, not {type(generator).__name__}")
+        return np.random.default_rng(generator)  # the stream of Generator().manual_seed(generator)
+    if generator is not None and not isinstance(generator, (Generator, np.random.Generator)):
+        raise TypeError("generator must be an asyncgrad.Generator, a numpy.random.Generator, an int seed or None, "
+                        f"not {type(generator).__name__}")
+    return numpy_generator(generator, "DataLoader")
 
 
 def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
@@ -171,8 +172,8 @@ def default_convert(data: Any) -> Any:
 class DataLoader(Generic[T_co]):
     """Batches of ``dataset``: ``for batch in loader`` or ``async for batch in loader``.
 
-    ``shuffle`` draws a new order every epoch from ``generator`` (a numpy Generator, or an int
-    seed for a Generator made once here; default: asyncgrad's global generator, which
+    ``shuffle`` draws a new order every epoch from ``generator`` (an ``ag.Generator``, a numpy
+    Generator, or an int seed for an ``ag.Generator`` made once here; default: asyncgrad's global generator, which
     ``ag.manual_seed`` seeds). ``batch_size=None`` turns batching off: each sample is
     converted (numpy arrays to tensors) and yielded alone. For a ``TensorDataset`` with the
     default collate, a batch is one fancy-indexing per tensor instead of a stack of samples.
@@ -199,7 +200,10 @@ class DataLoader(Generic[T_co]):
         self.drop_last = drop_last
         self.collate_fn = collate_fn if collate_fn is not None else (
             default_collate if batch_size is not None else default_convert)
-        self.generator = _numpy_generator(generator) if generator is not None else None
+        if isinstance(generator, int) and not isinstance(generator, bool):
+            generator = Generator().manual_seed(generator)  # made once: each epoch draws a new order
+        _numpy_generator(generator)  # refuse a wrong type now, not at the first epoch
+        self.generator = generator
 
     def __len__(self) -> int:
         n = len(self.dataset)
