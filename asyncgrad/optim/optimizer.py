@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable, Iterable
+import inspect
+from typing import Any, Awaitable, Callable, Iterable
 
 from asyncgrad.autograd import awaitable
+from asyncgrad.autograd.grad_mode import enable_grad
 from asyncgrad.nn.parameter import zero_grads
 from asyncgrad.tensor import Tensor, type_name
 
@@ -17,6 +19,7 @@ class Optimizer:
     """Subclasses implement ``step()``; a group's own settings override ``defaults``.
 
     ``state`` is keyed by the parameter itself, as in torch, so ``opt.state[p]`` works.
+    ``step(closure)`` re-evaluates the loss first (Note [step(closure)]).
     ``step()`` and ``zero_grad()`` refuse to run while a ``backward()`` called without ``await``
     is pending, with a message that says so (Note [Await or not] in autograd/awaitable.py).
     """
@@ -66,7 +69,9 @@ class Optimizer:
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self) -> None:
-        """One update of every parameter that has a ``.grad``."""
+        """One update of every parameter that has a ``.grad``. Subclasses write ``step(self)``;
+        callers may pass torch's ``closure`` (Note [step(closure)]): ``loss = opt.step(closure)``
+        for a ``def`` closure, ``loss = await opt.step(closure)`` for an ``async def`` one."""
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:
@@ -123,15 +128,63 @@ def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
 
 
 def _checked_step(step: Callable) -> Callable:
-    """``step`` of a subclass, refusing to use gradients that an un-awaited backward has not produced."""
+    """``step`` of a subclass, refusing to use gradients that an un-awaited backward has not
+    produced, and taking torch's ``closure`` (Note [step(closure)]) when ``step`` itself does not."""
     if getattr(step, "_checks_unawaited", False):
         return step
+    takes_closure = "closure" in inspect.signature(step).parameters
 
     @functools.wraps(step)
     def checked(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        if _pending:
-            awaitable.check("optimizer.step()")
-        return step(self, *args, **kwargs)
+        if takes_closure:
+            if _pending:
+                awaitable.check("optimizer.step()")
+            return step(self, *args, **kwargs)
+        closure = _closure_arg(type(self).__name__, args, kwargs)
+        if closure is None:
+            _update(step, self)
+            return None
+        with enable_grad():
+            loss = closure()
+        if inspect.isawaitable(loss):
+            return _after_async_closure(step, self, loss)
+        _update(step, self)
+        return loss
 
     checked._checks_unawaited = True
     return checked
+
+
+# Note [step(closure)]: torch's ``step(closure)`` calls the closure in grad mode (it zeroes the
+# grads, runs the forward and the backward, returns the loss), then updates, and returns the
+# loss. Here a backward is awaited, so a closure is usually ``async def``: ``step`` then returns
+# a coroutine that awaits the closure, updates and gives its loss (``loss = await
+# opt.step(closure)``; the update happens only once it is awaited). A plain ``def`` closure
+# (using ``backward_sync``) runs at once and ``step(closure)`` returns its loss, and ``step()``
+# with no closure stays a plain synchronous call returning None, as in torch. The check for an
+# un-awaited backward runs just before the update, after the closure, since the closure is
+# where the backward is started. A subclass whose ``step`` names a ``closure`` parameter
+# (LBFGS) handles the closure itself.
+def _closure_arg(name: str, args: tuple, kwargs: dict) -> Any:
+    if len(args) + len(kwargs) > 1 or (kwargs and "closure" not in kwargs):
+        extra = next(iter(k for k in kwargs if k != "closure"), None)
+        if extra is not None:
+            raise TypeError(f"{name}.step() got an unexpected keyword argument '{extra}'")
+        raise TypeError(f"{name}.step() takes from 1 to 2 positional arguments but {len(args) + 1} were given")
+    closure = args[0] if args else kwargs.get("closure")
+    if closure is not None and not callable(closure):
+        raise TypeError(f"'{type(closure).__name__}' object is not callable")
+    return closure
+
+
+def _update(step: Callable, opt: Optimizer) -> None:
+    if _pending:
+        awaitable.check("optimizer.step()")
+    step(opt)
+
+
+async def _after_async_closure(step: Callable, opt: Optimizer, pending_loss: Awaitable) -> Any:
+    with enable_grad():
+        loss = await pending_loss
+    _update(step, opt)
+    return loss
