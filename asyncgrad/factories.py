@@ -513,6 +513,9 @@ def _refill(cls: type, x: Tensor, host: np.ndarray, others: tuple = ()) -> Tenso
     return _sampled(cls, (x,) + others, x.device.asarray(host, dtype=x.dtype), x.device)
 
 
+_C_TYPES = {"float16": "c10::Half", "float32": "float", "float64": "double"}  # as torch's bounds check names them
+
+
 def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None) -> Tensor:
     """Fill with U(from, to), in place (a new version, as every in-place op)."""
     rng = numpy_generator(generator, "uniform_")
@@ -520,10 +523,9 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
     info = np.finfo(self.dtype)
-    if not (info.min <= from_ <= info.max):
-        raise RuntimeError(f"from is out of bounds for {np.dtype(self.dtype).name.replace('float32', 'float')}")
-    if not (info.min <= to <= info.max):
-        raise RuntimeError(f"to is out of bounds for {np.dtype(self.dtype).name.replace('float32', 'float')}")
+    for name, bound in (("from", from_), ("to", to)):
+        if not float(info.min) <= bound <= float(info.max):
+            raise RuntimeError(f"{name} is out of bounds for {_C_TYPES[np.dtype(self.dtype).name]}")
     return apply_inplace(self, lambda x: _refill(UniformBackward0, x, rng.uniform(from_, to, x.shape)))
 
 

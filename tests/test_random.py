@@ -129,6 +129,8 @@ ERRORS = {
     "uniform_ reversed": lambda lib: lib.zeros(3).uniform_(3, 2),
     "uniform_ int": lambda lib: lib.zeros(3, dtype=lib.int64).uniform_(),
     "uniform_ inf": lambda lib: lib.zeros(3).uniform_(0, float("inf")),
+    "uniform_ double inf": lambda lib: lib.zeros(3, dtype=lib.float64).uniform_(0, float("inf")),
+    "uniform_ half from": lambda lib: lib.zeros(3, dtype=lib.float16).uniform_(-1e300, 0),
     "uniform_ leaf": lambda lib: lib.zeros(3, requires_grad=True).uniform_(),
     "normal_ negative std": lambda lib: lib.zeros(3).normal_(0, -1),
     "normal_ int": lambda lib: lib.zeros(3, dtype=lib.int64).normal_(),
