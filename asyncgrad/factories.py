@@ -1,4 +1,10 @@
-"""Tensor factories, in torch's argument order."""
+"""Tensor factories, in torch's argument order, and the random samplers.
+
+Every sampler takes ``generator=`` (an ``ag.Generator`` or a numpy Generator; default: the
+global one, asyncgrad/random.py). The in-place samplers (``uniform_``, ``normal_``,
+``bernoulli_``) go through ``apply_inplace`` like every in-place op, so they bump the version
+counter and rebase a non-leaf's grad_fn (Note [Random ops and autograd]).
+"""
 
 from __future__ import annotations
 

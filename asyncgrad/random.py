@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad.devices import device as as_device
 from asyncgrad.tensor import Tensor
 
 _MASK = (1 << 64) - 1
@@ -34,8 +35,6 @@ class Generator:
     default seed, so two fresh Generators give the same numbers, as torch's do."""
 
     def __init__(self, device: Any = "cpu") -> None:
-        from asyncgrad.devices import device as as_device
-
         self.device = as_device(device)
         self.numpy = np.random.Generator(np.random.PCG64(_DEFAULT_SEED))
         self._initial_seed = _DEFAULT_SEED
@@ -61,12 +60,13 @@ class Generator:
         return self._initial_seed
 
     def get_state(self) -> Tensor:
-        """The state as a uint8 tensor (a copy: drawing afterwards does not change it)."""
+        """The state as a uint8 CPU tensor, as torch's for any device (a copy: drawing afterwards
+        does not change it)."""
         inner = self.numpy.bit_generator.state
         raw = b"".join([inner["state"]["state"].to_bytes(16, "little"), inner["state"]["inc"].to_bytes(16, "little"),
                         bytes([inner["has_uint32"]]), int(inner["uinteger"]).to_bytes(4, "little"),
                         self._initial_seed.to_bytes(8, "little")])
-        return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy(), self.device, False, None, 0, [0])
+        return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy(), as_device("cpu"), False, None, 0, [0])
 
     def set_state(self, new_state: Any) -> Generator:
         if not isinstance(new_state, Tensor):
