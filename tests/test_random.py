@@ -128,7 +128,7 @@ ERRORS = {
     "multinomial float count": lambda lib: lib.multinomial(lib.ones(3), 1.5),
     "uniform_ reversed": lambda lib: lib.zeros(3).uniform_(3, 2),
     "uniform_ int": lambda lib: lib.zeros(3, dtype=lib.int64).uniform_(),
-    "uniform_ inf": lambda lib: lib.zeros(3).uniform_(0, float("inf")),
+    "uniform_ float inf": lambda lib: lib.zeros(3, dtype=lib.float32).uniform_(0, float("inf")),
     "uniform_ double inf": lambda lib: lib.zeros(3, dtype=lib.float64).uniform_(0, float("inf")),
     "uniform_ half from": lambda lib: lib.zeros(3, dtype=lib.float16).uniform_(-1e300, 0),
     "uniform_ leaf": lambda lib: lib.zeros(3, requires_grad=True).uniform_(),
