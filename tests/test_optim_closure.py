@@ -5,6 +5,7 @@ opt.step(closure)``, a ``def`` closure runs at once, ``step()`` stays synchronou
 from __future__ import annotations
 
 import asyncio
+import inspect
 
 import numpy as np
 import pytest
@@ -95,6 +96,8 @@ async def test_step_without_closure_stays_synchronous_and_update_waits_for_await
     w, opt, forward = _ours("SGD", dict(lr=0.1))
     await forward().backward()
     assert opt.step() is None and opt.step(None) is None and opt.step(closure=None) is None
+    for name in OPTIMIZERS:
+        assert inspect.signature(getattr(ag.optim, name).step).parameters["closure"].default is None
     before = w.detach().numpy().copy()
 
     async def closure():

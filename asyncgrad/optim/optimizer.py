@@ -152,6 +152,11 @@ def _checked_step(step: Callable) -> Callable:
         return loss
 
     checked._checks_unawaited = True
+    if not takes_closure:  # help() and IDEs show the closure the wrapper takes
+        signature = inspect.signature(step)
+        closure_param = inspect.Parameter("closure", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+        checked.__signature__ = signature.replace(parameters=[*signature.parameters.values(), closure_param],
+                                                  return_annotation=Any)
     return checked
 
 
