@@ -5,6 +5,17 @@ Note [Grads on the fast path]: when a backward does not record a graph
 with ``create_graph=True`` it moves Tensors so that every formula records itself. Nodes
 receive ``create_graph`` in ``apply`` and hooks always see Tensors: the wrapping happens
 here, and only when a hook exists.
+
+Note [Which nodes refuse a second pass]: torch refuses to run a node again after a backward
+without ``retain_graph`` freed it exactly when the node held SavedVariables that were defined
+when saved (its generated ``apply`` unpacks them all first: "Trying to backward through the
+graph a second time..."), or a saved tensor list (``indices_released_``), or is a CopySlices
+(its ``fn`` is reset). A node that kept only numbers and sizes (AddBackward0's alpha,
+SumBackward's sizes, views) runs again. asyncgrad nodes keep numbers as numbers and indices as
+arrays, so a node whose torch twin saved a wrapped number (``x * 2.0``: MulBackward0 saves
+``other``), an index tensor (advanced IndexBackward0), or a CopySlices says so with
+``saves_variables``; ``release_variables`` then marks it RELEASED like a node with saved tensors,
+and ``OpNode.apply`` refuses a RELEASED node before its formula runs.
 """
 
 from __future__ import annotations
@@ -225,6 +236,9 @@ class Node:
     such a node's ``work`` is ALWAYS_DISPATCH."""
     call_on_undefined = False
     """Run ``apply`` even when every incoming gradient is undefined (None)."""
+    saves_variables = False
+    """True when torch's node of the same name keeps SavedVariables although this one keeps no
+    tensor in ``saved`` (Note [Which nodes refuse a second pass])."""
     needs_portal = False
     """True when ``apply`` may block on a reentrant backward (a plain-def custom backward): such
     a node never runs inline on the loop, but in the executor or in a greenback portal; its
@@ -285,7 +299,8 @@ class Node:
         raise NotImplementedError(f"{self.name()} does not implement apply")
 
     def release_variables(self) -> None:
-        if self.saved:
+        """Free what the forward saved (Note [Which nodes refuse a second pass])."""
+        if self.saved or self.saves_variables:
             self.saved = RELEASED
 
     def _register_hook_dict(self, tensor_hooks: dict) -> None:

@@ -125,8 +125,9 @@ class Engine:
             await compute_dependencies(graph_root, graph_task, min_topo_nr)
             if outputs is not None:
                 await init_to_execute(graph_task, graph_root, outputs, accumulate_grad, min_topo_nr)
-                if not graph_task.exec_info.get(graph_root, _NOTHING).should_execute():
-                    return graph_task.captured_vars
+                if not graph_task.exec_info[graph_root].should_execute() and (
+                        not skip_root or graph_root._hooks is None):
+                    return graph_task.captured_vars  # Note [A root that leads to no input]
             if skip_root:
                 self.push(graph_task, graph_root, new_buffer(graph_root, roots[0].input_nr, grad_outputs[0]))
             else:
@@ -197,7 +198,7 @@ class Engine:
                 if grad is not None:
                     grad = None  # the buffer's reference must stay the only one (see owned_by)
                     outputs = node.apply(inputs, graph_task.create_graph)
-                    if not graph_task.keep_graph and node.saved:
+                    if not graph_task.keep_graph and (node.saved or node.saves_variables):
                         node.release_variables()
                     break
             else:
@@ -371,6 +372,15 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
                 started = clock()
 
 
+# Note [A root that leads to no input]: as torch's GraphTask::init_to_execute, the root has an
+# entry in ``exec_info`` even when no path leads from it to an input of ``grad()``/``inputs=``, and
+# the root node is still evaluated: ``capture`` finds it not needed and runs only its tensor
+# pre-hooks (``register_hook`` and ``retain_grad`` of the root tensor) before skipping it. torch
+# does this for a single root (its graph root is the root's own node); for several roots, its
+# GraphRoot is skipped and the roots' own nodes are never reached. A root without hooks has
+# nothing to run, so ``execute`` returns at once then.
+
+
 async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge], accumulate_grad: bool,
                           min_topo_nr: int) -> None:
     """Mark the nodes on a path from ``root`` to an output; register captures for ``grad()``.
@@ -379,7 +389,7 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
     pass suffices and the walk can pause between slices (Note [Slices]); on a huge graph its
     maps are sharded (Note [Sharded counts] in counts.py).
     """
-    exec_info: dict[Node, ExecInfo] | ShardedMap = {}
+    exec_info: dict[Node, ExecInfo] | ShardedMap = {root: ExecInfo()}  # Note [A root that leads to no input]
     graph_task.exec_info = exec_info
     graph_task.captured_vars = [None] * len(outputs)
     for output_idx, (fn, input_nr) in enumerate(outputs):
@@ -440,8 +450,6 @@ async def _next_slice(graph_task: GraphTask) -> None:
     if graph_task.has_error:
         raise asyncio.CancelledError()
 
-
-_NOTHING = ExecInfo()
 
 _engines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 

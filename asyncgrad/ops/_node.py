@@ -14,7 +14,7 @@ import numpy as np
 
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
-from asyncgrad.autograd.saved import unpack_arrays, unpack_tensors
+from asyncgrad.autograd.saved import RELEASED, SECOND_BACKWARD, unpack_arrays, unpack_tensors
 from asyncgrad.devices import Device
 from asyncgrad.tensor import Tensor
 
@@ -29,6 +29,8 @@ class OpNode(Node):
     """The backward's cost per output element, in multiplies (Note [Cost classes])."""
 
     def apply(self, grads: list, create_graph: bool) -> Any:
+        if self.saved is RELEASED:  # Note [Which nodes refuse a second pass] in graph.py
+            raise RuntimeError(SECOND_BACKWARD)
         if create_graph:
             return self.backward(TensorMath, grads[0])
         return self.backward(ArrayMath, grads[0])

@@ -200,6 +200,7 @@ class SubNumberBackward(AddNumberBackward):
 class MulNumberBackward(OpNode):
     __slots__ = ("number",)
     work_per_element = 1
+    saves_variables = True  # torch saves the number as a tensor (Note [Which nodes refuse a second pass] in graph.py)
 
     def name(self) -> str:
         return "MulBackward0"

@@ -95,6 +95,11 @@ class IndexBackward0(OpNode):
 
     __slots__ = ("shape", "index", "basic")
 
+    @property
+    def saves_variables(self) -> bool:  # type: ignore[override]
+        """torch saves the indices of an advanced index only (Note [Which nodes refuse a second pass] in graph.py)."""
+        return not self.basic
+
     def backward(self, F, g):
         return (F.index_add(self.shape, (self.index, self.basic), g),)
 

@@ -206,6 +206,7 @@ class CopySlices(OpNode):
     gradient passes through; inside it goes through the op's own backward (``fn``)."""
 
     __slots__ = ("fn", "index", "base_shape", "repeats")
+    saves_variables = True  # torch resets its fn (Note [Which nodes refuse a second pass] in graph.py)
 
     def name(self) -> str:
         return "CopySlices"
