@@ -15,7 +15,7 @@ SumBackward's sizes, views) runs again. asyncgrad nodes keep numbers as numbers 
 arrays, so a node whose torch twin saved a wrapped number (``x * 2.0``: MulBackward0 saves
 ``other``), an index tensor (advanced IndexBackward0), or a CopySlices says so with
 ``saves_variables``; ``release_variables`` then marks it RELEASED like a node with saved tensors,
-and ``OpNode.apply`` refuses a RELEASED node before its formula runs.
+and its ``apply`` (``SavesVariables`` in ops/_node.py) refuses a RELEASED node before its formula runs.
 """
 
 from __future__ import annotations

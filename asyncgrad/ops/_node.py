@@ -29,8 +29,6 @@ class OpNode(Node):
     """The backward's cost per output element, in multiplies (Note [Cost classes])."""
 
     def apply(self, grads: list, create_graph: bool) -> Any:
-        if self.saved is RELEASED:  # Note [Which nodes refuse a second pass] in graph.py
-            raise RuntimeError(SECOND_BACKWARD)
         if create_graph:
             return self.backward(TensorMath, grads[0])
         return self.backward(ArrayMath, grads[0])
@@ -40,6 +38,23 @@ class OpNode(Node):
 
     def needs(self, index: int) -> bool:
         return self.next_edges[index][0] is not None
+
+
+class SavesVariables(OpNode):
+    """An op node whose torch twin keeps SavedVariables where it keeps no tensor (a number, indices,
+    CopySlices' ``fn``): released like a node with saved tensors, and refused once released
+    (Note [Which nodes refuse a second pass] in graph.py). A node with saved tensors refuses
+    when it unpacks them, so only these pay for the check."""
+
+    __slots__ = ()
+    saves_variables = True
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        if self.saved is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD)
+        if create_graph:
+            return self.backward(TensorMath, grads[0])
+        return self.backward(ArrayMath, grads[0])
 
 
 def gradient_edge(t: Tensor) -> Edge:

@@ -11,7 +11,7 @@ from asyncgrad._validate import check_array_dtype, complex_error, is_complex_err
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import ArrayMath, OpNode, gradient_edge, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, gradient_edge, record, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
@@ -197,10 +197,9 @@ class SubNumberBackward(AddNumberBackward):
         return "SubBackward0"
 
 
-class MulNumberBackward(OpNode):
+class MulNumberBackward(SavesVariables):  # torch saves the number, as a tensor
     __slots__ = ("number",)
     work_per_element = 1
-    saves_variables = True  # torch saves the number as a tensor (Note [Which nodes refuse a second pass] in graph.py)
 
     def name(self) -> str:
         return "MulBackward0"

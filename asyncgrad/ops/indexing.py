@@ -8,7 +8,7 @@ import numpy as np
 
 from asyncgrad._validate import complex_error, is_complex, type_label
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops._node import OpNode, SavesVariables, gradient_edge, record, same_device
 from asyncgrad.ops.elementwise import _binary_node, operands
 from asyncgrad.ops.reduction import _recording
 from asyncgrad.ops.shape import _view
@@ -90,7 +90,7 @@ def scatter_add(shape: tuple[int, ...], index: Any, basic: bool, g: Any) -> Any:
     return out
 
 
-class IndexBackward0(OpNode):
+class IndexBackward0(SavesVariables):
     """x[index]; SliceBackward0 / SelectBackward0 are its basic-index forms."""
 
     __slots__ = ("shape", "index", "basic")

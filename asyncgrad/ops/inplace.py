@@ -22,7 +22,7 @@ from numpy.lib.array_utils import byte_bounds
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.ops import _node
-from asyncgrad.ops._node import OpNode, gradient_edge, record
+from asyncgrad.ops._node import OpNode, SavesVariables, gradient_edge, record
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -201,12 +201,11 @@ def _addresses(a: np.ndarray) -> np.ndarray:
     return at
 
 
-class CopySlices(OpNode):
+class CopySlices(SavesVariables):  # torch resets its fn on release
     """The base after an in-place op on one of its views: outside the view's region the
     gradient passes through; inside it goes through the op's own backward (``fn``)."""
 
     __slots__ = ("fn", "index", "base_shape", "repeats")
-    saves_variables = True  # torch resets its fn (Note [Which nodes refuse a second pass] in graph.py)
 
     def name(self) -> str:
         return "CopySlices"
