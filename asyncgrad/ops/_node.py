@@ -49,6 +49,9 @@ class SavesVariables(OpNode):
     __slots__ = ()
     saves_variables = True
 
+    def release_variables(self) -> None:
+        self.saved = RELEASED  # unconditionally: such a node always holds what torch frees
+
     def apply(self, grads: list, create_graph: bool) -> Any:
         if self.saved is RELEASED:
             raise RuntimeError(SECOND_BACKWARD)

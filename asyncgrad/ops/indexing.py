@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from asyncgrad._validate import complex_error, is_complex, type_label
-from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.autograd.saved import RELEASED, SavedTensor
 from asyncgrad.ops._node import OpNode, SavesVariables, gradient_edge, record, same_device
 from asyncgrad.ops.elementwise import _binary_node, operands
 from asyncgrad.ops.reduction import _recording
@@ -99,6 +99,10 @@ class IndexBackward0(SavesVariables):
     def saves_variables(self) -> bool:  # type: ignore[override]
         """torch saves the indices of an advanced index only (Note [Which nodes refuse a second pass] in graph.py)."""
         return not self.basic
+
+    def release_variables(self) -> None:
+        if not self.basic:
+            self.saved = RELEASED
 
     def backward(self, F, g):
         return (F.index_add(self.shape, (self.index, self.basic), g),)
