@@ -45,10 +45,7 @@ class Adagrad(Optimizer):
     @no_grad()
     def step(self) -> None:
         for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = -param.grad if group["maximize"] else param.grad
+            for param, grad in self._grads(group):
                 state = self.state.get(param) or self._init_state(param, group)  # a group added later
                 state["step"] += 1
                 if group["weight_decay"] != 0:

@@ -40,10 +40,7 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, weight_decay, amsgrad = group["lr"], group["weight_decay"], group["amsgrad"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = -param.grad if group["maximize"] else param.grad
+            for param, grad in self._grads(group):
                 state = self.state.setdefault(param, {})
                 if not state:
                     state.update(step=0, exp_avg=zeros_like(param), exp_avg_sq=zeros_like(param))

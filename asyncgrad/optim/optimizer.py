@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 from asyncgrad.autograd import awaitable
 from asyncgrad.autograd.grad_mode import enable_grad
@@ -62,6 +62,15 @@ class Optimizer:
         if any(id(p) in taken for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append({**self.defaults, **param_group, "params": params})
+
+    def _grads(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
+        """The parameters of ``group`` that have a gradient, each with it: negated under
+        ``maximize`` (torch ascends by descending on the negated gradient)."""
+        maximize = group["maximize"]
+        for param in group["params"]:
+            grad = param.grad
+            if grad is not None:
+                yield param, (-grad if maximize else grad)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         if _pending:

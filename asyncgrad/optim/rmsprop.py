@@ -37,10 +37,7 @@ class RMSprop(Optimizer):
     def step(self) -> None:
         for group in self.param_groups:
             lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = -param.grad if group["maximize"] else param.grad
+            for param, grad in self._grads(group):
                 state = self.state.setdefault(param, {})
                 if not state:
                     state.update(step=0, square_avg=zeros_like(param))

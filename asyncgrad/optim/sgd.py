@@ -32,10 +32,7 @@ class SGD(Optimizer):
     def step(self) -> None:
         for group in self.param_groups:
             lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = -param.grad if group["maximize"] else param.grad
+            for param, grad in self._grads(group):
                 if weight_decay != 0:
                     grad = grad + param * weight_decay
                 if momentum != 0:
