@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from asyncgrad import _validate, dtypes
+from asyncgrad._convert import to_array
 from asyncgrad.autograd import awaitable
 from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device, cpu
@@ -62,8 +63,6 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __init__(self, data: Any, dtype=None, device: str | Device | None = None, requires_grad: bool = False):
-        from asyncgrad.factories import to_array
-
         dev = as_device(device)
         self.data = to_array(data, dtype, dev)
         self.device = dev

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
+from asyncgrad._convert import to_array
 from asyncgrad._validate import check_array_dtype, complex_error, is_complex_error, number_arg, tensor_arg, type_label
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
@@ -108,8 +109,6 @@ def _constant(value: Any, like: Tensor, name: str, arg: str, pos: int) -> Any:
         check_array_dtype(value)
         return like.device.asarray(value) if like.device.type == "cuda" else value
     if isinstance(value, (list, tuple)):
-        from asyncgrad.factories import to_array
-
         try:
             return to_array(value, None, like.device)
         except (TypeError, ValueError, RuntimeError) as exc:
@@ -833,9 +832,7 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{scalar_type_name(cond.dtype)}")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor) and isinstance(a, _SCALARS):
-        from asyncgrad.factories import tensor
-
-        a = tensor(a, device=condition.device if isinstance(condition, Tensor) else None)
+        a = Tensor(a, device=condition.device if isinstance(condition, Tensor) else None)
     ta, tb, da, db, dev = operands(a, b, "where")
     if isinstance(condition, Tensor) and condition.device is not dev:
         same_device(condition, ta if ta is not None else tb)

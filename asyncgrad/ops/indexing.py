@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad._convert import to_array
 from asyncgrad._validate import complex_error, is_complex, type_label
 from asyncgrad.autograd.saved import RELEASED, SavedTensor
 from asyncgrad.ops._node import OpNode, SavesVariables, gradient_edge, record, same_device
@@ -31,8 +32,6 @@ def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
             basic = False
         elif isinstance(item, (list, np.ndarray)):
             if isinstance(item, list):  # read as ag.tensor reads it: torch's errors for None or str inside
-                from asyncgrad.factories import to_array
-
                 item = to_array(item, None, x.device)
             item = x.device.asarray(item) if x.device.type == "cuda" else np.asarray(item)
             if item.dtype.kind not in "iub":
