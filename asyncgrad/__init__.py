@@ -6,11 +6,12 @@ Data flows one way: ``tensor`` -> ``ops`` (forward + backward formulas) -> ``aut
 
 from asyncgrad import functional, nn, optim, profiler, utils, viz  # noqa: E402
 from asyncgrad import ops as _ops  # noqa: F401  (installs the Tensor methods)
+from asyncgrad.autograd.accumulate import AccumulateGrad
 from asyncgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
 from asyncgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from asyncgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from asyncgrad.autograd.graph import AccumulateGrad, Edge, GraphRoot, Node, RemovableHandle
+from asyncgrad.autograd.graph import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
 from asyncgrad.dtypes import (
@@ -32,7 +33,7 @@ from asyncgrad.dtypes import (
     short,
     uint8,
 )
-from asyncgrad.engine import get_engine
+from asyncgrad.engine.engine import get_engine
 from asyncgrad.factories import (
     arange,
     bernoulli,

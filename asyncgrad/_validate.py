@@ -212,3 +212,13 @@ def tensor_list(tensors: Any, fn: str, empty_error: BaseException) -> list:
     if not tensors:
         raise empty_error
     return list(tensors)
+
+
+def normalize_dim(dim: int, ndim: int, fn: str = "dim", name: str = "dim", pos: int | None = 1) -> int:
+    """``dim`` in ``[0, ndim)``, with torch's "Dimension out of range" (a 0-d tensor takes -1 and 0)."""
+    if dim.__class__ is not int:
+        dim = int_arg(dim, fn, name, pos)
+    low, high = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not low <= dim <= high:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
+    return dim % ndim if ndim > 0 else 0

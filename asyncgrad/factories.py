@@ -14,10 +14,11 @@ import numpy as np
 
 from asyncgrad import _validate, dtypes, random
 from asyncgrad._convert import to_array
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
-from asyncgrad.ops._node import ArrayMath, OpNode, gradient_edge, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, record, same_device
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.inplace import apply_inplace
 from asyncgrad.random import manual_seed, numpy_generator  # noqa: F401  (manual_seed: re-exported)

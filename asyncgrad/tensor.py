@@ -9,18 +9,19 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from asyncgrad import _validate, dtypes
 from asyncgrad._convert import to_array
+from asyncgrad._validate import normalize_dim
 from asyncgrad.autograd import awaitable
-from asyncgrad.autograd.graph import AccumulateGrad, Node, RemovableHandle, add_hook
-from asyncgrad.devices import Device, cpu
+from asyncgrad.autograd.graph import Node, RemovableHandle, add_hook
+from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
 
-_creation_lock = threading.Lock()
+creation_lock = threading.Lock()
 """Guards the lazy creation of a leaf's extras and AccumulateGrad against threads racing."""
 
 _TYPE_NAMES = {
@@ -112,8 +113,6 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return self.data.shape
-        from asyncgrad.ops.reduction import normalize_dim
-
         dim = _validate.int_arg(dim, "size")
         if self.data.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
@@ -207,7 +206,7 @@ class Tensor:
 
     def _extras(self) -> _Extra:
         if self._extra is None:
-            with _creation_lock:  # Note [One writer per leaf]: one _Extra even if threads race here
+            with creation_lock:  # Note [One writer per leaf]: one _Extra even if threads race here
                 if self._extra is None:
                     self._extra = _Extra()
         return self._extra
@@ -235,18 +234,6 @@ class Tensor:
                 tensor._grad = tensor._grad + grad
 
         self.grad_fn._hook_store().retains_grad[self.output_nr] = retain
-
-    def grad_accumulator(self) -> AccumulateGrad:
-        """The leaf's AccumulateGrad, created on first use and shared while the leaf lives."""
-        extra = self._extras()
-        acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
-        if acc is None:
-            with _creation_lock:  # one AccumulateGrad, hence one lock, per leaf (Note [One writer per leaf])
-                acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
-                if acc is None:
-                    acc = AccumulateGrad(self)
-                    extra.grad_accumulator = weakref.ref(acc)
-        return acc
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """``hook(grad)`` runs when the gradient for this tensor is computed; may return a new one."""
@@ -351,54 +338,6 @@ class Tensor:
         elif self._requires_grad:
             parts.append("requires_grad=True")
         return ", ".join(parts) + ")"
-
-    # ----------------------------------------------------------------- devices
-    def cpu(self) -> Tensor:
-        return self.to(cpu)
-
-    def cuda(self, index: int = 0) -> Tensor:
-        return self.to(f"cuda:{index}")
-
-    def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; differentiable both ways."""
-        from asyncgrad.ops import shape
-
-        dev, dtype = None, kwargs.pop("dtype", None)
-        dev = kwargs.pop("device", None)
-        for arg in args:
-            if isinstance(arg, (str, Device)):
-                dev = arg
-            elif isinstance(arg, Tensor):
-                dev, dtype = arg.device, arg.dtype
-            elif arg is not None:
-                dtype = arg
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        dtype = _validate.dtype_arg(dtype, "to")
-        out = self
-        if dtype is not None and dtype != self.dtype:
-            out = shape.to_dtype(out, dtype)
-        if dev is not None and as_device(dev) is not self.device:
-            out = shape.to_device(out, as_device(dev))
-        return out
-
-    # ----------------------------------------------------------------- backward
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> awaitable.EngineCall:
-        """``await t.backward()``: accumulate into the leaves' ``.grad``, as torch's ``backward()``.
-
-        Returns an awaitable; with no event loop running in this thread (a plain script) the
-        backward has already run when it returns (Note [Await or not] in autograd/awaitable.py).
-        """
-        from asyncgrad.autograd import api
-
-        return api.backward(self, gradient, retain_graph, create_graph, inputs=inputs, _depth=2)
-
-    def backward_sync(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
-                      create_graph: bool = False, inputs: Sequence[Tensor] | Tensor | None = None) -> None:
-        from asyncgrad.autograd import api
-
-        api.backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 _new = object.__new__

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from asyncgrad.autograd.graph import AccumulateGrad, Node
-from asyncgrad.autograd.saved import RELEASED
+from asyncgrad.autograd.accumulate import AccumulateGrad, grad_accumulator
+from asyncgrad.autograd.graph import RELEASED, Node
 from asyncgrad.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def _root_node(t_or_node: Any) -> Node:
     if t_or_node.grad_fn is not None:
         return t_or_node.grad_fn
     if t_or_node.requires_grad:
-        return t_or_node.grad_accumulator()
+        return grad_accumulator(t_or_node)
     raise ValueError("draw() got a tensor that does not require grad: it has no backward graph to draw")
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
+from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.autograd.graph import Edge
 from asyncgrad.engine.engine import compute_dependencies, init_to_execute
 from asyncgrad.engine.graph_task import GraphTask
@@ -64,13 +65,13 @@ async def test_compute_dependencies_counts_edges_and_prunes_by_topological_nr():
     gt = graph_task()
     await compute_dependencies(out.grad_fn, gt, 0)
     assert gt.dependencies[h.grad_fn] == 2
-    assert gt.dependencies[x.grad_accumulator()] == 1
+    assert gt.dependencies[grad_accumulator(x)] == 1
     assert out.grad_fn not in gt.dependencies  # the root: nothing points at it
 
     pruned = graph_task()
     await compute_dependencies(out.grad_fn, pruned, h.grad_fn.topological_nr + 1)
     assert h.grad_fn in pruned.dependencies
-    assert x.grad_accumulator() not in pruned.dependencies
+    assert grad_accumulator(x) not in pruned.dependencies
 
 
 async def test_init_to_execute_marks_only_paths_to_the_outputs():
@@ -79,9 +80,9 @@ async def test_init_to_execute_marks_only_paths_to_the_outputs():
     out = (a + b).sum()
     gt = graph_task()
     await compute_dependencies(out.grad_fn, gt, 0)
-    await init_to_execute(gt, out.grad_fn, [Edge(x.grad_accumulator(), 0)], False, 0)
+    await init_to_execute(gt, out.grad_fn, [Edge(grad_accumulator(x), 0)], False, 0)
     info = gt.exec_info
-    assert info[x.grad_accumulator()].captures == [(0, 0)] and not info[x.grad_accumulator()].needed
+    assert info[grad_accumulator(x)].captures == [(0, 0)] and not info[grad_accumulator(x)].needed
     assert info[a.grad_fn].needed and info[out.grad_fn].needed
     assert b.grad_fn not in info
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.autograd.saved import SECOND_BACKWARD
+from asyncgrad.autograd.graph import SECOND_BACKWARD
 
 X = np.array([[0.5, -1.2, 2.0], [1.5, 0.7, -0.3]])
 C = np.array([[1.1, 0.4, -0.9], [0.2, 1.3, 0.8]])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
+from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.autograd.graph import Edge
 
 
@@ -47,7 +48,7 @@ def test_accumulate_grad_is_shared_while_the_leaf_lives():
     x = ag.randn(3, requires_grad=True)
     a, b = x * 2, x.exp()
     assert a.grad_fn.next_functions[0][0] is b.grad_fn.next_functions[0][0]
-    assert x.grad_accumulator() is a.grad_fn.next_functions[0][0]
+    assert grad_accumulator(x) is a.grad_fn.next_functions[0][0]
 
 
 def test_metadata_and_node_hook_handles():

@@ -14,10 +14,11 @@ import pytest
 from helpers import Boom
 
 import asyncgrad as ag
-from asyncgrad.engine import current_graph_task
+from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.engine import engine as engine_module
 from asyncgrad.engine.counts import SHARD_AT, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
+from asyncgrad.engine.graph_task import current_graph_task
 
 
 class Probe(ag.Function):
@@ -254,7 +255,7 @@ def counted_nodes(root):
 
 
 def test_sharded_counts_is_the_mapping_route_uses():
-    nodes = [ag.ones(1, requires_grad=True).grad_accumulator() for _ in range(3000)]
+    nodes = [grad_accumulator(ag.ones(1, requires_grad=True)) for _ in range(3000)]
     counts = ShardedMap({fn: i + 1 for i, fn in enumerate(nodes)})
     assert len(counts) == 3000 and set(counts) == set(nodes)
     assert all(counts[fn] == i + 1 and fn in counts for i, fn in enumerate(nodes))
@@ -269,7 +270,7 @@ def test_sharded_counts_is_the_mapping_route_uses():
 
 
 def test_sharded_set_adds_finds_and_frees_shard_by_shard():
-    nodes = [ag.ones(1, requires_grad=True).grad_accumulator() for _ in range(3000)]
+    nodes = [grad_accumulator(ag.ones(1, requires_grad=True)) for _ in range(3000)]
     visited = ShardedSet(set(nodes[:1000]))
     for fn in nodes[1000:]:
         visited.add(fn)

@@ -19,9 +19,12 @@ import greenback
 import numpy as np
 
 from asyncgrad._validate import type_label
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
 from asyncgrad.autograd.graph import NO_EDGE, Edge
-from asyncgrad.engine import current_graph_task, get_engine, run_from_kernel_thread
+from asyncgrad.engine.engine import get_engine
+from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.tensor import Tensor
 
 TensorOrTensors = Tensor | Sequence[Tensor]
@@ -108,7 +111,7 @@ def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
     for i, t in enumerate(tensors):
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        edges.append(Edge(t.grad_fn, t.output_nr) if t.grad_fn is not None else Edge(t.grad_accumulator(), 0))
+        edges.append(gradient_edge(t))
     return edges
 
 
@@ -144,9 +147,7 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             if t.grad_fn is not None:
                 t.retain_grad()
-                outputs.append(Edge(t.grad_fn, t.output_nr))
-            else:
-                outputs.append(Edge(t.grad_accumulator(), 0))
+            outputs.append(gradient_edge(t))
     return roots, grad_values, retain_graph, create_graph, outputs
 
 
@@ -346,3 +347,28 @@ def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: A
               retain_graph: bool | None = None, create_graph: bool = False, **kwargs: Any) -> tuple:
     require_asyncio("grad_sync()")
     return run_sync(_grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)
+
+
+# Note [The front door installs Tensor.backward]: ``Tensor`` sits below the engine and knows
+# nothing of it, so ``t.backward()`` and ``t.backward_sync()`` are installed here, by the module
+# that stands above both (as ``ops`` installs the operators); ``tensor.pyi`` declares them for
+# type checkers, and ``import asyncgrad`` always imports this module.
+def _tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                     create_graph: bool = False, inputs: TensorOrTensors | None = None) -> EngineCall:
+    """``await t.backward()``: accumulate into the leaves' ``.grad``, as torch's ``backward()``.
+
+    Returns an awaitable; with no event loop running in this thread (a plain script) the
+    backward has already run when it returns (Note [Await or not] in autograd/awaitable.py).
+    """
+    return backward(self, gradient, retain_graph, create_graph, inputs=inputs, _depth=2)
+
+
+def _tensor_backward_sync(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                          create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
+    backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
+_tensor_backward_sync.__name__ = _tensor_backward_sync.__qualname__ = "backward_sync"
+Tensor.backward = _tensor_backward  # type: ignore[attr-defined]
+Tensor.backward_sync = _tensor_backward_sync  # type: ignore[attr-defined]

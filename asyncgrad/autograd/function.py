@@ -22,10 +22,11 @@ import math
 from typing import Any, Callable
 
 from asyncgrad._validate import type_label
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import ALWAYS_DISPATCH, NO_EDGE, Edge, Node
-from asyncgrad.autograd.saved import RELEASED, SECOND_BACKWARD, SavedTensor, unpack_tensors
+from asyncgrad.autograd.graph import ALWAYS_DISPATCH, RELEASED, SECOND_BACKWARD, Edge, Node
+from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.tensor import Tensor
 
 
@@ -151,7 +152,7 @@ class Function:
             raise RuntimeError("Function.apply must be called on a subclass")
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         recording = grad_enabled.get() and any(args[i]._requires_grad for i in positions)
-        edges = tuple(_edge(args[i]) for i in positions) if recording else ()
+        edges = tuple(gradient_edge(args[i]) for i in positions) if recording else ()
         node = cls._node_class(edges)
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)
         node._tensor_positions = positions
@@ -164,14 +165,6 @@ class Function:
         if recording and anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
         return result[0] if single else result
-
-
-def _edge(t: Tensor) -> Edge:
-    if not t._requires_grad:
-        return NO_EDGE
-    if t.grad_fn is not None:
-        return Edge(t.grad_fn, t.output_nr)
-    return Edge(t.grad_accumulator(), 0)
 
 
 def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bool) -> tuple:
@@ -227,7 +220,7 @@ def once_differentiable(backward: Callable) -> Callable:
         if not grad_enabled.get() or not any(isinstance(g, Tensor) and g._requires_grad for g in grads):
             return result
         single = not isinstance(result, tuple)
-        edges = tuple(_edge(g) for g in grads if isinstance(g, Tensor))
+        edges = tuple(gradient_edge(g) for g in grads if isinstance(g, Tensor))
         wrapped = []
         for r in ((result,) if single else result):
             if isinstance(r, Tensor):

@@ -1,10 +1,10 @@
-"""The recorded backward graph: Node, Edge, AccumulateGrad, GraphRoot and node hooks.
+"""The recorded backward graph: Node, Edge, GraphRoot, node hooks (stored here, run by hook_calls.py).
 
 Note [Grads on the fast path]: when a backward does not record a graph
 (``create_graph=False``) the engine moves raw device arrays between nodes, not Tensors;
 with ``create_graph=True`` it moves Tensors so that every formula records itself. Nodes
 receive ``create_graph`` in ``apply`` and hooks always see Tensors: the wrapping happens
-here, and only when a hook exists.
+in ``hook_calls.py``, and only when a hook exists.
 
 Note [Which nodes refuse a second pass]: torch refuses to run a node again after a backward
 without ``retain_graph`` freed it exactly when the node held SavedVariables that were defined
@@ -22,14 +22,30 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import threading
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
-from asyncgrad.autograd.ownership import owned_by
-from asyncgrad.autograd.saved import RELEASED
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
 
-if TYPE_CHECKING:
-    from asyncgrad.tensor import Tensor
+
+class _Released(tuple):
+    """Stands in for a node's saved tensors once they were freed; any use raises torch's error."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        raise RuntimeError(SECOND_BACKWARD)
+
+    def __getitem__(self, index):
+        raise RuntimeError(SECOND_BACKWARD)
+
+
+RELEASED = _Released()
+
 
 _sequence = itertools.count()
 """Creation order of nodes; the engine runs later-created nodes first."""
@@ -86,54 +102,6 @@ def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
 def hook_name(fn: Callable) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
-
-def check_hook_value(fn: Callable, old: Tensor | None, new: Any) -> Tensor | None:
-    """What a hook returned in place of one gradient, validated as torch does (its wording)."""
-    tensor_type = _tensor_type()
-    if new is None:
-        return None
-    if not isinstance(new, tensor_type):
-        raise TypeError(f"expected Variable, but hook returned '{_type_name(new)}'")
-    if old is None:
-        raise RuntimeError("can't replace a None gradient with a non-None value")
-    if new.shape != old.shape:
-        raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
-    if new.dtype != old.dtype or new.device != old.device:
-        raise RuntimeError(
-            f"hook '{hook_name(fn)}' has changed the type of value (was {_legacy_type(old)} got {_legacy_type(new)})")
-    return new
-
-
-def check_hook_values(fn: Callable, old: tuple, new: Any) -> tuple:
-    """A node hook's replacement for a tuple of gradients: a tuple of the same length."""
-    if not isinstance(new, tuple):
-        raise TypeError(f"expected tuple, but hook returned '{_type_name(new)}'")
-    if len(new) != len(old):
-        raise RuntimeError(
-            f"hook '{hook_name(fn)}' has returned an incorrect number of values (got {len(new)}, but expected "
-            f"{len(old)})")
-    return tuple(check_hook_value(fn, o, n) for o, n in zip(old, new))
-
-
-def _type_name(value: Any) -> str:
-    """As torch names it (CPython's ``tp_name``): ``float``, ``Tensor``, ``numpy.ndarray``."""
-    if inspect.iscoroutine(value):
-        value.close()  # never to be awaited: no "coroutine was never awaited" warning on top
-    cls = type(value)
-    return f"numpy.{cls.__name__}" if cls.__module__.startswith("numpy") else cls.__name__
-
-
-_LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _legacy_type(t: Tensor) -> str:
-    """torch's legacy type name (``torch.FloatTensor``), spelt for asyncgrad and its devices."""
-    kind = _LEGACY.get(str(t.dtype), str(t.dtype))
-    device = "" if t.device.is_cpu else f"{t.device.type}."
-    return f"asyncgrad.{device}{kind}Tensor"
-
-
 class NodeHooks:
     """All hooks of one node; a node without hooks holds None, so the hot path checks once."""
 
@@ -144,73 +112,6 @@ class NodeHooks:
         self.post: dict[int, Callable] = {}
         self.tensor_pre: dict[int, dict[int, Callable]] = {}
         self.retains_grad: dict[int, Callable] = {}
-
-    def run_tensor_pre(self, node: Node, grads: list, create_graph: bool) -> list:
-        """Tensor hooks, then retains_grad hooks, in torch's order; returns the new grads."""
-        for position, hooks in self.tensor_pre.items():
-            if hooks and position < len(grads) and grads[position] is not None:
-                grad = as_tensor(grads[position], node, position, create_graph)
-                for fn in list(hooks.values()):
-                    result = check_hook_value(fn, grad, fn(grad))
-                    if result is not None:
-                        grad = result
-                grads[position] = as_grad(grad, create_graph)
-        for position, fn in self.retains_grad.items():
-            if position < len(grads) and grads[position] is not None:
-                fn(as_tensor(grads[position], node, position, create_graph))
-        return grads
-
-    def run_pre(self, node: Node, grads: list, create_graph: bool) -> list:
-        if not self.pre:
-            return grads
-        wrapped = tuple(as_tensor(g, node, i, create_graph) for i, g in enumerate(grads))
-        for fn in list(self.pre.values()):
-            result = fn(wrapped)
-            if result is not None:
-                wrapped = check_hook_values(fn, wrapped, result)
-        return [as_grad(g, create_graph) for g in wrapped]
-
-    def run_post(self, node: Node, outputs: Any, grads: list, create_graph: bool) -> Any:
-        if not self.post:
-            return outputs
-        grad_inputs = tuple(_wrap_output(node, i, g, create_graph) for i, g in enumerate(outputs))
-        grad_outputs = tuple(as_tensor(g, node, i, create_graph) for i, g in enumerate(grads))
-        for fn in list(self.post.values()):
-            result = fn(grad_inputs, grad_outputs)
-            if result is not None:
-                grad_inputs = check_hook_values(fn, grad_inputs, result)
-        return [as_grad(g, create_graph) for g in grad_inputs]
-
-
-def _tensor_type() -> type:
-    from asyncgrad.tensor import Tensor
-
-    return Tensor
-
-
-def as_tensor(grad: Any, node: Node, position: int, create_graph: bool) -> Tensor | None:
-    """A gradient as hooks see it: a Tensor, whichever form the engine moves."""
-    if grad is None or create_graph:
-        return grad
-    from asyncgrad.tensor import Tensor
-
-    return Tensor._make(grad, node._input_meta[position][2], False, None, 0, [0])
-
-
-def _wrap_output(node: Node, index: int, grad: Any, create_graph: bool) -> Tensor | None:
-    if grad is None or create_graph:
-        return grad
-    edge_fn = node.next_edges[index].function
-    from asyncgrad.tensor import Tensor
-
-    device = edge_fn._input_meta[node.next_edges[index].input_nr][2] if edge_fn is not None else None
-    return Tensor._make(grad, device, False, None, 0, [0])
-
-
-def as_grad(tensor: Tensor | None, create_graph: bool) -> Any:
-    if tensor is None or create_graph:
-        return tensor
-    return tensor.data
 
 
 ALWAYS_DISPATCH = 1 << 62
@@ -319,67 +220,3 @@ class GraphRoot(Node):
 
     def apply(self, grads: list, create_graph: bool) -> list:
         return list(self.grads)
-
-
-class AccumulateGrad(Node):
-    """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
-
-    One per leaf, reused while the leaf lives: the leaf holds it weakly, it holds the leaf.
-
-    Note [One writer per leaf]: backwards on several threads (``backward_sync`` from plain
-    threads, several event loops) may accumulate into one leaf at once, and numpy releases
-    the GIL inside ``old += grad``, so two unguarded additions lose updates. As torch does
-    (its AccumulateGrad holds a mutex), ``apply`` holds the leaf's lock around the read of
-    ``.grad``, the addition, the write and the post-accumulate hooks. On one loop the lock
-    is never contended (accumulation always runs inline on the loop); taken uncontended it
-    costs about 0.2 µs per accumulation, once per leaf and backward (1.27 µs median per
-    4-element accumulation without it, 1.48 µs with it, on a loaded 2-core machine; on W1
-    the difference is below the noise). Nothing that can wait on another thread runs under
-    it but post-accumulate hooks, which torch also runs under its mutex: a hook must not
-    block on a backward of another thread into the same leaf.
-    """
-
-    __slots__ = ("variable", "lock")
-
-    def __init__(self, variable: Tensor) -> None:
-        super().__init__(())
-        self.variable = variable
-        self.lock = threading.Lock()
-        self.work = -1  # below any inline threshold: accumulation never runs concurrently
-        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
-        extra = variable._extra
-        if extra is not None and extra.hooks is not None:
-            self._register_hook_dict(extra.hooks)
-
-    def apply(self, grads: list, create_graph: bool) -> tuple:
-        if grads[0] is not None:
-            with self.lock:
-                accumulate_grad(self.variable, grads, create_graph)
-        return ()
-
-
-def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
-    """``variable.grad += grads[0]`` with torch's rules: the first gradient is stolen when
-    nothing else sees it, else copied (or kept as is when recorded, create_graph); later
-    ones are added in place unless a graph is being recorded."""
-    from asyncgrad.tensor import Tensor
-
-    steal = not create_graph and owned_by(grads, 0)
-    grad = grads[0]
-    old = variable._grad
-    if create_graph:
-        if old is None:
-            variable._grad = grad if grad.requires_grad else grad.detach().clone()
-        else:
-            variable._grad = old + grad
-    elif old is None:
-        variable._grad = Tensor._make(grad if steal else grad.copy(), variable.device, False, None, 0, [0])
-    elif old.requires_grad:
-        variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
-    else:
-        old.data += grad
-        old._vc[0] += 1
-    extra = variable._extra
-    if extra is not None and extra.post_accumulate_hooks:
-        for fn in list(extra.post_accumulate_hooks.values()):
-            fn(variable)

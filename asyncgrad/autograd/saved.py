@@ -4,32 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from asyncgrad.tensor import Tensor, type_name
+
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
-    from asyncgrad.tensor import Tensor
-
-SECOND_BACKWARD = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward."
-)
-
-
-class _Released(tuple):
-    """Stands in for a node's saved tensors once they were freed; any use raises torch's error."""
-
-    __slots__ = ()
-
-    def __iter__(self):
-        raise RuntimeError(SECOND_BACKWARD)
-
-    def __getitem__(self, index):
-        raise RuntimeError(SECOND_BACKWARD)
-
-
-RELEASED = _Released()
-
 
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
@@ -62,13 +40,9 @@ class SavedTensor:
         self.check_version(node)
         if self.tensor is not None:
             return self.tensor
-        from asyncgrad.tensor import Tensor
-
         return Tensor._make(self.data, self.device, True, node, self.output_nr, self.vc)
 
     def _modified_message(self, node: Node) -> str:
-        from asyncgrad.tensor import type_name
-
         data = self.data
         shape = ", ".join(str(d) for d in data.shape)
         if self.tensor is None:

@@ -1,10 +1,6 @@
-"""The backward engine on asyncio (see ``engine.py`` for the notes that hold it together)."""
+"""The backward engine on asyncio (see ``engine.py`` for the notes that hold it together).
 
-from asyncgrad.engine.engine import Engine, get_engine
-from asyncgrad.engine.graph_task import GraphTask, current_graph_task
-from asyncgrad.engine.kernels import run_from_kernel_thread
-from asyncgrad.engine.ready_queue import NodeTask, ReadyQueue
-
-__all__ = [
-    "Engine", "GraphTask", "NodeTask", "ReadyQueue", "current_graph_task", "get_engine", "run_from_kernel_thread",
-]
+Import the parts from their modules (``asyncgrad.engine.engine``, ``.graph_task``, ...): this
+package module imports nothing, so that a low module may take ``current_graph_task`` from
+``graph_task`` without loading the engine.
+"""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from asyncgrad.autograd.graph import Node
+from asyncgrad.autograd.hook_calls import run_post, run_pre, run_tensor_pre
 from asyncgrad.engine.graph_task import GraphTask
 
 
@@ -13,8 +14,8 @@ def _before_apply(graph_task: GraphTask, node: Node, inputs: list) -> list | Non
     """The inputs after hooks; None when every gradient is undefined and the node may be skipped."""
     hooks = node._hooks
     if hooks is not None:
-        inputs = hooks.run_tensor_pre(node, inputs, graph_task.create_graph)
-        inputs = hooks.run_pre(node, inputs, graph_task.create_graph)
+        inputs = run_tensor_pre(hooks, node, inputs, graph_task.create_graph)
+        inputs = run_pre(hooks, node, inputs, graph_task.create_graph)
     for grad in inputs:
         if grad is not None:
             return inputs
@@ -26,7 +27,7 @@ def _after_apply(graph_task: GraphTask, node: Node, inputs: list, outputs: Any) 
         node.release_variables()
     hooks = node._hooks
     if hooks is not None and hooks.post:
-        outputs = hooks.run_post(node, outputs, inputs, graph_task.create_graph)
+        outputs = run_post(hooks, node, outputs, inputs, graph_task.create_graph)
     return outputs
 
 

@@ -61,6 +61,7 @@ from typing import Any, Callable
 
 from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
+from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedMap, ShardedSet
@@ -213,7 +214,7 @@ class Engine:
         if info is None:
             return None
         if not info.needed and node._hooks is not None:
-            inputs = node._hooks.run_tensor_pre(node, list(inputs), graph_task.create_graph)
+            inputs = run_tensor_pre(node._hooks, node, list(inputs), graph_task.create_graph)
         if info.captures is not None:
             captured = graph_task.captured_vars
             for input_nr, output_idx in info.captures:

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape
+from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape, tensor_math
 from asyncgrad.tensor import Tensor
 
-__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "_node"]
+__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "tensor_math", "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -106,7 +106,7 @@ _METHODS = {
     "squeeze": shape.squeeze, "expand": shape.expand, "expand_as": shape.expand_as,
     "permute": shape.permute, "transpose": shape.transpose, "t": shape.t,
     "T": property(shape.numpy_T), "mT": property(shape.mT),
-    "clone": shape.clone, "contiguous": shape.contiguous,
+    "clone": shape.clone, "contiguous": shape.contiguous, "to": shape.to, "cpu": shape.to_cpu, "cuda": shape.to_cuda,
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "float": _to(dtypes.float32), "double": _to(dtypes.float64), "long": _to(dtypes.int64),
     "int": _to(dtypes.int32), "bool": _to(dtypes.bool), "half": _to(dtypes.float16),

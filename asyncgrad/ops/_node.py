@@ -1,9 +1,11 @@
-"""What every op shares: recording its node, and the two math namespaces of its formula.
+"""What every op shares: recording its node, and the formula namespace on raw arrays.
 
-Each backward formula is written once, against a namespace ``F``: ``ArrayMath`` runs it on
-raw device arrays (the fast path, nothing recorded), ``TensorMath`` runs it on Tensors with
-the ops themselves, so that with ``create_graph=True`` the backward pass is recorded and
-gradients of gradients work to any order.
+Note [Two namespaces for one formula]: each backward formula is written once, against a
+namespace ``F``. ``ArrayMath`` (here) runs it on raw device arrays: the fast path, nothing
+recorded. ``TensorMath`` (``tensor_math.py``) runs it on Tensors with the ops themselves, so
+that with ``create_graph=True`` the backward pass is recorded and gradients of gradients work
+to any order. The ops are built on this module, so ``TensorMath`` cannot be imported here: it
+sets ``OpNode.graph_math`` when ``asyncgrad.ops`` imports it, before any op can run.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
-from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
-from asyncgrad.autograd.saved import RELEASED, SECOND_BACKWARD, unpack_arrays, unpack_tensors
+from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Node
+from asyncgrad.autograd.saved import unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.tensor import Tensor
 
@@ -28,9 +30,12 @@ class OpNode(Node):
     work_per_element = 1
     """The backward's cost per output element, in multiplies (Note [Cost classes])."""
 
+    graph_math: Any = None
+    """The formula namespace on Tensors, ``TensorMath`` (Note [Two namespaces for one formula])."""
+
     def apply(self, grads: list, create_graph: bool) -> Any:
         if create_graph:
-            return self.backward(TensorMath, grads[0])
+            return self.backward(self.graph_math, grads[0])
         return self.backward(ArrayMath, grads[0])
 
     def backward(self, F: Any, grad: Any) -> Any:
@@ -56,18 +61,8 @@ class SavesVariables(OpNode):
         if self.saved is RELEASED:
             raise RuntimeError(SECOND_BACKWARD)
         if create_graph:
-            return self.backward(TensorMath, grads[0])
+            return self.backward(self.graph_math, grads[0])
         return self.backward(ArrayMath, grads[0])
-
-
-def gradient_edge(t: Tensor) -> Edge:
-    """Where the gradient for ``t`` goes: its grad_fn, or its leaf's AccumulateGrad."""
-    if not t._requires_grad:
-        return NO_EDGE
-    fn = t.grad_fn
-    if fn is not None:
-        return _tuple_new(Edge, (fn, t.output_nr))
-    return _tuple_new(Edge, (t.grad_accumulator(), 0))
 
 
 _META: dict[tuple, tuple] = {}
@@ -133,6 +128,19 @@ def _array(value: Any) -> Any:
     return np.asarray(value) if isinstance(value, np.generic) else value
 
 
+def scatter_add(shape: tuple[int, ...], index: Any, basic: bool, g: Any) -> Any:
+    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
+    xp = np if isinstance(g, (np.ndarray, np.generic)) else __import__("cupy")
+    out = xp.zeros(shape, dtype=g.dtype)
+    if basic:
+        out[index] = g
+    elif xp is np:
+        np.add.at(out, index, g)
+    else:
+        xp.add.at(out, index, g)
+    return out
+
+
 class ArrayMath:
     """Formula primitives on raw arrays (numpy or CuPy)."""
 
@@ -192,7 +200,7 @@ class ArrayMath:
 
     @staticmethod
     def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Any) -> Any:
-        return indexing.scatter_add(shape, index[0], index[1], g)
+        return scatter_add(shape, index[0], index[1], g)
 
     @staticmethod
     def index_put(x: Any, index: Any, values: Any) -> Any:
@@ -203,69 +211,3 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
-
-
-class TensorMath:
-    """The same primitives on Tensors, through the differentiable ops (the elementwise
-    functions ``where, exp, log, sin, cos, sign`` are attached below, once the ops exist)."""
-
-    unpack = staticmethod(unpack_tensors)
-
-    @staticmethod
-    def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
-        if g.shape == shape:
-            return g
-        axes, lead = reduced_axes(g.shape, shape)
-        return reduction.sum(g, axes).reshape(shape)
-
-    @staticmethod
-    def expand(g: Tensor, shape: tuple[int, ...]) -> Tensor:
-        return g if g.shape == shape else shape_ops.expand(g, shape)
-
-    @staticmethod
-    def sum(g: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return reduction.sum(g, axis, keepdims)
-
-    @staticmethod
-    def reshape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
-        return shape_ops.reshape(g, shape)
-
-    @staticmethod
-    def index(g: Tensor, index: Any) -> Tensor:
-        return g[index]
-
-    @staticmethod
-    def permute(g: Tensor, axes: tuple[int, ...]) -> Tensor:
-        return shape_ops.permute(g, axes)
-
-    @staticmethod
-    def mT(g: Tensor) -> Tensor:
-        return shape_ops.transpose(g, -1, -2)
-
-    @staticmethod
-    def cast(g: Tensor, dtype: np.dtype) -> Tensor:
-        return g if g.dtype == dtype else shape_ops.to_dtype(g, dtype)
-
-    @staticmethod
-    def to_device(g: Tensor, device: Device) -> Tensor:
-        return shape_ops.to_device(g, device)
-
-    @staticmethod
-    def index_put(x: Tensor, index: Any, values: Tensor) -> Tensor:
-        return indexing.index_put(x, index, values)
-
-    @staticmethod
-    def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Tensor) -> Tensor:
-        return indexing.index_add_into(shape, index, g)
-
-    @staticmethod
-    def constant(value: Any, like: Tensor) -> Tensor:
-        """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
-        return Tensor._make(value, like.device, False, None, 0, [0])
-
-
-from asyncgrad.ops import elementwise, indexing, reduction  # noqa: E402  (formulas call them lazily)
-from asyncgrad.ops import shape as shape_ops  # noqa: E402
-
-for _name in ("where", "exp", "log", "sin", "cos", "sign"):
-    setattr(TensorMath, _name, staticmethod(getattr(elementwise, _name)))

@@ -9,10 +9,11 @@ import numpy as np
 from asyncgrad import dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import check_array_dtype, complex_error, is_complex_error, number_arg, tensor_arg, type_label
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, gradient_edge, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, record, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SCALARS = (int, float, bool, np.number, np.bool_)

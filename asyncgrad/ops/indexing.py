@@ -8,8 +8,10 @@ import numpy as np
 
 from asyncgrad._convert import to_array
 from asyncgrad._validate import complex_error, is_complex, type_label
-from asyncgrad.autograd.saved import RELEASED, SavedTensor
-from asyncgrad.ops._node import OpNode, SavesVariables, gradient_edge, record, same_device
+from asyncgrad.autograd.accumulate import gradient_edge
+from asyncgrad.autograd.graph import RELEASED
+from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.ops._node import OpNode, SavesVariables, record, same_device, scatter_add
 from asyncgrad.ops.elementwise import _binary_node, operands
 from asyncgrad.ops.reduction import _recording
 from asyncgrad.ops.shape import _view
@@ -74,19 +76,6 @@ def _torch_index_error(exc: IndexError, ndim: int, shape: tuple = (), index: Any
                                   f"indexed tensor {list(shape)} at index {start + bad}")
             start += 0 if item is None or item is Ellipsis else getattr(item, "ndim", 1)
     return IndexError(text.replace(" for axis ", " for dimension "))
-
-
-def scatter_add(shape: tuple[int, ...], index: Any, basic: bool, g: Any) -> Any:
-    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
-    xp = np if isinstance(g, (np.ndarray, np.generic)) else __import__("cupy")
-    out = xp.zeros(shape, dtype=g.dtype)
-    if basic:
-        out[index] = g
-    elif xp is np:
-        np.add.at(out, index, g)
-    else:
-        xp.add.at(out, index, g)
-    return out
 
 
 class IndexBackward0(SavesVariables):

@@ -20,9 +20,10 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from asyncgrad._validate import number_arg, tensor_arg
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.ops import _node
-from asyncgrad.ops._node import OpNode, SavesVariables, gradient_edge, record
+from asyncgrad.ops._node import OpNode, SavesVariables, record
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 

@@ -7,10 +7,11 @@ import warnings
 import numpy as np
 
 from asyncgrad._validate import int_arg, tensor_arg
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, gradient_edge, record, same_device
+from asyncgrad.ops._node import OpNode, record, same_device
 from asyncgrad.ops.elementwise import broadcast_error, result_dtype
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC, matmul
 from asyncgrad.ops.reduction import log_softmax

@@ -6,21 +6,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from asyncgrad._validate import bool_arg, dtype_arg, int_arg, int_list, tensor_arg, type_label
+from asyncgrad._validate import bool_arg, dtype_arg, int_list, normalize_dim, tensor_arg, type_label
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import ArrayMath, OpNode, gradient_edge, record
+from asyncgrad.ops._node import ArrayMath, OpNode, record
 from asyncgrad.tensor import Tensor, scalar_type_name
-
-
-def normalize_dim(dim: int, ndim: int, fn: str = "dim", name: str = "dim", pos: int | None = 1) -> int:
-    """``dim`` in ``[0, ndim)``, with torch's "Dimension out of range" (a 0-d tensor takes -1 and 0)."""
-    if dim.__class__ is not int:
-        dim = int_arg(dim, fn, name, pos)
-    low, high = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
-    if not low <= dim <= high:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
-    return dim % ndim if ndim > 0 else 0
 
 
 def normalize_dims(dim: Any, ndim: int, fn: str = "sum") -> tuple[int, ...] | None:

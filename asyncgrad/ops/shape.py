@@ -7,12 +7,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from asyncgrad._validate import int_list, tensor_arg, tensor_list
+from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg, tensor_list
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.graph import NO_EDGE
-from asyncgrad.devices import Device
-from asyncgrad.ops._node import OpNode, gradient_edge, record
+from asyncgrad.devices import Device, cpu
+from asyncgrad.devices import device as as_device
+from asyncgrad.ops._node import OpNode, record
 from asyncgrad.ops.elementwise import result_dtype
-from asyncgrad.ops.reduction import _recording, normalize_dim
+from asyncgrad.ops.reduction import _recording
 from asyncgrad.tensor import Tensor, type_name
 
 
@@ -437,3 +439,33 @@ def to_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
         out = x.data.astype(dtype)
         return Tensor._make(out, x.device, False, None, 0, [0])
     return _copy_to(x, x.data.astype(dtype), x.device)
+
+
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; differentiable both ways."""
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    for arg in args:
+        if isinstance(arg, (str, Device)):
+            dev = arg
+        elif isinstance(arg, Tensor):
+            dev, dtype = arg.device, arg.dtype
+        elif arg is not None:
+            dtype = arg
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    dtype = dtype_arg(dtype, "to")
+    out = self
+    if dtype is not None and dtype != self.dtype:
+        out = to_dtype(out, dtype)
+    if dev is not None and as_device(dev) is not self.device:
+        out = to_device(out, as_device(dev))
+    return out
+
+
+def to_cpu(self: Tensor) -> Tensor:
+    return to(self, cpu)
+
+
+def to_cuda(self: Tensor, index: int = 0) -> Tensor:
+    return to(self, f"cuda:{index}")

@@ -1,0 +1,103 @@
+"""Where a tensor's gradient goes: its ``grad_fn``, or its leaf's ``AccumulateGrad``.
+
+``AccumulateGrad`` sits above ``Tensor`` (it writes ``.grad``), so a leaf keeps only a weak
+reference to its accumulator and this module creates it; every op, the front door and custom
+Functions take a tensor's edge from ``gradient_edge``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
+from asyncgrad.autograd.ownership import owned_by
+from asyncgrad.tensor import Tensor, creation_lock
+
+_tuple_new = tuple.__new__
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
+
+    One per leaf, reused while the leaf lives: the leaf holds it weakly, it holds the leaf.
+
+    Note [One writer per leaf]: backwards on several threads (``backward_sync`` from plain
+    threads, several event loops) may accumulate into one leaf at once, and numpy releases
+    the GIL inside ``old += grad``, so two unguarded additions lose updates. As torch does
+    (its AccumulateGrad holds a mutex), ``apply`` holds the leaf's lock around the read of
+    ``.grad``, the addition, the write and the post-accumulate hooks. On one loop the lock
+    is never contended (accumulation always runs inline on the loop); taken uncontended it
+    costs about 0.2 µs per accumulation, once per leaf and backward (1.27 µs median per
+    4-element accumulation without it, 1.48 µs with it, on a loaded 2-core machine; on W1
+    the difference is below the noise). Nothing that can wait on another thread runs under
+    it but post-accumulate hooks, which torch also runs under its mutex: a hook must not
+    block on a backward of another thread into the same leaf.
+    """
+
+    __slots__ = ("variable", "lock")
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__(())
+        self.variable = variable
+        self.lock = threading.Lock()
+        self.work = -1  # below any inline threshold: accumulation never runs concurrently
+        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
+        extra = variable._extra
+        if extra is not None and extra.hooks is not None:
+            self._register_hook_dict(extra.hooks)
+
+    def apply(self, grads: list, create_graph: bool) -> tuple:
+        if grads[0] is not None:
+            with self.lock:
+                accumulate_grad(self.variable, grads, create_graph)
+        return ()
+
+
+def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
+    """``variable.grad += grads[0]`` with torch's rules: the first gradient is stolen when
+    nothing else sees it, else copied (or kept as is when recorded, create_graph); later
+    ones are added in place unless a graph is being recorded."""
+    steal = not create_graph and owned_by(grads, 0)
+    grad = grads[0]
+    old = variable._grad
+    if create_graph:
+        if old is None:
+            variable._grad = grad if grad.requires_grad else grad.detach().clone()
+        else:
+            variable._grad = old + grad
+    elif old is None:
+        variable._grad = Tensor._make(grad if steal else grad.copy(), variable.device, False, None, 0, [0])
+    elif old.requires_grad:
+        variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
+    else:
+        old.data += grad
+        old._vc[0] += 1
+    extra = variable._extra
+    if extra is not None and extra.post_accumulate_hooks:
+        for fn in list(extra.post_accumulate_hooks.values()):
+            fn(variable)
+
+
+def grad_accumulator(t: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, created on first use and shared while the leaf lives."""
+    extra = t._extras()
+    acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+    if acc is None:
+        with creation_lock:  # one AccumulateGrad, hence one lock, per leaf (Note [One writer per leaf])
+            acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+            if acc is None:
+                acc = AccumulateGrad(t)
+                extra.grad_accumulator = weakref.ref(acc)
+    return acc
+
+
+def gradient_edge(t: Tensor) -> Edge:
+    """Where the gradient for ``t`` goes (torch's ``impl::gradient_edge``): its grad_fn, or its
+    leaf's AccumulateGrad; NO_EDGE for a tensor that does not require grad."""
+    if not t._requires_grad:
+        return NO_EDGE
+    fn = t.grad_fn
+    if fn is not None:
+        return _tuple_new(Edge, (fn, t.output_nr))
+    return _tuple_new(Edge, (grad_accumulator(t), 0))

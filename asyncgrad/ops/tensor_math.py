@@ -1,0 +1,83 @@
+"""``TensorMath``: the backward formulas' namespace on Tensors (Note [Two namespaces for one
+formula] in ``_node.py``), built from the ops themselves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from asyncgrad.autograd.saved import unpack_tensors
+from asyncgrad.devices import Device
+from asyncgrad.ops import elementwise, indexing, reduction
+from asyncgrad.ops import shape as shape_ops
+from asyncgrad.ops._node import OpNode, reduced_axes
+from asyncgrad.tensor import Tensor
+
+
+class TensorMath:
+    """The primitives of ``ArrayMath`` on Tensors, through the differentiable ops."""
+
+    unpack = staticmethod(unpack_tensors)
+
+    @staticmethod
+    def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        if g.shape == shape:
+            return g
+        axes, lead = reduced_axes(g.shape, shape)
+        return reduction.sum(g, axes).reshape(shape)
+
+    @staticmethod
+    def expand(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        return g if g.shape == shape else shape_ops.expand(g, shape)
+
+    @staticmethod
+    def sum(g: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return reduction.sum(g, axis, keepdims)
+
+    @staticmethod
+    def reshape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        return shape_ops.reshape(g, shape)
+
+    @staticmethod
+    def index(g: Tensor, index: Any) -> Tensor:
+        return g[index]
+
+    @staticmethod
+    def permute(g: Tensor, axes: tuple[int, ...]) -> Tensor:
+        return shape_ops.permute(g, axes)
+
+    @staticmethod
+    def mT(g: Tensor) -> Tensor:
+        return shape_ops.transpose(g, -1, -2)
+
+    @staticmethod
+    def cast(g: Tensor, dtype: np.dtype) -> Tensor:
+        return g if g.dtype == dtype else shape_ops.to_dtype(g, dtype)
+
+    @staticmethod
+    def to_device(g: Tensor, device: Device) -> Tensor:
+        return shape_ops.to_device(g, device)
+
+    @staticmethod
+    def index_put(x: Tensor, index: Any, values: Tensor) -> Tensor:
+        return indexing.index_put(x, index, values)
+
+    @staticmethod
+    def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Tensor) -> Tensor:
+        return indexing.index_add_into(shape, index, g)
+
+    @staticmethod
+    def constant(value: Any, like: Tensor) -> Tensor:
+        """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
+        return Tensor._make(value, like.device, False, None, 0, [0])
+
+    where = staticmethod(elementwise.where)
+    exp = staticmethod(elementwise.exp)
+    log = staticmethod(elementwise.log)
+    sin = staticmethod(elementwise.sin)
+    cos = staticmethod(elementwise.cos)
+    sign = staticmethod(elementwise.sign)
+
+
+OpNode.graph_math = TensorMath
