@@ -40,7 +40,7 @@ def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
         host = host.astype(dtypes.get_default_dtype(), copy=False)
     elif host.dtype.kind in "iu":
         host = host.astype(dtypes.int64, copy=False)
-    return host if dev.type != "cuda" else dev.asarray(host)
+    return host if dev.is_cpu else dev.asarray(host)
 
 
 _LEAVES = (bool, int, float, np.number, np.bool_)

@@ -18,7 +18,7 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
-from asyncgrad.ops._node import ArrayMath, OpNode, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, record_node, same_device
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.inplace import apply_inplace
 from asyncgrad.random import manual_seed, numpy_generator  # noqa: F401  (manual_seed: re-exported)
@@ -248,7 +248,7 @@ def _sampled(cls: type, inputs: tuple, out: Any, dev: Device) -> Tensor:
         return Tensor._make(out, dev, False, None, 0, [0])
     node = cls(tuple(gradient_edge(t) for t in inputs))
     node.shapes = tuple(t.shape for t in inputs)
-    return record(node, out, dev)
+    return record_node(node, out, dev)
 
 
 def _host(t: Tensor) -> np.ndarray:

@@ -108,7 +108,9 @@ class Tensor:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        """A numpy dtype on every device (Note [One array backend per device] in devices/backend.py)."""
+        dtype = self.data.dtype
+        return dtype if isinstance(dtype, np.dtype) else self.device.backend.dtype(self.data)
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -127,7 +129,7 @@ class Tensor:
         return self.data.shape[0]
 
     def is_floating_point(self) -> bool:
-        return dtypes.is_floating_point(self.data.dtype)
+        return dtypes.is_floating_point(self.dtype)
 
     @property
     def is_cuda(self) -> bool:
@@ -159,7 +161,7 @@ class Tensor:
                     "var_no_grad = var.detach()."
                 )
             return self
-        if requires_grad and not dtypes.is_floating_point(self.data.dtype):
+        if requires_grad and not dtypes.is_floating_point(self.dtype):
             # torch 2.13's words for requires_grad_(); its factories still say "and complex dtype"
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
@@ -277,19 +279,23 @@ class Tensor:
         return self
 
     # ----------------------------------------------------------------- host values
-    def numpy(self) -> np.ndarray:
-        if self._requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if self.device.type == "cuda":
+    def _host_only(self) -> None:
+        """torch's refusal to hand an accelerator's memory to numpy: ``.cpu()`` is explicit."""
+        if not self.device.is_cpu:
             raise TypeError(
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                 "to host memory first."
             )
+
+    def numpy(self) -> np.ndarray:
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        self._host_only()
         return self.data
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        host = self.device.to_host(self.data)
-        return np.asarray(host, dtype=dtype) if copy is not True else np.array(host, dtype=dtype)
+        self._host_only()
+        return np.asarray(self.data, dtype=dtype) if copy is not True else np.array(self.data, dtype=dtype)
 
     def item(self) -> Any:
         if self.data.size != 1:
@@ -315,7 +321,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self.data.dtype.kind not in "iub" or self.data.size != 1:
+        if self.dtype.kind not in "iub" or self.data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

@@ -60,14 +60,18 @@ class SavedTensor:
 
 
 def unpack_arrays(node: Node) -> list[Any]:
-    """A node's saved tensors as raw arrays: the fast path when no backward graph is recorded."""
+    """A node's saved tensors as raw arrays: the fast path when no backward graph is recorded.
+    A None entry (a tensor the op did not need to save) unpacks as None."""
     out = []
     for saved in node.saved:
-        if saved.vc[0] != saved.version:
+        if saved is None:
+            out.append(None)
+        elif saved.vc[0] != saved.version:
             raise RuntimeError(saved._modified_message(node))
-        out.append(saved.data)
+        else:
+            out.append(saved.data)
     return out
 
 
-def unpack_tensors(node: Node) -> list[Tensor]:
-    return [saved.unpack_tensor(node) for saved in node.saved]
+def unpack_tensors(node: Node) -> list[Tensor | None]:
+    return [saved.unpack_tensor(node) if saved is not None else None for saved in node.saved]

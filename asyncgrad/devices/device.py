@@ -1,9 +1,10 @@
-"""Devices: where arrays live, which array module computes on them, and how kernels run.
+"""Devices: where arrays live, which array backend computes on them, and how kernels run.
 
 A device is interned (``device("sim:0") is device("sim:0")``) so the engine can key its
 workers by identity. ``cpu`` computes with numpy, ``sim:N`` is a simulated accelerator in
-host memory (numpy too, but its own identity, queue, worker and executor), and ``cuda:N``
-computes with CuPy.
+host memory with its own queue, worker and executor, computing with ``array_api_strict`` so
+that what would break on a GPU breaks there too, and ``cuda:N`` computes with CuPy (Note [One
+array backend per device] in ``backend.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 from typing import Any
 
 import numpy as np
+
+from asyncgrad.devices.backend import NUMPY, ArrayBackend, CupyBackend, StrictBackend
 
 _DEFAULT_INLINE_THRESHOLD = 200_000
 """Kernels estimated below this many element-operations run inline on the event loop.
@@ -26,12 +29,14 @@ backwards: 1.4 ms in threads against 2.5 ms inline).
 
 
 class Device:
-    __slots__ = ("type", "index", "xp", "inline_threshold", "num_workers", "_name")
+    __slots__ = ("type", "index", "backend", "xp", "inline_threshold", "num_workers", "_name")
 
-    def __init__(self, type: str, index: int | None, xp: Any) -> None:
+    def __init__(self, type: str, index: int | None, backend: ArrayBackend) -> None:
         self.type = type
         self.index = index
-        self.xp = xp
+        self.backend = backend
+        self.xp = backend.xp
+        """The device's Array API namespace (``backend.xp``), read on every op."""
         self.inline_threshold = _DEFAULT_INLINE_THRESHOLD
         self.num_workers = max(1, os.cpu_count() or 1)
         self._name = type if index is None else f"{type}:{index}"
@@ -50,29 +55,30 @@ class Device:
         return self.type == "cpu"
 
     def asarray(self, array: Any, dtype: np.dtype | None = None, copy: bool | None = None) -> Any:
-        """Bring ``array`` (from any device) onto this device."""
-        if self.type == "cuda":
-            with self.xp.cuda.Device(self.index):
-                return self.xp.array(array, dtype=dtype, copy=True if copy is None else copy)
-        if not isinstance(array, np.ndarray) and hasattr(array, "get"):
-            array = array.get()
-        return np.array(array, dtype=dtype, copy=copy)
+        """Bring ``array`` (host data, or an array of any device) onto this device: an explicit transfer."""
+        if (not isinstance(array, np.ndarray) and hasattr(array, "__array_namespace__")
+                and not self.backend.is_array(array)):
+            array = _host_of(array)
+        return self.backend.from_host(array, dtype, copy)
 
     def to_host(self, array: Any) -> np.ndarray:
-        return array.get() if self.type == "cuda" else array
+        """This device's array as a numpy array (a copy unless the device is the host)."""
+        return self.backend.to_host(array)
+
+
+def _host_of(array: Any) -> np.ndarray:
+    """An array of another device's backend, copied to the host (a device-to-device transfer)."""
+    for dev in _DEVICES.values():
+        if dev.backend.is_array(array):
+            return dev.backend.to_host(array)
+    return np.asarray(array)
 
 
 _DEVICES: dict[str, Device] = {}
 
-
-def _load_cupy():
-    try:
-        import cupy
-    except ImportError as exc:  # pragma: no cover - depends on the machine
-        raise RuntimeError(
-            "cuda devices need CuPy: install asyncgrad with the 'cuda' extra (pip install 'asyncgrad[cuda]')"
-        ) from exc
-    return cupy
+_STRICT_DEVICES = ("device1", "device2")
+"""array_api_strict's simulated devices: sim:N takes one by parity, so arrays of sim:0 and sim:1
+never mix without a transfer (asyncgrad's own device check catches sim:0 with sim:2)."""
 
 
 def device(spec: str | Device | None = None) -> Device:
@@ -90,7 +96,7 @@ def device(spec: str | Device | None = None) -> Device:
     if colon and not index_text:
         raise RuntimeError(f"Invalid device string: '{spec}'")
     if kind == "cpu" and index_text in ("", "0"):
-        dev = _DEVICES.get("cpu") or Device("cpu", None, np)
+        dev = _DEVICES.get("cpu") or Device("cpu", None, NUMPY)
     elif kind in ("sim", "cuda"):
         if index_text == "":
             index_text = "0"
@@ -100,7 +106,8 @@ def device(spec: str | Device | None = None) -> Device:
         name = f"{kind}:{index}"
         dev = _DEVICES.get(name)
         if dev is None:
-            dev = Device(kind, index, _load_cupy() if kind == "cuda" else np)
+            backend = CupyBackend(index) if kind == "cuda" else StrictBackend(_STRICT_DEVICES[index % 2])
+            dev = Device(kind, index, backend)
             _DEVICES[name] = dev
     else:
         raise RuntimeError(

@@ -10,17 +10,22 @@ sets ``OpNode.graph_math`` when ``asyncgrad.ops`` imports it, before any op can 
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
 
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
-from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Node
-from asyncgrad.autograd.saved import unpack_arrays
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Node
+from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
+from asyncgrad.devices.backend import backend_of
 from asyncgrad.tensor import Tensor
 
-_tuple_new = tuple.__new__
+_new = object.__new__
+_make = Tensor._make
 
 
 class OpNode(Node):
@@ -29,6 +34,8 @@ class OpNode(Node):
     __slots__ = ()
     work_per_element = 1
     """The backward's cost per output element, in multiplies (Note [Cost classes])."""
+    saves_result = False
+    """True when the backward needs the op's own result: ``record`` saves it last in ``saved``."""
 
     graph_math: Any = None
     """The formula namespace on Tensors, ``TensorMath`` (Note [Two namespaces for one formula])."""
@@ -83,8 +90,85 @@ def input_meta(shape: tuple[int, ...], dtype: Any, device: Device) -> tuple:
     return meta
 
 
-def record(node: OpNode, out_data: Any, device: Device, work: int | None = None) -> Tensor:
-    """Attach ``node`` as the grad_fn of a new output tensor holding ``out_data``.
+def recording(*inputs: Tensor | None) -> bool:
+    """Whether an op on ``inputs`` records a node: grad mode is on and an input requires grad.
+    ``record`` asks this itself; a forward asks first only to skip work that only the node needs."""
+    if not grad_enabled.get():
+        return False
+    for t in inputs:
+        if t is not None and t._requires_grad:
+            return True
+    return False
+
+
+def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, device: Device, *fields: Any,
+           saved: tuple[Tensor | None, ...] = (), work: int | None = None, view_of: Tensor | None = None) -> Tensor:
+    """Note [One way to record an op]: every differentiable op returns through this function.
+
+    An op is declared once, as an ``OpNode`` subclass beside its forward: the node's name (the
+    class name, torch's), its backward formula (``backward(F, grad)``, one gradient per input),
+    the fields it keeps (``__slots__``, filled in order from ``fields``), what it saves (the
+    tensors in ``saved``, version-checked on unpack, plus its own result when the class says
+    ``saves_result``) and its cost class (``work_per_element``, Note [Cost classes]). The forward
+    computes ``out`` on the device's arrays and hands everything here; ``record``
+
+    * returns a plain tensor when nothing records (grad mode off, or no input requires grad),
+    * else builds the node with one edge per input (``gradient_edge``; None inputs, numbers,
+      and tensors that need no gradient get none), its output metadata, its cost and, in
+      anomaly mode, the forward's traceback,
+    * and makes the output a view of ``view_of`` (sharing its version counter and base) when
+      given: a view op's output is a view whether or not it records.
+    """
+    if view_of is not None:
+        vc = view_of._vc
+    else:
+        vc = [0]
+    if not grad_enabled.get():
+        result = _make(out, device, False, None, 0, vc)
+    else:
+        edges = []
+        requires = False
+        for t in inputs:
+            if t is not None and t._requires_grad:
+                edges.append(gradient_edge(t))
+                requires = True
+            else:
+                edges.append(NO_EDGE)
+        if not requires:
+            result = _make(out, device, False, None, 0, vc)
+        else:
+            node = _new(cls)
+            Node.__init__(node, tuple(edges))
+            for name, value in zip(cls.__slots__, fields):
+                setattr(node, name, value)
+            node._input_meta = input_meta(out.shape, out.dtype, device)
+            node.work = out.size * cls.work_per_element if work is None else work
+            if anomaly_enabled.get()[0]:
+                node.metadata["traceback_"] = forward_traceback()
+            result = _make(out, device, True, node, 0, vc)
+            if cls.saves_result:
+                node.saved = tuple(SavedTensor(t) if t is not None else None for t in saved) + (
+                    SavedTensor(result, is_output=True),)
+            elif saved:
+                node.saved = tuple(SavedTensor(t) if t is not None else None for t in saved)
+    if view_of is not None:
+        mark_view(result, view_of)
+    return result
+
+
+def mark_view(view: Tensor, base: Tensor) -> None:
+    """Remember that ``view`` shares ``base``'s memory: in-place changes through either are seen
+    by the other's autograd (CopySlices, version checks)."""
+    root = base._extra.base if base._extra is not None and base._extra.base is not None else base
+    view._extras().base = root
+    extra = root._extras()
+    if extra.views is None:
+        extra.views = weakref.WeakSet()
+    extra.views.add(view)
+
+
+def record_node(node: OpNode, out_data: Any, device: Device, work: int | None = None) -> Tensor:
+    """Attach an already built ``node`` as the grad_fn of a new output tensor holding ``out_data``.
 
     ``work`` estimates the node's backward in element-operations (default: the node class's
     ``work_per_element`` per output element); a backward that only reshapes or passes its
@@ -124,25 +208,14 @@ def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[tuple
 
 def _array(value: Any) -> Any:
     """numpy gives a scalar for a full reduction or an all-integer index: keep gradients arrays,
-    so that the next formula (``scatter_add``, an in-place accumulation) gets what it expects."""
+    so that the next formula (an index-add, an in-place accumulation) gets what it expects."""
     return np.asarray(value) if isinstance(value, np.generic) else value
 
 
-def scatter_add(shape: tuple[int, ...], index: Any, basic: bool, g: Any) -> Any:
-    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
-    xp = np if isinstance(g, (np.ndarray, np.generic)) else __import__("cupy")
-    out = xp.zeros(shape, dtype=g.dtype)
-    if basic:
-        out[index] = g
-    elif xp is np:
-        np.add.at(out, index, g)
-    else:
-        xp.add.at(out, index, g)
-    return out
-
-
 class ArrayMath:
-    """Formula primitives on raw arrays (numpy or CuPy)."""
+    """Formula primitives on raw device arrays, through each array's backend (Note [One array
+    backend per device] in devices/backend.py): standard Array API calls, or the backend's own
+    primitives where the standard has none."""
 
     unpack = staticmethod(unpack_arrays)
 
@@ -151,48 +224,63 @@ class ArrayMath:
         if g.shape == shape:
             return g
         axes, _ = reduced_axes(g.shape, shape)
-        return _array(g.sum(axis=axes).reshape(shape))
+        xp = backend_of(g).xp
+        return _array(xp.reshape(xp.sum(g, axis=axes), shape))
 
     @staticmethod
     def expand(g: Any, shape: tuple[int, ...]) -> Any:
         if g.shape == shape:
             return g
-        return np.broadcast_to(g, shape)
+        return backend_of(g).xp.broadcast_to(g, shape)
 
     @staticmethod
     def sum(g: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return _array(g.sum(axis=axis, keepdims=keepdims))
+        return _array(backend_of(g).xp.sum(g, axis=axis, keepdims=keepdims))
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:
-        return g.reshape(shape)
+        return backend_of(g).xp.reshape(g, shape)
 
     @staticmethod
     def index(g: Any, index: Any) -> Any:
-        """``g[index]``, kept an array: numpy gives a scalar for an all-integer index."""
-        return _array(g[index])
+        """``g[index]`` with numpy's rules, kept an array."""
+        return backend_of(g).getitem(g, index)
 
     @staticmethod
     def permute(g: Any, axes: tuple[int, ...]) -> Any:
-        return g.transpose(axes)
+        return backend_of(g).xp.permute_dims(g, axes)
 
     @staticmethod
     def mT(g: Any) -> Any:
-        return g.swapaxes(-1, -2)
+        return backend_of(g).xp.matrix_transpose(g)
 
     @staticmethod
     def where(cond: Any, a: Any, b: Any) -> Any:
-        return np.where(cond, a, b)
+        return backend_of(cond).xp.where(cond, a, b)
 
-    exp = staticmethod(np.exp)
-    log = staticmethod(np.log)
-    sin = staticmethod(np.sin)
-    cos = staticmethod(np.cos)
-    sign = staticmethod(np.sign)
+    @staticmethod
+    def exp(x: Any) -> Any:
+        return backend_of(x).xp.exp(x)
+
+    @staticmethod
+    def log(x: Any) -> Any:
+        return backend_of(x).xp.log(x)
+
+    @staticmethod
+    def sin(x: Any) -> Any:
+        return backend_of(x).xp.sin(x)
+
+    @staticmethod
+    def cos(x: Any) -> Any:
+        return backend_of(x).xp.cos(x)
+
+    @staticmethod
+    def sign(x: Any) -> Any:
+        return backend_of(x).xp.sign(x)
 
     @staticmethod
     def cast(g: Any, dtype: np.dtype) -> Any:
-        return g.astype(dtype, copy=False)
+        return backend_of(g).astype(g, dtype)
 
     @staticmethod
     def to_device(g: Any, device: Device) -> Any:
@@ -200,12 +288,13 @@ class ArrayMath:
 
     @staticmethod
     def index_add(shape: tuple[int, ...], index: tuple[Any, bool], g: Any) -> Any:
-        return scatter_add(shape, index[0], index[1], g)
+        return backend_of(g).index_add(shape, index[0], index[1], g)
 
     @staticmethod
     def index_put(x: Any, index: Any, values: Any) -> Any:
-        out = x.copy()
-        out[index] = values
+        backend = backend_of(x)
+        out = backend.xp.asarray(x, copy=True)
+        backend.setitem(out, index, values)
         return out
 
     @staticmethod

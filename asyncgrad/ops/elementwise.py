@@ -13,7 +13,7 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, record_node, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
@@ -176,7 +176,7 @@ def _with_number(cls: type, a: Tensor, out: Any, number: Any) -> Tensor:
         return Tensor._make(out, a.device, False, None, 0, [0])
     node = cls((gradient_edge(a), NO_EDGE))
     node.number = number
-    return record(node, out, a.device, cls.work_per_element * out.size)
+    return record_node(node, out, a.device, cls.work_per_element * out.size)
 
 
 class AddNumberBackward(OpNode):
@@ -243,7 +243,7 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
     node.alpha = alpha
-    return record(node, out, dev, 0 if node.a_shape == node.b_shape == out.shape else None)
+    return record_node(node, out, dev, 0 if node.a_shape == node.b_shape == out.shape else None)
 
 
 class SubBackward0(OpNode):
@@ -281,7 +281,7 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
     node.alpha = alpha
-    return record(node, out, dev, 0 if node.a_shape == node.b_shape == out.shape else None)
+    return record_node(node, out, dev, 0 if node.a_shape == node.b_shape == out.shape else None)
 
 
 def rsub(a: Tensor, b: Any) -> Tensor:
@@ -333,7 +333,7 @@ def mul(a: Any, b: Any) -> Tensor:
         node.a_const = 0
     if node.b_const is None and not node.needs(0):
         node.b_const = 0
-    return record(node, out, dev)
+    return record_node(node, out, dev)
 
 
 class DivBackward0(OpNode):
@@ -372,7 +372,7 @@ def div(a: Any, b: Any) -> Tensor:
     if node.needs(1):
         saved.append(SavedTensor(ta) if ta is not None else SavedTensor(_plain(np.asarray(da), dev)))
     node.saved = tuple(saved)
-    return record(node, out, dev)
+    return record_node(node, out, dev)
 
 
 def _is_float(value: Any) -> bool:
@@ -473,14 +473,14 @@ def pow(a: Any, b: Any) -> Tensor:
         node = PowBackward0((gradient_edge(ta),))
         node.exponent = db
         node.saved = (SavedTensor(ta),)
-        return record(node, out, dev)
+        return record_node(node, out, dev)
     node = _new(PowBackward1 if ta is not None else PowBackward2)
     if not _binary_node(node, ta, tb):
         return _plain(out, dev)
     node.a_shape = _shape(ta, da)
     node.b_shape = _shape(tb, db)
     node.a_const = None if ta is not None else da
-    result = record(node, out, dev)
+    result = record_node(node, out, dev)
     saved = [SavedTensor(ta)] if ta is not None else []
     node.saved = tuple(saved + [SavedTensor(tb), SavedTensor(result, is_output=True)])
     return result
@@ -496,7 +496,7 @@ def _unary(node_cls: type, x: Tensor, out: Any, save: str | None) -> Tensor:
     if not (x._requires_grad and grad_enabled.get()):
         return Tensor._make(out, x.device, False, None, 0, [0])
     node = node_cls((gradient_edge(x),))
-    result = record(node, out, x.device)
+    result = record_node(node, out, x.device)
     if save == "input":
         node.saved = (SavedTensor(x),)
     elif save == "output":
@@ -663,7 +663,7 @@ def threshold_backward(g: Tensor, y: Tensor) -> Tensor:
     if not _binary_node(node, g, y):
         return _plain(out, g.device)
     node.saved = (SavedTensor(y),)
-    return record(node, out, g.device)
+    return record_node(node, out, g.device)
 
 
 def relu(x: Tensor) -> Tensor:
@@ -796,7 +796,7 @@ def _select2(node_cls: type, a: Any, b: Any, pick: Any, name: str) -> Tensor:
     # the operands themselves too, as torch saves them: changing one in place refuses the backward
     node.saved = (SavedTensor(_plain(half * ~b_wins, dev)), SavedTensor(_plain(half * ~a_wins, dev))) + tuple(
         SavedTensor(t) for t in (ta, tb) if t is not None)
-    return record(node, out, dev)
+    return record_node(node, out, dev)
 
 
 def maximum(a: Any, b: Any) -> Tensor:
@@ -850,7 +850,7 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     # the forward makes backward fail instead of routing the gradient by the new mask
     saved = condition if isinstance(condition, Tensor) else _plain(np.array(cond), dev)
     node.saved = (SavedTensor(saved),)
-    return record(node, out, dev)
+    return record_node(node, out, dev)
 
 
 # --------------------------------------------------------------------------- comparisons (no grad)

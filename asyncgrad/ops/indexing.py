@@ -11,7 +11,7 @@ from asyncgrad._validate import complex_error, is_complex, type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.graph import RELEASED
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, SavesVariables, record, same_device, scatter_add
+from asyncgrad.ops._node import OpNode, SavesVariables, record_node, same_device
 from asyncgrad.ops.elementwise import _binary_node, operands
 from asyncgrad.ops.reduction import _recording
 from asyncgrad.ops.shape import _view
@@ -168,7 +168,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         return _view(x, out, node, None)
     if node is None:
         return Tensor._make(out, x.device, False, None, 0, [0])
-    return record(node, out, x.device)
+    return record_node(node, out, x.device)
 
 
 class IndexBackwardBackward0(OpNode):
@@ -181,12 +181,12 @@ class IndexBackwardBackward0(OpNode):
 
 
 def index_add_into(shape: tuple[int, ...], index: Any, g: Tensor) -> Tensor:
-    out = scatter_add(shape, index[0], index[1], g.data)
+    out = g.device.backend.index_add(shape, index[0], index[1], g.data)
     if not _recording(g):
         return Tensor._make(out, g.device, False, None, 0, [0])
     node = IndexBackwardBackward0((gradient_edge(g),))
     node.index = index
-    return record(node, out, g.device)
+    return record_node(node, out, g.device)
 
 
 class IndexPutBackward0(OpNode):
@@ -231,4 +231,4 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     node.index = _owned(idx)
     node.value_shape = tv.shape if tv is not None else ()
     node.saved = (SavedTensor(Tensor._make(keep, dev, False, None, 0, [0])),)
-    return record(node, out, dev)
+    return record_node(node, out, dev)

@@ -23,7 +23,7 @@ from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.ops import _node
-from asyncgrad.ops._node import OpNode, SavesVariables, record
+from asyncgrad.ops._node import OpNode, SavesVariables, record_node
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -297,7 +297,7 @@ def filled(x: Tensor, value: Any, cls: type | None = None) -> Tensor:
     out = x.device.xp.full(x.shape, value, dtype=x.dtype)
     if not (grad_enabled.get() and x._requires_grad):
         return Tensor._make(out, x.device, False, None, 0, [0])
-    return record(cls((gradient_edge(x),)), out, x.device)
+    return record_node(cls((gradient_edge(x),)), out, x.device)
 
 
 def zeroed(x: Tensor) -> Tensor:
@@ -328,4 +328,4 @@ def copied(x: Tensor, src: Tensor) -> Tensor:
     edges = (gradient_edge(x), gradient_edge(src))
     node = CopyBackwards(edges)
     node.src_shape, node.src_dtype, node.src_device = src.shape, src.dtype, src.device
-    return record(node, out, x.device)
+    return record_node(node, out, x.device)

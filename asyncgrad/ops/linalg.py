@@ -6,7 +6,7 @@ import numpy as np
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, record, same_device
+from asyncgrad.ops._node import OpNode, record_node, same_device
 from asyncgrad.ops.elementwise import UnsupportedOperand, _binary_node, broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -119,4 +119,4 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         saved.append(SavedTensor(b))
     node.saved = tuple(saved)
     macs = out.size * da.shape[-1]
-    return record(node, out, dev, int(macs * MATMUL_WORK_PER_MAC) + out.size)
+    return record_node(node, out, dev, int(macs * MATMUL_WORK_PER_MAC) + out.size)

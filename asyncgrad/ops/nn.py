@@ -11,7 +11,7 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, record, same_device
+from asyncgrad.ops._node import OpNode, record_node, same_device
 from asyncgrad.ops.elementwise import broadcast_error, result_dtype
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC, matmul
 from asyncgrad.ops.reduction import log_softmax
@@ -98,7 +98,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         saved.append(SavedTensor(weight))
     node.saved = tuple(saved)
     work = int(out.size * weight.shape[-1] * MATMUL_WORK_PER_MAC) + out.size
-    return record(node, out, input.device, work)
+    return record_node(node, out, input.device, work)
 
 
 class MseLossBackward0(OpNode):
@@ -162,7 +162,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     node.reduction = reduction
     node.shapes = (input.shape, target.shape)
     node.saved = (SavedTensor(input), SavedTensor(target))
-    return record(node, out, input.device, sq.size)
+    return record_node(node, out, input.device, sq.size)
 
 
 class NllLossBackward0(OpNode):
@@ -223,7 +223,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     node.reduction = reduction
     node.rows = logp.shape[0]
     node.saved = (SavedTensor(Tensor._make(coef.reshape(input.shape), input.device, False, None, 0, [0])),)
-    return record(node, out, input.device, logp.size)
+    return record_node(node, out, input.device, logp.size)
 
 
 def _nll_loss_kdim(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,

@@ -10,7 +10,7 @@ from asyncgrad._validate import bool_arg, dtype_arg, int_list, normalize_dim, te
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import ArrayMath, OpNode, record
+from asyncgrad.ops._node import ArrayMath, OpNode, record_node
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
@@ -96,7 +96,7 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) ->
         node = SumBackward1((gradient_edge(x),))
         node.kept = _kept_shape(data.shape, axes)
     node.shape = data.shape
-    return record(node, out, x.device, 0)
+    return record_node(node, out, x.device, 0)
 
 
 class MeanBackward0(OpNode):
@@ -141,7 +141,7 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         node.kept = _kept_shape(data.shape, axes)
     node.shape = data.shape
     node.count = count
-    return record(node, out, x.device, 0)
+    return record_node(node, out, x.device, 0)
 
 
 # --------------------------------------------------------------------------- max / min
@@ -211,7 +211,7 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         node = (MaxBackward1 if is_max else MinBackward1)((gradient_edge(x),))
         # the input and the result too, as torch saves them: changing one in place refuses the backward
         node.saved = (SavedTensor(_plain(_even_share(data, out), x)), SavedTensor(x))
-        result = record(node, out, x.device, data.size)
+        result = record_node(node, out, x.device, data.size)
         node.saved += (SavedTensor(result, is_output=True),)
         return result
     axis = normalize_dim(dim, data.ndim, name)
@@ -233,7 +233,7 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     positions = np.arange(data.shape[axis]).reshape([-1 if i == axis else 1 for i in range(data.ndim)])
     node.kept = indices.shape
     node.saved = (SavedTensor(_plain((positions == indices).astype(data.dtype), x)),)
-    return ReductionResult(record(node, values, x.device, data.size), index_tensor)
+    return ReductionResult(record_node(node, values, x.device, data.size), index_tensor)
 
 
 def _extreme_0d(x: Tensor, is_max: bool) -> ReductionResult:
@@ -245,7 +245,7 @@ def _extreme_0d(x: Tensor, is_max: bool) -> ReductionResult:
     node = (MaxBackward0 if is_max else MinBackward0)((gradient_edge(x),))
     node.kept = ()
     node.saved = (SavedTensor(_plain(np.ones((), dtype=values.dtype), x)),)
-    return ReductionResult(record(node, values, x.device), index_tensor)
+    return ReductionResult(record_node(node, values, x.device), index_tensor)
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -308,7 +308,7 @@ def softmax(x: Tensor, dim: int) -> Tensor:
         return _plain(out, x)
     node = SoftmaxBackward0((gradient_edge(x),))
     node.dim = axis
-    result = record(node, out, x.device)
+    result = record_node(node, out, x.device)
     node.saved = (SavedTensor(result, is_output=True),)
     return result
 
@@ -333,6 +333,6 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
         return _plain(out, x)
     node = LogSoftmaxBackward0((gradient_edge(x),))
     node.dim = axis
-    result = record(node, out, x.device)
+    result = record_node(node, out, x.device)
     node.saved = (SavedTensor(result, is_output=True),)
     return result

@@ -12,7 +12,7 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
-from asyncgrad.ops._node import OpNode, record
+from asyncgrad.ops._node import OpNode, record_node
 from asyncgrad.ops.elementwise import result_dtype
 from asyncgrad.ops.reduction import _recording
 from asyncgrad.tensor import Tensor, type_name
@@ -33,7 +33,7 @@ def _view(x: Tensor, out: Any, node: OpNode | None, work: int | None = 0) -> Ten
     if node is None:
         t = Tensor._make(out, x.device, False, None, 0, x._vc)
     else:
-        t = record(node, out, x.device, work)
+        t = record_node(node, out, x.device, work)
         t._vc = x._vc
     base = x._extra.base if x._extra is not None and x._extra.base is not None else x
     t._extras().base = base
@@ -104,7 +104,7 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
     copy = clone(x, "C")  # as torch: a contiguous clone, viewed in the new shape (nodes named as torch's)
     out = copy.data.reshape(new_shape)
     node = _node(UnsafeViewBackward0, copy, shape=copy.data.shape)
-    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
+    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record_node(node, out, x.device)
 
 
 def view(x: Tensor, *shape: Any) -> Tensor:
@@ -358,7 +358,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     node.dim = axis
     offsets = np.cumsum([0] + [t.shape[axis] for t in tensors])
     node.bounds = tuple(zip(offsets[:-1].tolist(), offsets[1:].tolist()))
-    return record(node, out, tensors[0].device)
+    return record_node(node, out, tensors[0].device)
 
 
 class StackBackward0(OpNode):
@@ -385,7 +385,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         return Tensor._make(out, tensors[0].device, False, None, 0, [0])
     node.dim = axis
     node.count = len(tensors)
-    return record(node, out, tensors[0].device)
+    return record_node(node, out, tensors[0].device)
 
 
 # --------------------------------------------------------------------------- copies
@@ -405,7 +405,7 @@ def clone(x: Tensor, order: str = "K") -> Tensor:
         order = "C"  # an expanded input: torch's copy is contiguous
     out = x.data.copy(order=order)
     node = _node(CloneBackward0, x)
-    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record(node, out, x.device)
+    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record_node(node, out, x.device)
 
 
 def contiguous(x: Tensor) -> Tensor:
@@ -425,7 +425,7 @@ class ToCopyBackward0(OpNode):
 
 def _copy_to(x: Tensor, out: Any, device: Device) -> Tensor:
     node = _node(ToCopyBackward0, x, src_device=x.device, src_dtype=x.data.dtype)
-    return Tensor._make(out, device, False, None, 0, [0]) if node is None else record(node, out, device)
+    return Tensor._make(out, device, False, None, 0, [0]) if node is None else record_node(node, out, device)
 
 
 def to_device(x: Tensor, device: Device) -> Tensor:

@@ -1,0 +1,258 @@
+"""Array backends: which array library computes on a device, and the few primitives the
+Python Array API standard has no word for.
+
+Note [One array backend per device]: ops are written against the Array API standard, through
+``device.backend.xp``; the device, not the op, decides which library that is:
+
+* ``cpu``: numpy itself (numpy 2 implements the standard; using the module directly costs
+  nothing on the per-op path, where a compatibility wrapper would).
+* ``sim:N``: ``array_api_strict``, a deliberately minimal implementation with arrays of its
+  own type on devices of its own. An op that calls numpy on device data, uses a numpy-only
+  method (``a.sum()``, ``a.astype``) or mixes numpy scalars in fails on ``sim`` in CI, exactly
+  where it would break on CuPy, which no CI machine has.
+* ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
+
+asyncgrad's dtypes are numpy dtypes on every device (``Tensor.dtype``); a backend converts
+them to its library's dtype objects (``native_dtype``) and back (``dtype``). Host values enter
+and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
+
+What the standard lacks, each backend supplies in its own library's terms: numpy-style
+indexing (``getitem``/``setitem``: integer arrays mixed with slices, boolean masks),
+scatter-add (``index_add``). The strict backend implements them as the simulated device's
+own kernels, on the numpy array inside its arrays: the one place that may look inside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class ArrayBackend:
+    """numpy on the host; the base of the others."""
+
+    name = "numpy"
+    xp: Any = np
+
+    def dtype(self, array: Any) -> np.dtype:
+        """asyncgrad's dtype (a numpy dtype) of an array of this backend."""
+        return array.dtype
+
+    def native_dtype(self, dtype: Any) -> Any:
+        """This library's dtype object for asyncgrad's ``dtype`` (None stays None)."""
+        return dtype
+
+    def is_array(self, value: Any) -> bool:
+        return isinstance(value, np.ndarray)
+
+    def from_host(self, host: Any, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``host`` (a numpy array, a number, a nest of numbers) as an array on this device."""
+        return np.array(host, dtype=dtype, copy=copy)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        """A numpy array with this array's values (the same memory where the device is the host)."""
+        return np.asarray(array)
+
+    def astype(self, array: Any, dtype: np.dtype, copy: bool = False) -> Any:
+        return array.astype(dtype, copy=copy)
+
+    def zeros(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return np.zeros(shape, dtype=dtype)
+
+    def ones(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return np.ones(shape, dtype=dtype)
+
+    def full(self, shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Any:
+        return np.full(shape, value, dtype=dtype)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return np.empty(shape, dtype=dtype)
+
+    def getitem(self, array: Any, index: Any) -> Any:
+        """``array[index]`` with numpy's indexing rules (advanced indices included), kept an array."""
+        out = array[index]
+        return np.asarray(out) if isinstance(out, np.generic) else out
+
+    def setitem(self, array: Any, index: Any, values: Any) -> None:
+        """``array[index] = values`` in place, with numpy's indexing rules."""
+        array[index] = values
+
+    def index_add(self, shape: tuple[int, ...], index: Any, basic: bool, values: Any) -> Any:
+        """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up)."""
+        out = np.zeros(shape, dtype=values.dtype)
+        if basic:
+            out[index] = values
+        else:
+            np.add.at(out, index, values)
+        return out
+
+    def any_nan(self, array: Any) -> bool:
+        return bool(np.isnan(array).any())
+
+
+class StrictBackend(ArrayBackend):
+    """``array_api_strict`` on one of its simulated devices (Note [One array backend per device])."""
+
+    name = "array_api_strict"
+
+    def __init__(self, device_name: str) -> None:
+        import array_api_strict as xp
+        from array_api_strict._array_object import Array
+
+        self.xp = xp
+        self.device = xp.Device(device_name)
+        self._host = xp.Device("CPU_DEVICE")
+        self._array_type = Array
+        self._wrap = Array._new
+        self._to_native = {np.dtype(name): getattr(xp, name) for name in (
+            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")}
+        self._to_numpy = {native: dtype for dtype, native in self._to_native.items()}
+        register(Array, self)
+
+    def dtype(self, array: Any) -> np.dtype:
+        return self._to_numpy[array.dtype]
+
+    def native_dtype(self, dtype: Any) -> Any:
+        if dtype is None or dtype in self._to_numpy:
+            return dtype
+        native = self._to_native.get(np.dtype(dtype))
+        if native is None:
+            raise TypeError(f"{np.dtype(dtype).name} is not supported on an array_api_strict (sim) device")
+        return native
+
+    def is_array(self, value: Any) -> bool:
+        return isinstance(value, self._array_type)
+
+    def _numpy(self, array: Any) -> np.ndarray:
+        return array._array
+
+    def from_host(self, host: Any, dtype: Any = None, copy: bool | None = None) -> Any:
+        if isinstance(host, self._array_type):
+            host = self.to_host(host)
+        data = np.array(host, dtype=dtype, copy=True if copy is None else copy)
+        return self._wrap(data, device=self.device)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.asarray(array.to_device(self._host))
+
+    def astype(self, array: Any, dtype: np.dtype, copy: bool = False) -> Any:
+        return self.xp.astype(array, self.native_dtype(dtype), copy=copy)
+
+    def zeros(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return self.xp.zeros(shape, dtype=self.native_dtype(dtype), device=self.device)
+
+    def ones(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return self.xp.ones(shape, dtype=self.native_dtype(dtype), device=self.device)
+
+    def full(self, shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Any:
+        return self.xp.full(shape, value, dtype=self.native_dtype(dtype), device=self.device)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return self.xp.empty(shape, dtype=self.native_dtype(dtype), device=self.device)
+
+    def _index(self, index: Any) -> Any:
+        """An index with its arrays (this device's, or host numpy arrays) as numpy arrays."""
+        if isinstance(index, tuple):
+            return tuple(self._index(i) for i in index)
+        if isinstance(index, self._array_type):
+            return index._array
+        return index
+
+    def getitem(self, array: Any, index: Any) -> Any:
+        return self._wrap(np.asarray(array._array[self._index(index)]), device=self.device)
+
+    def setitem(self, array: Any, index: Any, values: Any) -> None:
+        if isinstance(values, self._array_type):
+            values = values._array
+        array._array[self._index(index)] = values
+
+    def index_add(self, shape: tuple[int, ...], index: Any, basic: bool, values: Any) -> Any:
+        out = np.zeros(shape, dtype=self.dtype(values))
+        if basic:
+            out[self._index(index)] = values._array
+        else:
+            np.add.at(out, self._index(index), values._array)
+        return self._wrap(out, device=self.device)
+
+    def any_nan(self, array: Any) -> bool:
+        return bool(self.xp.any(self.xp.isnan(array)))
+
+
+class CupyBackend(ArrayBackend):
+    """CuPy on one GPU, through ``array_api_compat`` (Note [One array backend per device])."""
+
+    name = "cupy"
+
+    def __init__(self, index: int) -> None:
+        try:
+            import cupy
+            import cupyx
+        except ImportError as exc:  # pragma: no cover - depends on the machine
+            raise RuntimeError(
+                "cuda devices need CuPy: install asyncgrad with the 'cuda' extra (pip install 'asyncgrad[cuda]')"
+            ) from exc
+        from array_api_compat import cupy as compat
+
+        self.cupy = cupy
+        self._scatter_add = cupyx.scatter_add
+        self.xp = compat
+        self.index = index
+        register(cupy.ndarray, self)
+
+    def is_array(self, value: Any) -> bool:
+        return isinstance(value, self.cupy.ndarray)
+
+    def from_host(self, host: Any, dtype: Any = None, copy: bool | None = None) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.array(host, dtype=dtype, copy=True if copy is None else copy)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return array.get() if isinstance(array, self.cupy.ndarray) else np.asarray(array)
+
+    def zeros(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.zeros(shape, dtype=dtype)
+
+    def ones(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.ones(shape, dtype=dtype)
+
+    def full(self, shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.full(shape, value, dtype=dtype)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.empty(shape, dtype=dtype)
+
+    def getitem(self, array: Any, index: Any) -> Any:
+        return array[index]
+
+    def index_add(self, shape: tuple[int, ...], index: Any, basic: bool, values: Any) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            out = self.cupy.zeros(shape, dtype=values.dtype)
+            if basic:
+                out[index] = values
+            else:
+                self._scatter_add(out, index, values)
+        return out
+
+    def any_nan(self, array: Any) -> bool:
+        return bool(self.cupy.isnan(array).any())
+
+
+NUMPY = ArrayBackend()
+
+_BY_TYPE: dict[type, ArrayBackend] = {np.ndarray: NUMPY}
+"""The backend of each array type: formulas that hold only arrays find theirs here (a dict
+lookup; ``array_api_compat.array_namespace`` costs microseconds, too much per node)."""
+
+
+def register(array_type: type, backend: ArrayBackend) -> None:
+    _BY_TYPE.setdefault(array_type, backend)
+
+
+def backend_of(array: Any) -> ArrayBackend:
+    """The backend an array belongs to (numpy's for numpy scalars and Python numbers)."""
+    return _BY_TYPE.get(array.__class__, NUMPY)
