@@ -69,3 +69,22 @@ def _isolated_settings():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace")
+"""Op test modules that run whole on ``cpu`` and on ``sim:0`` (helpers.DEVICE)."""
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.module.__name__ in OP_MODULES and "op_device" in metafunc.fixturenames:
+        metafunc.parametrize("op_device", ["cpu", "sim:0"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def op_device(request):
+    """The device ``helpers.check_op`` and ``lib.tensor`` put tensors on (cpu outside the op modules)."""
+    import helpers
+
+    helpers.DEVICE[0] = getattr(request, "param", "cpu")
+    yield helpers.DEVICE[0]
+    helpers.DEVICE[0] = "cpu"

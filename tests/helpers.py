@@ -78,10 +78,21 @@ class Lib:
         return f"Lib({self.name})"
 
 
+DEVICE = ["cpu"]
+"""The device op tests run on: the ``op_device`` fixture (conftest.py) runs every test of the
+op modules on ``cpu`` and again on ``sim:0``, whose arrays are array_api_strict's (Note [One
+array backend per device] in asyncgrad/devices/backend.py)."""
+
+
+def ag_tensor(value: Any, dtype: Any = None, requires_grad: bool = False) -> ag.Tensor:
+    """``ag.tensor`` on the device under test."""
+    return ag.tensor(value, dtype=dtype, device=DEVICE[0], requires_grad=requires_grad)
+
+
 AG = Lib("asyncgrad", ag, types.SimpleNamespace(
     linear=ag_functional.linear, mse_loss=ag_functional.mse_loss, nll_loss=ag_functional.nll_loss,
     cross_entropy=ag_functional.cross_entropy, relu=ag.relu,
-), ag.tensor)
+), ag_tensor)
 
 TORCH = Lib("torch", torch, torch.nn.functional, torch.tensor) if torch is not None else None
 
@@ -143,7 +154,7 @@ def _grad_mask(arrays: Sequence[np.ndarray], requires_grad: Sequence[bool] | Non
 
 
 def ag_inputs(arrays: Sequence[np.ndarray], mask: Sequence[bool]) -> list[ag.Tensor]:
-    return [ag.tensor(a, requires_grad=m) for a, m in zip(arrays, mask)]
+    return [ag_tensor(a, requires_grad=m) for a, m in zip(arrays, mask)]
 
 
 def torch_inputs(arrays: Sequence[np.ndarray], mask: Sequence[bool]) -> list[Any]:
@@ -155,7 +166,7 @@ def _np(t: Any) -> np.ndarray:
         return None
     if torch is not None and isinstance(t, torch.Tensor):
         return t.detach().numpy()
-    return np.asarray(t.detach() if isinstance(t, ag.Tensor) else t)
+    return np.asarray(t.detach().cpu() if isinstance(t, ag.Tensor) else t)
 
 
 def assert_close(actual: Any, expected: Any, rtol: float, atol: float, what: str) -> None:
@@ -168,8 +179,8 @@ def assert_close(actual: Any, expected: Any, rtol: float, atol: float, what: str
 def _forward_value(fn: Callable, arrays: Sequence[np.ndarray], cotangent: np.ndarray) -> float:
     """``<cotangent, fn(inputs)>`` computed by asyncgrad without recording."""
     with ag.no_grad():
-        out = call(fn, AG, [ag.tensor(a) for a in arrays])
-    return float(np.sum(np.asarray(out, dtype=np.float64) * cotangent))
+        out = call(fn, AG, [ag_tensor(a) for a in arrays])
+    return float(np.sum(np.asarray(out.cpu(), dtype=np.float64) * cotangent))
 
 
 async def finite_difference(f: Callable[[list[np.ndarray]], Any], arrays: Sequence[np.ndarray], index: int,
@@ -228,11 +239,12 @@ async def check_op(fn: Callable, *inputs: Any, requires_grad: Sequence[bool] | N
     if dtype is not None:
         assert out.dtype == dtype, f"output dtype {out.dtype}, expected {np.dtype(dtype)}"
     for i, (x, a) in enumerate(zip(xs, arrays)):
-        assert x._version == 0 and np.array_equal(x.detach().numpy(), a), f"the forward changed input {i}"
+        assert x._version == 0 and np.array_equal(_np(x), a), f"the forward changed input {i}"
 
     v = _cotangent(out.shape, seed)
     diff = [x for x, m in zip(xs, mask) if m]
-    grads = await ag.grad(out, diff, grad_outputs=None if out.ndim == 0 else ag.tensor(v), retain_graph=True,
+    assert out.device is ag.device(DEVICE[0]), f"output on {out.device}, inputs on {DEVICE[0]}"
+    grads = await ag.grad(out, diff, grad_outputs=None if out.ndim == 0 else ag_tensor(v), retain_graph=True,
                           allow_unused=True)
     grads = tuple(ag.zeros_like(x) if g is None else g for g, x in zip(grads, diff))
     for g, x in zip(grads, diff):
@@ -243,7 +255,7 @@ async def check_op(fn: Callable, *inputs: Any, requires_grad: Sequence[bool] | N
     if out.ndim == 0:
         await out.backward()
     else:
-        await out.backward(ag.tensor(v))
+        await out.backward(ag_tensor(v))
     for i, (g, x) in enumerate(zip(grads, diff)):
         assert x.grad is not None, f"input {i} got no .grad from backward()"
         assert_close(x.grad, g, 1e-12, 1e-12, f"backward() .grad of input {i} vs ag.grad")
@@ -292,18 +304,18 @@ async def check_gradgrad(fn: Callable, *inputs: Any, requires_grad: Sequence[boo
     mask = _grad_mask(arrays, requires_grad)
     xs = ag_inputs(arrays, mask)
     with ag.no_grad():
-        out_shape = call(fn, AG, [ag.tensor(a) for a in arrays]).shape
+        out_shape = call(fn, AG, [ag_tensor(a) for a in arrays]).shape
     v_arr = _cotangent(out_shape, seed)
-    v = ag.tensor(v_arr, requires_grad=True)
+    v = ag_tensor(v_arr, requires_grad=True)
     grads = await _first_grads(fn, xs, v, create_graph=True)
     assert any(g.requires_grad for g in grads), "create_graph=True recorded no graph"
-    plain = await _first_grads(fn, ag_inputs(arrays, mask), ag.tensor(v_arr), create_graph=False)
+    plain = await _first_grads(fn, ag_inputs(arrays, mask), ag_tensor(v_arr), create_graph=False)
     for i, (g, p) in enumerate(zip(grads, plain)):
         assert_close(g, p, 1e-12, 1e-12, f"create_graph gradient {i} vs plain gradient")
 
     rng = np.random.default_rng(seed + 2000)
     us = [rng.standard_normal(g.shape) for g in grads]
-    terms = [(g * ag.tensor(u)).sum() for g, u in zip(grads, us) if g.requires_grad]
+    terms = [(g * ag_tensor(u)).sum() for g, u in zip(grads, us) if g.requires_grad]
     total = sum(terms[1:], terms[0])
     targets = [x for x in xs if x.requires_grad] + [v]
     second = await ag.grad(total, targets, allow_unused=True)
@@ -312,8 +324,8 @@ async def check_gradgrad(fn: Callable, *inputs: Any, requires_grad: Sequence[boo
     positions = [i for i, m in enumerate(mask) if m]
 
     async def inner(arrs: list[np.ndarray], v_value: np.ndarray) -> float:
-        g1 = await _first_grads(fn, ag_inputs(arrs, mask), ag.tensor(v_value), create_graph=False)
-        return float(sum(np.sum(np.asarray(g) * u) for g, u in zip(g1, us)))
+        g1 = await _first_grads(fn, ag_inputs(arrs, mask), ag_tensor(v_value), create_graph=False)
+        return float(sum(np.sum(_np(g) * u) for g, u in zip(g1, us)))
 
     for s, i in zip(second, positions):
         expected = await finite_difference(lambda arrs: inner(arrs, v_arr), arrays, i)
