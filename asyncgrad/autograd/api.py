@@ -370,5 +370,5 @@ def _tensor_backward_sync(self: Tensor, gradient: Tensor | None = None, retain_g
 
 _tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
 _tensor_backward_sync.__name__ = _tensor_backward_sync.__qualname__ = "backward_sync"
-Tensor.backward = _tensor_backward  # type: ignore[attr-defined]
-Tensor.backward_sync = _tensor_backward_sync  # type: ignore[attr-defined]
+Tensor.backward = _tensor_backward  # type: ignore[method-assign]
+Tensor.backward_sync = _tensor_backward_sync  # type: ignore[method-assign]
