@@ -138,7 +138,7 @@ class Tensor:
         retain_graph: builtins.bool | None = None,
         create_graph: builtins.bool = False,
         inputs: Tensor | Sequence[Tensor] | None = None,
-    ) -> EngineCall:
+    ) -> EngineCall[None]:
         """``await t.backward()``; not awaited it still runs (Note [Await or not])."""
     def backward_sync(
         self,

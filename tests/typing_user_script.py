@@ -82,6 +82,7 @@ async def main() -> None:
     if g_x is not None:
         print("x.grad", g_x.shape, float(g_x.sum()))
     (g,) = await ag.grad((x * x).sum(), [x])
+    assert_type(g, Tensor)
     print(g)
     x.grad = None
     w.grad = ag.zeros_like(w)
@@ -98,7 +99,7 @@ async def main() -> None:
         optimizer.zero_grad()
         logits: Tensor = model(inputs)
         loss = ag.nn.functional.cross_entropy(logits, labels) + 0.1 * ag.nn.functional.mse_loss(logits, targets)
-        await loss.backward()
+        assert_type(await loss.backward(), None)
         optimizer.step()
         print(step, loss.item())
 

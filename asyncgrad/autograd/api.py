@@ -244,7 +244,7 @@ def _call(kind: str, run: Callable, prepared: tuple, depth: int) -> EngineCall:
 
 
 def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, inputs: TensorOrTensors | None = None, *, _depth: int = 1) -> EngineCall:
+             create_graph: bool = False, inputs: TensorOrTensors | None = None, *, _depth: int = 1) -> EngineCall[None]:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of leaves (or of ``inputs``).
 
     Await it (``await ag.backward(...)``); without a running event loop it runs at once
@@ -257,7 +257,7 @@ def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: b
 def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
          retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
          allow_unused: bool | None = None, is_grads_batched: bool = False,
-         materialize_grads: bool = False) -> EngineCall:
+         materialize_grads: bool = False) -> EngineCall[tuple[Tensor, ...]]:
     """The gradients of ``outputs`` with respect to ``inputs``; leaves' ``.grad`` stay untouched.
 
     ``await ag.grad(...)`` gives the tuple (Note [Await or not] in awaitable.py).
@@ -354,7 +354,7 @@ def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: A
 # that stands above both (as ``ops`` installs the operators); ``tensor.pyi`` declares them for
 # type checkers, and ``import asyncgrad`` always imports this module.
 def _tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
-                     create_graph: bool = False, inputs: TensorOrTensors | None = None) -> EngineCall:
+                     create_graph: bool = False, inputs: TensorOrTensors | None = None) -> EngineCall[None]:
     """``await t.backward()``: accumulate into the leaves' ``.grad``, as torch's ``backward()``.
 
     Returns an awaitable; with no event loop running in this thread (a plain script) the

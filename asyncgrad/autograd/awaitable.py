@@ -51,8 +51,7 @@ import asyncio
 import atexit
 import sys
 import warnings
-from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Coroutine, Generator, TypeVar
 
 import sniffio
 
@@ -70,8 +69,12 @@ pending: set[EngineCall] = set()
 behind by a loop that stopped. Empty in correct code, so every check is one truth test."""
 
 
-class EngineCall(Coroutine):
-    """The result of ``backward()``/``grad()``: await it (Note [Await or not])."""
+_T = TypeVar("_T")
+
+
+class EngineCall(Coroutine[Any, Any, _T]):
+    """The result of ``backward()``/``grad()``: await it (Note [Await or not]); typed by what the
+    await gives (``EngineCall[None]`` for backward, a tuple of tensors for grad)."""
 
     __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where")
 
@@ -102,7 +105,7 @@ class EngineCall(Coroutine):
         return call
 
     # ------------------------------------------------------------------ awaiting it
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[Any, None, _T]:
         state = self._state
         if state == FRESH:
             self._state = STARTED
