@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import _validate, dtypes
-from asyncgrad.devices import Device
+from asyncgrad.devices import Device, device
 
 
 def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
@@ -25,13 +25,18 @@ def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
     dtype = _validate.dtype_arg(dtype, fn)
     if _validate.is_tensor(data):
         data = data.device.to_host(data.data)
+    elif (not isinstance(data, np.ndarray) and hasattr(data, "__array_namespace__")
+          and not hasattr(data, "__cuda_array_interface__")):
+        data = _HOST.asarray(data)  # another Array API library's array (array_api_strict's): copied to the host
     if isinstance(data, (np.ndarray, np.generic)) or hasattr(data, "__cuda_array_interface__"):
         _validate.check_array_dtype(data)
         return dev.asarray(data, dtype=dtype, copy=True)
     try:
         host = np.array(data)
     except (ValueError, TypeError, OverflowError):
-        raise _describe(data) from None
+        host = _with_device_tensors(data)
+        if host is None:
+            raise _describe(data) from None
     if host.dtype.kind not in "biuf":
         raise _describe(data)
     if dtype is not None:
@@ -41,6 +46,32 @@ def to_array(data: Any, dtype: Any, dev: Device, fn: str = "tensor") -> Any:
     elif host.dtype.kind in "iu":
         host = host.astype(dtypes.int64, copy=False)
     return host if dev.is_cpu else dev.asarray(host)
+
+
+_HOST = device("cpu")
+
+
+def _with_device_tensors(data: Any) -> np.ndarray | None:
+    """A nest holding tensors of an accelerator, read with their values copied to the host, as
+    torch reads them (numpy reads a cpu tensor itself; an accelerator's refuses it); None when
+    the nest holds none, or still is no array of numbers."""
+    found: list[bool] = []
+    hosted = _host_leaves(data, found)
+    if not found:
+        return None
+    try:
+        return np.array(hosted)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _host_leaves(data: Any, found: list[bool]) -> Any:
+    if _validate.is_tensor(data) and not data.device.is_cpu:
+        found.append(True)
+        return data.device.to_host(data.data)
+    if isinstance(data, (list, tuple)):
+        return [_host_leaves(item, found) for item in data]
+    return data
 
 
 _LEAVES = (bool, int, float, np.number, np.bool_)

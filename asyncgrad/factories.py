@@ -1,7 +1,11 @@
 """Tensor factories, in torch's argument order, and the random samplers.
 
 Every sampler takes ``generator=`` (an ``ag.Generator`` or a numpy Generator; default: the
-global one, asyncgrad/random.py). The in-place samplers (``uniform_``, ``normal_``,
+global one, asyncgrad/random.py). Note [Random numbers come from the host]: on every device the
+numbers are drawn by that numpy Generator on the host and the sample is transferred with
+``dev.asarray``, so one seed gives the same values on cpu, sim:N and cuda:N (a CuPy device
+would draw on the host too: one stream per ag.Generator, whichever device consumes it, at the
+price of a host-to-device copy). The in-place samplers (``uniform_``, ``normal_``,
 ``bernoulli_``) go through ``apply_inplace`` like every in-place op, so they bump the version
 counter and rebase a non-leaf's grad_fn (Note [Random ops and autograd]).
 """
@@ -14,11 +18,9 @@ import numpy as np
 
 from asyncgrad import _validate, dtypes, random
 from asyncgrad._convert import to_array
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
-from asyncgrad.ops._node import ArrayMath, OpNode, record_node, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, plain, record, same_device
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.inplace import apply_inplace
 from asyncgrad.random import manual_seed, numpy_generator  # noqa: F401  (manual_seed: re-exported)
@@ -30,11 +32,11 @@ _rng = [random.default_generator.numpy]
 
 def _leaf(array: Any, dev: Device, requires_grad: Any, fn: str) -> Tensor:
     """The new leaf; ``requires_grad=None`` passes as False, as torch's factories (not ``tensor``) take it."""
-    t = Tensor._make(array, dev, False, None, 0, [0])
+    t = plain(array, dev)
     if requires_grad is not False and requires_grad is not None:
         if not _validate.bool_arg(requires_grad, fn, "requires_grad"):
             return t
-        if array.dtype.kind != "f":
+        if t.dtype.kind != "f":
             # torch words the factories' refusal apart from requires_grad_()'s
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
@@ -54,7 +56,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _validate.check_array_dtype(array)
-    return Tensor._make(array, as_device("cpu"), False, None, 0, [0])
+    return plain(array, as_device("cpu"))
 
 
 def _filled(fill: str, size: tuple, dtype, device, requires_grad: bool, value: Any = None,
@@ -63,11 +65,10 @@ def _filled(fill: str, size: tuple, dtype, device, requires_grad: bool, value: A
     shape = _validate.new_shape(size, fn)
     dtype = _validate.dtype_arg(dtype, fn) or dtypes.get_default_dtype()
     dev = as_device(device)
-    xp = dev.xp
     if fill == "full":
-        array = xp.full(shape, value, dtype=dtype)
+        array = dev.backend.full(shape, value, dtype)
     else:
-        array = getattr(xp, fill)(shape, dtype=dtype)
+        array = getattr(dev.backend, fill)(shape, dtype)
     return _leaf(array, dev, requires_grad, fn)
 
 
@@ -100,6 +101,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     return _filled("full", (size,), dtype, device, requires_grad, fill_value)
 
 
+# eye, arange and linspace compute their values with numpy on the host and transfer them
+# (``dev.asarray``): numpy's values are the ones the tests check against torch's, so every device
+# gets exactly those, at the price of one host-to-device copy (as for random numbers).
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     n = _validate.int_arg(n, "eye", "n", 1)
     if n < 0:
@@ -110,7 +114,7 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
             raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dtype = _validate.dtype_arg(dtype, "eye") or dtypes.get_default_dtype()
     dev = as_device(device)
-    return _leaf(dev.xp.eye(n, m, dtype=dtype), dev, requires_grad, "eye")
+    return _leaf(dev.asarray(np.eye(n, m, dtype=dtype)), dev, requires_grad, "eye")
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -132,7 +136,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
     dtype = _validate.dtype_arg(dtype, "arange")
     dev = as_device(device)
-    return _leaf(dev.xp.arange(start, end, step, dtype=dtype), dev, requires_grad, "arange")
+    return _leaf(dev.asarray(np.arange(start, end, step, dtype=dtype)), dev, requires_grad, "arange")
 
 
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -143,7 +147,7 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
         raise RuntimeError("number of steps must be non-negative")
     dtype = _validate.dtype_arg(dtype, "linspace") or dtypes.get_default_dtype()
     dev = as_device(device)
-    return _leaf(dev.xp.linspace(start, end, steps, dtype=dtype), dev, requires_grad, "linspace")
+    return _leaf(dev.asarray(np.linspace(start, end, steps, dtype=dtype)), dev, requires_grad, "linspace")
 
 
 # Note [Random ops and autograd]: as in torch, a random op whose inputs require grad records a
@@ -216,39 +220,38 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
 
 
 class _ZeroGradNode(OpNode):
-    """Note [Random ops and autograd]: zeros of each input's shape for every input."""
+    """Note [Random ops and autograd]: zeros of each input's shape, in the gradient's dtype and
+    on its device, for every input. Each subclass declares the one field, ``shapes`` (the
+    inputs' shapes), which ``record`` fills."""
 
-    __slots__ = ("shapes",)
+    __slots__ = ()
 
     def backward(self, F, g):
-        like = g if F is ArrayMath else g.data
-        return tuple(F.constant(np.zeros(shape, dtype=like.dtype), g) if self.needs(i) else None
+        backend = self._input_meta[0][2].backend  # the output's device: the gradient's, where the zeros go
+        dtype = backend.dtype(g if F is ArrayMath else g.data)
+        return tuple(F.constant(backend.zeros(shape, dtype), g) if self.needs(i) else None
                      for i, shape in enumerate(self.shapes))
 
 
 class NormalBackward1(_ZeroGradNode):  # normal(Tensor mean, float std)
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 class NormalBackward2(_ZeroGradNode):  # normal(float mean, Tensor std)
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 class NormalBackward3(_ZeroGradNode):  # normal(Tensor mean, Tensor std)
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 class BernoulliBackward0(_ZeroGradNode):  # bernoulli(Tensor p)
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 def _sampled(cls: type, inputs: tuple, out: Any, dev: Device) -> Tensor:
     """The sample, with a zero-gradient node when an input requires grad (Note [Random ops and autograd])."""
-    if not (grad_enabled.get() and any(t._requires_grad for t in inputs)):
-        return Tensor._make(out, dev, False, None, 0, [0])
-    node = cls(tuple(gradient_edge(t) for t in inputs))
-    node.shapes = tuple(t.shape for t in inputs)
-    return record_node(node, out, dev)
+    return record(cls, inputs, out, dev, tuple(t.shape for t in inputs))
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -359,7 +362,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         else:
             rows.append(_without_replacement(rng, row, num_samples))
     out = np.stack(rows).reshape(input.shape[:-1] + (num_samples,))
-    return Tensor._make(input.device.asarray(out, dtype=dtypes.int64), input.device, False, None, 0, [0])
+    return plain(input.device.asarray(out, dtype=dtypes.int64), input.device)
 
 
 def _without_replacement(rng: np.random.Generator, weights: np.ndarray, k: int) -> np.ndarray:
@@ -422,19 +425,19 @@ def randint_like(t: Tensor, low: int = 0, high: int | None = None, *, generator=
 
 
 class UniformBackward0(_ZeroGradNode):  # uniform_
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 class NormalBackward0(_ZeroGradNode):  # normal_
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 class BernoulliBackward1(_ZeroGradNode):  # bernoulli_(Tensor p)
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 class BernoulliBackward2(_ZeroGradNode):  # bernoulli_(float p)
-    __slots__ = ()
+    __slots__ = ("shapes",)
 
 
 def _refill(cls: type, x: Tensor, host: np.ndarray, others: tuple = ()) -> Tensor:

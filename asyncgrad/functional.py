@@ -158,7 +158,7 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
                 rows[i].append(r)
         entries = []
         for inp, row in zip(inputs, rows):
-            block = stack(row) if row else factories.zeros((0,) + inp.shape, dtype=inp.dtype)
+            block = stack(row) if row else factories.zeros((0,) + inp.shape, dtype=inp.dtype, device=inp.device)
             entries.append(block.reshape(out.shape + inp.shape))
         table.append(tuple(_finish(tuple(entries), create_graph)))
     if not out_tuple:

@@ -1,4 +1,8 @@
-"""gradcheck / gradgradcheck: analytical gradients against central finite differences."""
+"""gradcheck / gradgradcheck: analytical gradients against central finite differences.
+
+Both run on any device: inputs are perturbed in place through their device's backend, and
+outputs and gradients are copied to the host (``to_host``) to build float64 Jacobians there.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +33,11 @@ async def _outputs(fn: Callable, inputs: tuple) -> tuple:
     return result
 
 
+def _host64(t: Tensor) -> np.ndarray:
+    """A tensor's values on the host, flat, in float64 (an explicit copy off an accelerator)."""
+    return np.asarray(t.device.to_host(t.data), dtype=np.float64).reshape(-1)
+
+
 def _checked_inputs(inputs: Any) -> tuple:
     """gradcheck's inputs as a tuple (a Tensor, a tuple or a list), at least one requiring grad."""
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
@@ -45,16 +54,16 @@ async def _numerical(fn: Callable, inputs: tuple, eps: float) -> list[list[np.nd
     diff = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     jac = [[np.zeros((inputs[i].numel(), o.numel())) for o in base if isinstance(o, Tensor)] for i in diff]
     for row, i in enumerate(diff):
-        data = inputs[i].data
+        data, backend = inputs[i].data, inputs[i].device.backend
+        original = np.array(backend.to_host(data))
         for k, index in enumerate(np.ndindex(data.shape)):
-            orig = data[index].item()
+            orig = original[index].item()
             values = []
             for sign in (1, -1):
-                data[index] = orig + sign * eps
+                backend.setitem(data, index, orig + sign * eps)
                 with no_grad():
-                    values.append([np.asarray(o, dtype=np.float64).reshape(-1) for o in await _outputs(fn, inputs)
-                                   if isinstance(o, Tensor)])
-            data[index] = orig
+                    values.append([_host64(o) for o in await _outputs(fn, inputs) if isinstance(o, Tensor)])
+            backend.setitem(data, index, orig)
             for j, (plus, minus) in enumerate(zip(*values)):
                 jac[row][j][k] = (plus - minus) / (2 * eps)
     return jac
@@ -73,7 +82,7 @@ async def _analytical(fn: Callable, inputs: tuple) -> list[list[np.ndarray]]:
             grads = await grad(flat[k], diff, retain_graph=True, allow_unused=True)
             for row, g in enumerate(grads):
                 if g is not None:
-                    jac[row][j][:, k] = np.asarray(g, dtype=np.float64).reshape(-1)
+                    jac[row][j][:, k] = _host64(g)
     return jac
 
 

@@ -4,7 +4,8 @@ A Generator wraps one ``numpy.random.Generator`` (PCG64). Every random factory, 
 function and ``DataLoader`` takes ``generator=`` (an ``ag.Generator`` or a numpy Generator);
 without one they draw from the default generator, which ``ag.manual_seed`` reseeds and returns.
 The numbers differ from torch's (another bit generator); seeding, independence of streams and
-state save/restore behave as torch's do.
+state save/restore behave as torch's do. Every generator draws on the host, whatever the device
+of the sample (Note [Random numbers come from the host] in factories.py).
 
 Note [One numpy Generator per ag.Generator]: reseeding replaces the bit generator's *state*,
 never the numpy Generator object, so code that holds ``default_generator.numpy`` (checkpoint's

@@ -104,7 +104,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], ids: dict[int, int], where: str)
     if isinstance(obj, Tensor):
         if id(obj) not in ids:
             ids[id(obj)] = len(arrays)
-            arrays.append(_host_array(obj.detach().cpu().numpy(), where))
+            arrays.append(_host_array(obj.device.to_host(obj.data), where))  # an explicit copy off a device
         return {"tensor": ids[id(obj)], "device": str(obj.device), "requires_grad": obj.requires_grad,
                 "parameter": isinstance(obj, Parameter)}
     if isinstance(obj, (list, tuple)):

@@ -288,9 +288,9 @@ class Tensor:
             )
 
     def numpy(self) -> np.ndarray:
+        self._host_only()  # first, as torch checks the device before requires_grad
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        self._host_only()
         return self.data
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:

@@ -67,7 +67,9 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
         else:
             variable._grad = old + grad
     elif old is None:
-        variable._grad = Tensor._make(grad if steal else grad.copy(), variable.device, False, None, 0, [0])
+        if not steal:
+            grad = variable.device.backend.copy(grad, "C")
+        variable._grad = Tensor._make(grad, variable.device, False, None, 0, [0])
     elif old.requires_grad:
         variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
     else:

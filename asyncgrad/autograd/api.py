@@ -80,7 +80,7 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
                 if not out.is_floating_point():
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                grad = Tensor._make(out.device.xp.ones(out.shape, dtype=out.dtype), out.device, False, None, 0, [0])
+                grad = Tensor._make(out.device.backend.ones(out.shape, out.dtype), out.device, False, None, 0, [0])
             else:
                 result.append(None)
                 continue
@@ -98,7 +98,7 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
         if create_graph:  # a real gradient of another dtype is cast to the output's, as torch does
             result.append(grad if grad.dtype == out.dtype else grad.to(out.dtype))
         else:
-            result.append(grad.data.astype(out.dtype, copy=False))
+            result.append(out.device.backend.astype(grad.data, out.dtype))
     return result
 
 
@@ -199,13 +199,15 @@ async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_g
                     "Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:  # torch: zeros_like(input, requires_grad=create_graph)
-                g = Tensor._make(t.device.xp.zeros(t.shape, dtype=t.dtype), t.device, create_graph, None, 0, [0])
+                g = Tensor._make(t.device.backend.zeros(t.shape, t.dtype), t.device, create_graph, None, 0, [0])
             result.append(g)
         elif isinstance(g, Tensor):
             result.append(g)
         else:
-            owned = g.base is None and g.flags.writeable
-            result.append(Tensor._make(g if owned else g.copy(), t.device, False, None, 0, [0]))
+            backend = t.device.backend
+            if not backend.owns_memory(g):
+                g = backend.copy(g, "C")
+            result.append(Tensor._make(g, t.device, False, None, 0, [0]))
     return tuple(result)
 
 

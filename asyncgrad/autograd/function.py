@@ -93,7 +93,7 @@ class FunctionNode(FunctionCtx, Node):
         for (shape, dtype, device), grad in zip(self._input_meta, grads):
             if grad is None:
                 if self.materialize_grads:
-                    grad = Tensor._make(device.xp.zeros(shape, dtype=dtype), device, False, None, 0, [0])
+                    grad = Tensor._make(device.backend.zeros(shape, dtype), device, False, None, 0, [0])
             elif not create_graph:
                 grad = Tensor._make(grad, device, False, None, 0, [0])
             out.append(grad)

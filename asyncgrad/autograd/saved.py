@@ -53,7 +53,7 @@ class SavedTensor:
             origin = ""
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{type_name(data.dtype)} [{shape}]]{origin} is at version {self.vc[0]}; "
+            f"operation: [{type_name(self.device.backend.dtype(data))} [{shape}]]{origin} is at version {self.vc[0]}; "
             f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
             "operation that failed to compute its gradient, with ag.set_detect_anomaly(True)."
         )

@@ -24,9 +24,12 @@ own kernels, on the numpy array inside its arrays: the one place that may look i
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
+
+_getrefcount = sys.getrefcount
 
 
 class ArrayBackend:
@@ -90,6 +93,22 @@ class ArrayBackend:
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
 
+    def owns_memory(self, array: Any) -> bool:
+        """Whether ``array``'s memory is its own: no view of another array's, and writable, so an
+        in-place write into it changes no other array. Gradient stealing asks this
+        (autograd/ownership.py), after checking that nothing else references the array object."""
+        return array.base is None and array.flags.writeable
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
+        return array.copy(order=order)
+
+
+def _inner_count(array: Any) -> int:
+    """``getrefcount`` of a strict array's numpy array, taken exactly as ``StrictBackend.owns_memory`` takes it."""
+    inner = array._array
+    return _getrefcount(inner)
+
 
 class StrictBackend(ArrayBackend):
     """``array_api_strict`` on one of its simulated devices (Note [One array backend per device])."""
@@ -108,13 +127,18 @@ class StrictBackend(ArrayBackend):
         self._to_native = {np.dtype(name): getattr(xp, name) for name in (
             "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")}
         self._to_numpy = {native: dtype for dtype, native in self._to_native.items()}
+        self._native_type = type(xp.float32)
+        self._inner_unshared = _inner_count(self._wrap(np.empty(1), device=self.device))
+        """References to a numpy array held by one strict array only, seen from ``owns_memory``
+        (measured, as autograd/ownership.py measures its count)."""
         register(Array, self)
 
     def dtype(self, array: Any) -> np.dtype:
         return self._to_numpy[array.dtype]
 
     def native_dtype(self, dtype: Any) -> Any:
-        if dtype is None or dtype in self._to_numpy:
+        # a type test, not ``dtype in self._to_numpy``: that compares numpy dtypes with strict ones, which warns
+        if dtype is None or isinstance(dtype, self._native_type):
             return dtype
         native = self._to_native.get(np.dtype(dtype))
         if native is None:
@@ -178,6 +202,15 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
+    def owns_memory(self, array: Any) -> bool:
+        # the memory is the numpy array inside: its own (no base, writable), and held by this wrapper
+        # alone (``xp.asarray(a)`` makes a second wrapper around the same numpy array)
+        inner = array._array
+        return inner.base is None and inner.flags.writeable and _getrefcount(inner) <= self._inner_unshared
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        return self._wrap(array._array.copy(order=order), device=array.device)
+
 
 class CupyBackend(ArrayBackend):
     """CuPy on one GPU, through ``array_api_compat`` (Note [One array backend per device])."""
@@ -240,6 +273,15 @@ class CupyBackend(ArrayBackend):
 
     def any_nan(self, array: Any) -> bool:
         return bool(self.cupy.isnan(array).any())
+
+    def owns_memory(self, array: Any) -> bool:
+        # CuPy arrays have no read-only flag; memory CuPy did not allocate (another library's, through
+        # __cuda_array_interface__ or DLPack) is an UnownedMemory, shared with that library
+        return array.base is None and not isinstance(array.data.mem, self.cupy.cuda.UnownedMemory)
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return array.copy(order=order)
 
 
 NUMPY = ArrayBackend()

@@ -7,6 +7,7 @@ from typing import Any
 
 from asyncgrad.autograd.graph import Node
 from asyncgrad.autograd.hook_calls import run_post, run_pre, run_tensor_pre
+from asyncgrad.devices.backend import backend_of
 from asyncgrad.engine.graph_task import GraphTask
 
 
@@ -47,8 +48,13 @@ async def call_function_async(graph_task: GraphTask, node: Node, inputs: list) -
 
 
 def validate_grad(node: Node, index: int, grad: Any, meta: tuple, create_graph: bool) -> Any:
-    """Bring a gradient to its consumer's shape (summing broadcast dims) and dtype, or fail."""
+    """Bring a gradient to its consumer's shape (summing broadcast dims) and dtype, or fail.
+
+    The engine calls this when a gradient's shape differs or its dtype is not the very dtype
+    object of the meta: a raw array of an accelerator carries its library's dtype object, not
+    asyncgrad's numpy dtype, so the dtypes are compared here through the array's backend."""
     shape, dtype, device = meta
+    backend = None if create_graph else backend_of(grad)
     if grad.shape != shape:
         if not _expandable(shape, grad.shape):
             raise RuntimeError(
@@ -57,10 +63,15 @@ def validate_grad(node: Node, index: int, grad: Any, meta: tuple, create_graph: 
             )
         lead = grad.ndim - len(shape)
         axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
-        grad = grad.sum(axes, keepdim=True) if create_graph else grad.sum(axis=axes, keepdims=True)
-        grad = grad.reshape(shape)
-    if grad.dtype != dtype:
-        grad = grad.to(dtype) if create_graph else grad.astype(dtype)
+        if create_graph:
+            grad = grad.sum(axes, keepdim=True).reshape(shape)
+        else:
+            grad = backend.xp.reshape(backend.xp.sum(grad, axis=axes, keepdims=True), shape)
+    if create_graph:
+        if grad.dtype != dtype:
+            grad = grad.to(dtype)
+    elif backend.dtype(grad) != dtype:
+        grad = backend.astype(grad, dtype)
     if create_graph and grad.device is not device:
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {index} - expected device {device} "
@@ -85,5 +96,6 @@ def check_nan(node: Node, outputs: Any, create_graph: bool) -> None:
         if grad is None:
             continue
         data = grad.data if create_graph else grad
-        if data.dtype.kind in "fc" and bool((data != data).any()):
+        backend = backend_of(data)
+        if backend.dtype(data).kind in "fc" and backend.any_nan(data):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")

@@ -241,7 +241,9 @@ class Engine:
                 continue
             if grad is not None:
                 meta = fn._input_meta[input_nr]
-                if grad.shape != meta[0] or grad.dtype != meta[1]:
+                # ``is not``: an accelerator's raw array carries its library's dtype object, which must not
+                # be compared with numpy's here; validate_grad compares through the backend
+                if grad.shape != meta[0] or grad.dtype is not meta[1]:
                     grad = validate_grad(node, i, grad, meta, graph_task.create_graph)
             try:
                 count = dependencies[fn] - 1
