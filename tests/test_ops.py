@@ -493,7 +493,7 @@ async def test_getitem_negative_steps():
                          (lambda x: x[2:0:-1, 1], lambda a: a[2:0:-1, 1])):
         out, _ = await check_op(fn, (3, 4), torch_check=False)
         a = np.random.default_rng(0).standard_normal((3, 4))
-        np.testing.assert_array_equal(out.detach().numpy(), expected(a))
+        np.testing.assert_array_equal(out.detach().cpu().numpy(), expected(a))
 
 
 async def test_getitem_basic_is_a_view():

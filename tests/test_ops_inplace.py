@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import check_gradgrad, check_op
+from helpers import ag_tensor, check_gradgrad, check_op
 
 import asyncgrad as ag
 
@@ -102,6 +102,73 @@ def test_inplace_through_a_view_changes_the_base():
     assert base._version == row._version == 1
     base.view(6)[0] = 100.0
     assert base.tolist()[0][0] == 100.0 and row._version == 2
+
+
+VIEWS = {
+    "select": (lambda t: t[1], lambda a: a[1]),
+    "slice": (lambda t: t[:, 1:3], lambda a: a[:, 1:3]),
+    "step": (lambda t: t.view(12)[::-3], lambda a: a.reshape(12)[::-3]),
+    "view": (lambda t: t.view(2, 6), lambda a: a.reshape(2, 6)),
+    "reshape": (lambda t: t.reshape(4, 3), lambda a: a.reshape(4, 3)),
+    "flatten": (lambda t: t.flatten(), lambda a: a.reshape(-1)),
+    "T": (lambda t: t.T, lambda a: a.T),
+    "t()": (lambda t: t.t(), lambda a: a.T),
+    "permute": (lambda t: t.permute(1, 0), lambda a: a.transpose(1, 0)),
+    "transpose then select": (lambda t: t.transpose(0, 1)[2], lambda a: a.T[2]),
+    "unsqueeze": (lambda t: t.unsqueeze(1), lambda a: a[:, None]),
+    "squeeze": (lambda t: t[None].squeeze(0), lambda a: a),
+    "None index": (lambda t: t[None, 1], lambda a: a[None, 1]),
+}
+
+
+@pytest.mark.parametrize("case", list(VIEWS))
+def test_views_share_memory_with_their_base_on_every_device(case):
+    """Note [Views share memory on every device]: on sim:0 too (array_api_strict, whose operations
+    promise no shared memory), an in-place write through a view changes its base, and one into
+    the base changes the view, with one version counter, as torch's views."""
+    make, expected = VIEWS[case]
+    start = np.arange(12.0).reshape(3, 4)
+    base = ag_tensor(start)
+    view = make(base)
+    assert view.device == base.device and view._version == base._version == 0
+    view.mul_(10.0)
+    want = start.copy()
+    expected(want)[...] *= 10.0
+    assert base.tolist() == want.tolist() and base._version == view._version == 1
+    base.add_(1.0)
+    assert view.tolist() == expected(want + 1.0).tolist() and view._version == 2
+    view.fill_(-1.0)
+    expected(want)[...] = -1.0
+    assert base.tolist() == (np.where(want == -1.0, -1.0, want + 1.0)).tolist()
+
+
+def test_expand_and_setitem_write_through_on_every_device():
+    base = ag_tensor(np.zeros((3, 1)))
+    wide = base.expand(3, 4)
+    base[1] = 5.0
+    assert wide.tolist()[1] == [5.0] * 4 and wide._version == 1
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        wide.add_(1.0)
+    wide.zero_()  # fill_/zero_ may write into an expanded tensor, as torch's
+    assert base.tolist() == [[0.0]] * 3
+    rows = ag_tensor(np.arange(6.0).reshape(2, 3))
+    rows[:, 1] = ag_tensor([7.0, 8.0])
+    rows[[0, 1], [0, 0]] = -1.0
+    assert rows.tolist() == [[-1.0, 7.0, 2.0], [-1.0, 8.0, 5.0]] and rows._version == 2
+
+
+async def test_gradient_through_a_view_written_in_place_on_every_device():
+    """CopySlices and the views regenerated after it (AsStridedBackward0) on the device under test."""
+    x = ag_tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    w = ag_tensor([10.0, 20.0], requires_grad=True)
+    b = x * 1
+    head, tail = b[:2], b[2:]
+    head.mul_(w)
+    assert b.grad_fn.name() == "CopySlices" and tail.grad_fn.name() == "AsStridedBackward0"
+    await ((b * b).sum() + (tail * 3).sum()).backward()
+    assert x.grad.tolist() == [2 * 10.0 * 10.0 * 1.0, 2 * 20.0 * 20.0 * 2.0, 2 * 3.0 + 3, 2 * 4.0 + 3]
+    assert w.grad.tolist() == [2 * 10.0 * 1.0 * 1.0, 2 * 20.0 * 2.0 * 2.0]
+    assert x.grad.device == x.device and w.grad.device == w.device
 
 
 def test_detach_shares_the_version_counter():
@@ -335,8 +402,8 @@ async def test_setitem_repeated_indices_follow_torch():
 
     out, (gx, gw) = await check_op(fn, (3,), (3,), name="IndexPutBackward0", fd=False)
     v = np.random.default_rng(1000).standard_normal(3)
-    np.testing.assert_allclose(gx.numpy(), [0.0, v[1], 0.0])
-    np.testing.assert_allclose(gw.numpy(), [v[0], v[0], v[2]])
+    np.testing.assert_allclose(gx.cpu().numpy(), [0.0, v[1], 0.0])
+    np.testing.assert_allclose(gw.cpu().numpy(), [v[0], v[0], v[2]])
 
 
 async def test_inplace_on_tensor_nothing_saved_is_fine():

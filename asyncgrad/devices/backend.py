@@ -18,18 +18,27 @@ and leave a device only through ``from_host`` and ``to_host``: nothing converts 
 
 What the standard lacks, each backend supplies in its own library's terms: numpy-style
 indexing (``getitem``/``setitem``: integer arrays mixed with slices, boolean masks),
-scatter-add (``index_add``). The strict backend implements them as the simulated device's
-own kernels, on the numpy array inside its arrays: the one place that may look inside.
+scatter-add (``index_add``), and memory: views that share their base's memory (``view``,
+``broadcast_view``), layout-keeping copies (``copy``), strides and addresses for torch's overlap
+checks and for finding a view's elements in its base (``view_index``). The strict backend
+implements them as the simulated device's own kernels, on the numpy array inside its arrays: the
+one place that may look inside.
+
+Note [Views share memory on every device]: a torch view and its base are one memory, so an
+in-place write through either is seen by the other. The standard promises no such thing (an
+array_api_strict operation returns a new array, which may or may not share memory), so view ops
+do not use ``xp.reshape``/``xp.permute_dims`` but ``backend.view(array, fn, *args)``: ``fn`` runs
+on the array's native storage (a numpy ndarray on cpu and inside a strict array, a CuPy ndarray
+on cuda) using only what numpy and CuPy ndarrays share (``reshape``, ``transpose``, ``swapaxes``,
+``T``, basic indexing, the ``shape`` setter), and its result, a numpy/CuPy view, is handed back
+as this device's array over the same memory.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
-
-_getrefcount = sys.getrefcount
 
 
 class ArrayBackend:
@@ -93,21 +102,62 @@ class ArrayBackend:
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
 
-    def owns_memory(self, array: Any) -> bool:
-        """Whether ``array``'s memory is its own: no view of another array's, and writable, so an
-        in-place write into it changes no other array. Gradient stealing asks this
-        (autograd/ownership.py), after checking that nothing else references the array object."""
-        return array.base is None and array.flags.writeable
+    # Note [Views share memory on every device]
+    def view(self, array: Any, fn: Any, *args: Any) -> Any:
+        """``fn(native, *args)``, a view of this array's native storage, as an array of this device
+        sharing the same memory."""
+        return fn(array, *args)
+
+    def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
+        """``array`` broadcast to ``shape`` (strides 0), sharing its memory and writable where it is,
+        like torch's expand (in-place ops refuse a real overlap themselves)."""
+        out = np.broadcast_to(array, shape)
+        if array.flags.writeable:
+            out = np.lib.stride_tricks.as_strided(array, out.shape, out.strides)
+        return out
 
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
         return array.copy(order=order)
 
+    def is_contiguous(self, array: Any) -> bool:
+        return array.flags.c_contiguous
 
-def _inner_count(array: Any) -> int:
-    """``getrefcount`` of a strict array's numpy array, taken exactly as ``StrictBackend.owns_memory`` takes it."""
-    inner = array._array
-    return _getrefcount(inner)
+    def strides(self, array: Any) -> tuple[int, ...]:
+        """The array's strides, in bytes."""
+        return array.strides
+
+    def address(self, array: Any) -> int:
+        """The address of the array's first element."""
+        return array.__array_interface__["data"][0]
+
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        """Whether the two arrays' memory bounds overlap (numpy's ``may_share_memory``)."""
+        return bool(np.may_share_memory(a, b))
+
+    def view_index(self, base: Any, view: Any) -> Any:
+        """For each element of ``view``, its flat (C-order) position in ``base``, whose memory it
+        shares, as an index array of this device (computed from addresses and strides)."""
+        itemsize = self.dtype(base).itemsize
+        if view.size == 0:
+            return self.from_host(np.zeros(view.shape, dtype=np.intp))
+        base_at = _addresses(self.address(base), base.shape, self.strides(base))
+        view_at = _addresses(self.address(view), view.shape, self.strides(view))
+        low = int(base_at.min())
+        lookup = np.full((int(base_at.max()) - low) // itemsize + 1, -1, dtype=np.intp)
+        lookup[(base_at.reshape(-1) - low) // itemsize] = np.arange(base_at.size)
+        offsets = (view_at - low) // itemsize
+        if (offsets < 0).any() or (offsets >= lookup.size).any() or (lookup[offsets] < 0).any():
+            raise RuntimeError("a view's elements must lie in its base's memory")
+        return self.from_host(lookup[offsets])
+
+
+def _addresses(address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """The byte address of every element of an array with this layout (host metadata)."""
+    at = np.full(shape, address, dtype=np.intp)
+    for axis, (n, stride) in enumerate(zip(shape, strides)):
+        at += (np.arange(n, dtype=np.intp) * stride).reshape([-1 if i == axis else 1 for i in range(len(shape))])
+    return at
 
 
 class StrictBackend(ArrayBackend):
@@ -127,18 +177,13 @@ class StrictBackend(ArrayBackend):
         self._to_native = {np.dtype(name): getattr(xp, name) for name in (
             "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")}
         self._to_numpy = {native: dtype for dtype, native in self._to_native.items()}
-        self._native_type = type(xp.float32)
-        self._inner_unshared = _inner_count(self._wrap(np.empty(1), device=self.device))
-        """References to a numpy array held by one strict array only, seen from ``owns_memory``
-        (measured, as autograd/ownership.py measures its count)."""
         register(Array, self)
 
     def dtype(self, array: Any) -> np.dtype:
         return self._to_numpy[array.dtype]
 
     def native_dtype(self, dtype: Any) -> Any:
-        # a type test, not ``dtype in self._to_numpy``: that compares numpy dtypes with strict ones, which warns
-        if dtype is None or isinstance(dtype, self._native_type):
+        if dtype is None or dtype in self._to_numpy:
             return dtype
         native = self._to_native.get(np.dtype(dtype))
         if native is None:
@@ -184,7 +229,8 @@ class StrictBackend(ArrayBackend):
         return index
 
     def getitem(self, array: Any, index: Any) -> Any:
-        return self._wrap(np.asarray(array._array[self._index(index)]), device=self.device)
+        # the array's own device: every sim:N's arrays are of one type, so backend_of finds the first sim backend
+        return self._wrap(np.asarray(array._array[self._index(index)]), device=array.device)
 
     def setitem(self, array: Any, index: Any, values: Any) -> None:
         if isinstance(values, self._array_type):
@@ -197,19 +243,33 @@ class StrictBackend(ArrayBackend):
             out[self._index(index)] = values._array
         else:
             np.add.at(out, self._index(index), values._array)
-        return self._wrap(out, device=self.device)
+        return self._wrap(out, device=values.device)
 
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
-    def owns_memory(self, array: Any) -> bool:
-        # the memory is the numpy array inside: its own (no base, writable), and held by this wrapper
-        # alone (``xp.asarray(a)`` makes a second wrapper around the same numpy array)
-        inner = array._array
-        return inner.base is None and inner.flags.writeable and _getrefcount(inner) <= self._inner_unshared
+    # the simulated device's memory is the numpy array inside each of its arrays: a numpy view
+    # of it, wrapped, is a strict array over the same memory (Note [Views share memory on every device])
+    def view(self, array: Any, fn: Any, *args: Any) -> Any:
+        return self._wrap(fn(array._array, *args), device=array.device)
+
+    def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
+        return self._wrap(NUMPY.broadcast_view(array._array, shape), device=array.device)
 
     def copy(self, array: Any, order: str = "K") -> Any:
         return self._wrap(array._array.copy(order=order), device=array.device)
+
+    def is_contiguous(self, array: Any) -> bool:
+        return array._array.flags.c_contiguous
+
+    def strides(self, array: Any) -> tuple[int, ...]:
+        return array._array.strides
+
+    def address(self, array: Any) -> int:
+        return array._array.__array_interface__["data"][0]
+
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        return bool(np.may_share_memory(a._array, b._array))
 
 
 class CupyBackend(ArrayBackend):
@@ -274,14 +334,19 @@ class CupyBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.cupy.isnan(array).any())
 
-    def owns_memory(self, array: Any) -> bool:
-        # CuPy arrays have no read-only flag; memory CuPy did not allocate (another library's, through
-        # __cuda_array_interface__ or DLPack) is an UnownedMemory, shared with that library
-        return array.base is None and not isinstance(array.data.mem, self.cupy.cuda.UnownedMemory)
+    # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
+    def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
+        return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
 
     def copy(self, array: Any, order: str = "K") -> Any:
         with self.cupy.cuda.Device(self.index):
             return array.copy(order=order)
+
+    def address(self, array: Any) -> int:
+        return array.data.ptr
+
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        return bool(self.cupy.may_share_memory(a, b))
 
 
 NUMPY = ArrayBackend()

@@ -1,4 +1,9 @@
-"""Indexing: basic (views) and integer/boolean-array (copies, repeated indices accumulate)."""
+"""Indexing: basic (views) and integer/boolean-array (copies, repeated indices accumulate).
+
+Indices are the device's: index tensors and arrays become arrays of the indexed tensor's device
+(a CPU index tensor is transferred, as torch takes one for a CUDA tensor), and numpy's indexing
+rules, which the standard does not have, are the backend's (``getitem``/``setitem``/``index_add``).
+"""
 
 from __future__ import annotations
 
@@ -7,37 +12,41 @@ from typing import Any
 import numpy as np
 
 from asyncgrad._convert import to_array
-from asyncgrad._validate import complex_error, is_complex, type_label
-from asyncgrad.autograd.accumulate import gradient_edge
+from asyncgrad._validate import check_array_dtype, complex_error, is_complex, type_label
 from asyncgrad.autograd.graph import RELEASED
-from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, SavesVariables, record_node, same_device
-from asyncgrad.ops.elementwise import _binary_node, operands
-from asyncgrad.ops.reduction import _recording
-from asyncgrad.ops.shape import _view
+from asyncgrad.ops._node import OpNode, SavesVariables, plain, record, recording, same_device
+from asyncgrad.ops.shape import expanded_shape, indexed
 from asyncgrad.tensor import Tensor, type_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
 def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
-    """The index as the array module takes it, and whether it is basic (gives a view)."""
+    """The index as ``x``'s backend takes it (its arrays ``x``'s device's), and whether it is basic
+    (gives a view)."""
     items = index if isinstance(index, tuple) else (index,)
+    dev = x.device
+    backend = dev.backend
     out = []
     basic = True
     for item in items:
         if isinstance(item, Tensor):
-            same_device(x, item) if item.device is not x.device and not item.device.is_cpu else None
-            item = x.device.asarray(item.data) if item.device is not x.device else item.data
+            if item.device is not dev and not item.device.is_cpu:  # a CPU index is taken, as torch takes one
+                same_device(x, item)
             if item.dtype.kind not in "iub":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                raise IndexError(_INDEX_DTYPE)
+            item = item.data if item.device is dev else dev.asarray(item.data)
             basic = False
-        elif isinstance(item, (list, np.ndarray)):
+        elif isinstance(item, (list, np.ndarray)) or backend.is_array(item):
             if isinstance(item, list):  # read as ag.tensor reads it: torch's errors for None or str inside
-                item = to_array(item, None, x.device)
-            item = x.device.asarray(item) if x.device.type == "cuda" else np.asarray(item)
-            if item.dtype.kind not in "iub":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                item = to_array(item, None, dev)
+            elif isinstance(item, np.ndarray):
+                if item.dtype.kind not in "iub":
+                    raise IndexError(_INDEX_DTYPE)
+                item = dev.asarray(item)
+            if backend.dtype(item).kind not in "iub":
+                raise IndexError(_INDEX_DTYPE)
             basic = False
         elif isinstance(item, bool):
             basic = False
@@ -52,24 +61,25 @@ def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
     return (out[0] if not isinstance(index, tuple) else tuple(out)), basic
 
 
-def _owned(index: Any) -> Any:
+def _owned(backend: Any, index: Any) -> Any:
     """An index the backward can keep: its arrays copied, so that changing the index tensor (or
     array) after the forward cannot move the gradient (torch would raise at backward instead)."""
     if isinstance(index, tuple):
-        return tuple(_owned(item) for item in index)
-    return index.copy() if hasattr(index, "copy") and not isinstance(index, (int, np.integer)) else index
+        return tuple(_owned(backend, item) for item in index)
+    return backend.copy(index) if backend.is_array(index) else index
 
 
-def _torch_index_error(exc: IndexError, ndim: int, shape: tuple = (), index: Any = None) -> IndexError:
+def _torch_index_error(exc: IndexError, x: Tensor, index: Any = None) -> IndexError:
     """numpy's indexing errors in torch's words ("dimension", not "axis"; a mask's shape)."""
     text = str(exc)
+    ndim, shape, backend = x.ndim, x.shape, x.device.backend
     if text.startswith("too many indices"):
         return IndexError(f"too many indices for tensor of dimension {ndim}")
     if text.startswith("boolean index did not match"):
         items = index if isinstance(index, tuple) else (index,)
         start = 0
         for item in items:
-            if getattr(item, "dtype", None) is not None and item.dtype.kind == "b":
+            if backend.is_array(item) and backend.dtype(item).kind == "b":
                 mask = item.shape
                 bad = next(i for i, n in enumerate(mask) if start + i >= len(shape) or shape[start + i] != n)
                 return IndexError(f"The shape of the mask {list(mask)} at index {bad} does not match the shape of the "
@@ -78,10 +88,10 @@ def _torch_index_error(exc: IndexError, ndim: int, shape: tuple = (), index: Any
     return IndexError(text.replace(" for axis ", " for dimension "))
 
 
-class IndexBackward0(SavesVariables):
-    """x[index]; SliceBackward0 / SelectBackward0 are its basic-index forms."""
+class _Index(SavesVariables):
+    """x[index]: the gradient goes back to ``index`` of zeros of the input's ``shape``."""
 
-    __slots__ = ("shape", "index", "basic")
+    __slots__ = ()
 
     @property
     def saves_variables(self) -> bool:  # type: ignore[override]
@@ -96,20 +106,27 @@ class IndexBackward0(SavesVariables):
         return (F.index_add(self.shape, (self.index, self.basic), g),)
 
 
-class SliceBackward0(IndexBackward0):
-    __slots__ = ()
+class IndexBackward0(_Index):
+    """An advanced index; SliceBackward0 / SelectBackward0 / AliasBackward0 / UnsqueezeBackward0
+    are the basic index's (Note [basic index names])."""
+
+    __slots__ = ("shape", "index", "basic")
 
 
-class SelectBackward0(IndexBackward0):
-    __slots__ = ()
+class SliceBackward0(_Index):
+    __slots__ = ("shape", "index", "basic")
 
 
-class AliasBackward0(IndexBackward0):
-    __slots__ = ()
+class SelectBackward0(_Index):
+    __slots__ = ("shape", "index", "basic")
 
 
-class UnsqueezeBackward0(IndexBackward0):
-    __slots__ = ()
+class AliasBackward0(_Index):
+    __slots__ = ("shape", "index", "basic")
+
+
+class UnsqueezeBackward0(_Index):
+    __slots__ = ("shape", "index", "basic")
 
 
 def _basic_node(x: Tensor, index: Any) -> type:
@@ -146,29 +163,22 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                          "C++ to convert a 0-dim tensor to a number")
     idx, basic = normalize_index(x, index)
+    backend = x.device.backend
     try:
-        # with an Ellipsis numpy returns a 0-d view, not a scalar copy, for a full integer index
-        out = x.data[(*idx, Ellipsis) if basic and isinstance(idx, tuple) and Ellipsis not in idx
-                     else (idx, Ellipsis) if basic and not isinstance(idx, tuple) and idx is not Ellipsis else idx]
+        if basic:
+            # with an Ellipsis numpy gives a 0-d view, not a scalar copy, for a full integer index
+            key = ((*idx, Ellipsis) if Ellipsis not in idx else idx) if isinstance(idx, tuple) else (
+                (idx, Ellipsis) if idx is not Ellipsis else idx)
+            out = backend.view(x.data, indexed, key)
+        else:
+            out = backend.getitem(x.data, idx)
     except IndexError as exc:
-        raise _torch_index_error(exc, x.ndim, x.shape, idx) from None
-    if not isinstance(out, type(x.data)):
-        out = x.device.xp.asarray(out)
-    elif not basic and not out.flags.c_contiguous:  # torch's result is contiguous; numpy's may keep x's layout
-        out = x.device.xp.ascontiguousarray(out)
-    if not _recording(x):
-        node = None
-    else:
-        cls = _basic_node(x, idx) if basic else IndexBackward0
-        node = cls((gradient_edge(x),))
-        node.shape = x.data.shape
-        node.index = idx if basic else _owned(idx)
-        node.basic = basic
+        raise _torch_index_error(exc, x, idx) from None
     if basic:
-        return _view(x, out, node, None)
-    if node is None:
-        return Tensor._make(out, x.device, False, None, 0, [0])
-    return record_node(node, out, x.device)
+        return record(_basic_node(x, idx), (x,), out, x.device, x.shape, idx, True, view_of=x)
+    if not backend.is_contiguous(out):  # torch's result is contiguous; numpy's may keep x's layout
+        out = backend.copy(out, "C")
+    return record(IndexBackward0, (x,), out, x.device, x.shape, _owned(backend, idx) if recording(x) else idx, False)
 
 
 class IndexBackwardBackward0(OpNode):
@@ -181,12 +191,9 @@ class IndexBackwardBackward0(OpNode):
 
 
 def index_add_into(shape: tuple[int, ...], index: Any, g: Tensor) -> Tensor:
-    out = g.device.backend.index_add(shape, index[0], index[1], g.data)
-    if not _recording(g):
-        return Tensor._make(out, g.device, False, None, 0, [0])
-    node = IndexBackwardBackward0((gradient_edge(g),))
-    node.index = index
-    return record_node(node, out, g.device)
+    """``TensorMath.index_add``: zeros of ``shape`` with ``g`` added at ``index`` (an (index, basic) pair)."""
+    return record(IndexBackwardBackward0, (g,), g.device.backend.index_add(shape, index[0], index[1], g.data),
+                  g.device, index)
 
 
 class IndexPutBackward0(OpNode):
@@ -203,32 +210,40 @@ class IndexPutBackward0(OpNode):
 
 
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
-    if not isinstance(value, (Tensor, int, float, np.number, np.bool_, np.ndarray)):
-        if is_complex(value):
-            raise complex_error("complex128")
+    """``x`` with ``value`` written at ``index``, as a new tensor; ``x.__setitem__`` writes it back in place."""
+    if isinstance(value, Tensor):
+        if value.device is not x.device:
+            same_device(x, value)
+        tv, dv = value, value.data
+    elif isinstance(value, (int, float, np.number, np.bool_)):
+        if isinstance(value, np.complexfloating):
+            raise complex_error(value.dtype)
+        tv, dv = None, value
+    elif isinstance(value, np.ndarray):
+        check_array_dtype(value)
+        tv, dv = None, x.device.asarray(value)
+    elif is_complex(value):
+        raise complex_error("complex128")
+    else:
         raise TypeError(f"can't assign a {type_label(value)} to a {type_name(x.dtype)}")
     idx, basic = normalize_index(x, index)
-    tx, tv, dx, dv, dev = operands(x, value, "index_put_")
-    dx = x.data  # the result keeps x's dtype (the value is cast on assignment), unlike promotion
-    out = dx.copy()
+    dev = x.device
+    backend = dev.backend
+    out = backend.copy(x.data, "C")  # the result keeps x's dtype: the value is cast on assignment
     try:
-        out[idx] = dv
+        backend.setitem(out, idx, dv)
     except ValueError:
+        value_shape = tuple(getattr(dv, "shape", ()))
+        target = backend.getitem(x.data, idx).shape
         if basic:  # torch copies into the view: expand's words
-            from asyncgrad.ops.shape import expand
-
-            expand(Tensor._make(np.broadcast_to(np.zeros((), dx.dtype), np.shape(dv)), dev, False, None, 0, [0]),
-                   *dx[idx].shape)
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(dv))} cannot be broadcast to "
-                           f"indexing result of shape {list(dx[idx].shape)}") from None
+            expanded_shape(value_shape, x.dtype, target)
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(target)}") from None
     except IndexError as exc:
-        raise _torch_index_error(exc, dx.ndim, dx.shape, idx) from None
-    node = object.__new__(IndexPutBackward0)
-    if not _binary_node(node, tx, tv):
-        return Tensor._make(out, dev, False, None, 0, [0])
-    keep = np.ones(dx.shape, dtype=dx.dtype) if isinstance(dx, np.ndarray) else dev.xp.ones(dx.shape, dtype=dx.dtype)
-    keep[idx] = 0
-    node.index = _owned(idx)
-    node.value_shape = tv.shape if tv is not None else ()
-    node.saved = (SavedTensor(Tensor._make(keep, dev, False, None, 0, [0])),)
-    return record_node(node, out, dev)
+        raise _torch_index_error(exc, x, idx) from None
+    if not recording(x, tv):
+        return plain(out, dev)
+    keep = backend.ones(x.shape, x.dtype)
+    backend.setitem(keep, idx, 0)
+    return record(IndexPutBackward0, (x, tv), out, dev, _owned(backend, idx), tv.shape if tv is not None else (),
+                  saved=(plain(keep, dev),))

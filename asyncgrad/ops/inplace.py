@@ -14,16 +14,19 @@ the base's new value, so no view keeps a grad_fn of the old value.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
-from numpy.lib.array_utils import byte_bounds
 
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
+from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
+from asyncgrad.autograd.graph import Edge, Node
+from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
-from asyncgrad.ops._node import OpNode, SavesVariables, record_node
+from asyncgrad.ops._node import OpNode, SavesVariables, input_meta, plain, record
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -57,16 +60,16 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
     for saved in node.saved:
-        if saved.vc is x._vc:
-            saved.data = saved.data.copy()
+        if saved is not None and saved.vc is x._vc:  # the old value, kept as the new node's input
+            saved.data = x.device.backend.copy(saved.data, "C")
             saved.vc = [saved.version]
             saved.tensor = Tensor._make(saved.data, x.device, x._requires_grad, old_grad_fn, old_output_nr, saved.vc)
     _write(x, result.data)
     x._vc[0] += 1
     for saved in node.saved:
-        if saved.tensor is None:
+        if saved is not None and saved.tensor is None:
             saved.data, saved.vc, saved.version = x.data, x._vc, x._vc[0]
-    node._input_meta = ((x.shape, x.dtype, x.device),)
+    node._input_meta = input_meta(x.shape, x.dtype, x.device)
     _rebase(x, node)
     _refresh_views(x, None)
     return x
@@ -78,23 +81,23 @@ INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written
 
 def same_data(a: Tensor, b: Any) -> bool:
     """Whether ``b`` is ``a``'s memory read the same way (torch's copy_ returns at once then)."""
-    if not isinstance(b, Tensor) or not isinstance(a.data, np.ndarray) or not isinstance(b.data, np.ndarray):
+    if not isinstance(b, Tensor) or b.device is not a.device:
         return False
+    backend = a.device.backend
     da, db = a.data, b.data
-    return (da.__array_interface__["data"][0] == db.__array_interface__["data"][0] and da.shape == db.shape
-            and da.strides == db.strides and da.dtype == db.dtype)
+    return (backend.address(da) == backend.address(db) and da.shape == db.shape
+            and backend.strides(da) == backend.strides(db) and a.dtype == b.dtype)
 
 
 def _check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
     """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
     out = x.data
-    if not isinstance(out, np.ndarray):
-        return
-    if internal and any(stride == 0 and size > 1 for size, stride in zip(out.shape, out.strides)):
+    backend = x.device.backend
+    if internal and any(stride == 0 and size > 1 for size, stride in zip(out.shape, backend.strides(out))):
         raise RuntimeError(INTERNAL_OVERLAP)
     for arg in args:
-        if isinstance(arg, Tensor) and arg is not x and isinstance(arg.data, np.ndarray) \
-                and _partial_overlap(out, arg.data):
+        if isinstance(arg, Tensor) and arg is not x and arg.device is x.device \
+                and _partial_overlap(backend, out, arg.data):
             raise RuntimeError(
                 "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
                 "memory location. Please clone() the tensor before performing the operation.")
@@ -108,23 +111,55 @@ def _check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
 # fill_ and zero_ skip the first check (torch writes one value to an expanded tensor), as does
 # copy_ from the tensor itself. Strides of size-1 dimensions are not compared: numpy and torch
 # choose them differently (numpy gives a new axis stride 0), so where torch's literal strides of
-# such a dimension differ torch raises and asyncgrad does not.
-def _dense(a: np.ndarray) -> bool:
-    expected = a.itemsize
-    for size, stride in sorted(((n, st) for n, st in zip(a.shape, a.strides) if n != 1), key=lambda p: p[1]):
+# such a dimension differ torch raises and asyncgrad does not. Strides and addresses are the
+# backend's (numpy's, CuPy's, or those of the numpy memory of the simulated device).
+def _dense(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    expected = itemsize
+    for size, stride in sorted(((n, st) for n, st in zip(shape, strides) if n != 1), key=lambda p: p[1]):
         if stride != expected:
             return False
         expected *= size
     return True
 
 
-def _partial_overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.size == 0 or b.size == 0 or not (_dense(a) and _dense(b)):
+def _bounds(address: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """The first and one past the last byte of a non-empty array (numpy's byte_bounds)."""
+    low = high = address
+    for n, stride in zip(shape, strides):
+        if stride < 0:
+            low += (n - 1) * stride
+        else:
+            high += (n - 1) * stride
+    return low, high + itemsize
+
+
+def _partial_overlap(backend: Any, a: Any, b: Any) -> bool:
+    if a.size == 0 or b.size == 0 or not backend.may_share_memory(a, b):
         return False
-    (a_low, a_high), (b_low, b_high) = byte_bounds(a), byte_bounds(b)
-    if (a_low, a_high) == (b_low, b_high):
-        return a.shape != b.shape or any(sa != sb for n, sa, sb in zip(a.shape, a.strides, b.strides) if n != 1)
-    return a_low < b_high and b_low < a_high
+    sa, sb = backend.strides(a), backend.strides(b)
+    ia, ib = backend.dtype(a).itemsize, backend.dtype(b).itemsize
+    if not (_dense(a.shape, sa, ia) and _dense(b.shape, sb, ib)):
+        return False
+    if _bounds(backend.address(a), a.shape, sa, ia) == _bounds(backend.address(b), b.shape, sb, ib):
+        return a.shape != b.shape or any(x != y for n, x, y in zip(a.shape, sa, sb) if n != 1)
+    return True
+
+
+def _rebased_node(cls: type[OpNode], edges: tuple[Edge, ...], t: Tensor, *fields: Any, work: int | None = None
+                  ) -> OpNode:
+    """The node an existing tensor ``t`` is rebased onto (CopySlices, AsStridedBackward0), built as
+    ``record`` builds an op's node (fields in ``__slots__`` order, metadata, cost, anomaly
+    traceback); not through ``record`` itself, which makes a new output tensor from input tensors,
+    where CopySlices takes its edges from its op's node and no new tensor is made."""
+    node = object.__new__(cls)
+    Node.__init__(node, edges)
+    for name, value in zip(cls.__slots__, fields):
+        setattr(node, name, value)
+    node._input_meta = input_meta(t.shape, t.dtype, t.device)
+    node.work = t.data.size * cls.work_per_element if work is None else work
+    if anomaly_enabled.get()[0]:
+        node.metadata["traceback_"] = forward_traceback()
+    return node
 
 
 def _rebase(x: Tensor, node: OpNode) -> None:
@@ -138,31 +173,23 @@ def _rebase(x: Tensor, node: OpNode) -> None:
 
 def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor], args: tuple) -> Tensor:
     """Run the op on the view's value, write it through to the base, rebase the base on CopySlices."""
-    if view.device.type == "cuda":
-        raise NotImplementedError("in-place operations on views of cuda tensors that require grad")
-    index = view_index(base.data, view.data)
-    with no_grad():
-        snapshot = Tensor._make(view.data.copy(), view.device, False, None, 0, [0])
+    backend = view.device.backend
+    index = backend.view_index(base.data, view.data)
+    snapshot = plain(backend.copy(view.data, "C"), view.device)
     snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = view.grad_fn, view.output_nr, view._requires_grad
     result = compute(snapshot, *args)
     _write(view, result.data)
     view._vc[0] += 1
     fn = result.grad_fn
     for saved in fn.saved:
-        if saved.tensor is None:
+        if saved is not None and saved.tensor is None:
             saved.data, saved.vc, saved.version = view.data, view._vc, view._vc[0]
-    node = CopySlices((gradient_edge(base),) + fn.next_edges[1:])
-    node.fn, node.index, node.base_shape, node.saved = fn, index, base.shape, fn.saved
-    node.repeats = any(stride == 0 and n > 1 for n, stride in zip(view.data.shape, view.data.strides))
-    record_inplace(node, base)
+    repeats = any(stride == 0 and n > 1 for n, stride in zip(view.shape, backend.strides(view.data)))
+    node = _rebased_node(CopySlices, (gradient_edge(base),) + fn.next_edges[1:], base, fn, index, base.shape, repeats)
+    node.saved = fn.saved
     _rebase(base, node)
     _refresh_views(base, None)
     return view
-
-
-def record_inplace(node: OpNode, base: Tensor) -> None:
-    node._input_meta = ((base.shape, base.dtype, base.device),)
-    node.work = base.data.size
 
 
 def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
@@ -170,41 +197,21 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
     views = base._extra.views if base._extra is not None else None
     if not views:
         return
+    backend = base.device.backend
     for view in list(views):
-        if view is skip or view.device.type == "cuda":
+        if view is skip:
             continue
-        node = AsStridedBackward0((gradient_edge(base),))
-        node.index, node.base_shape = view_index(base.data, view.data), base.shape
-        node._input_meta = ((view.shape, view.dtype, view.device),)
-        node.work = base.data.size
+        node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
+                             backend.view_index(base.data, view.data), base.shape, work=base.data.size)
         if view._extra.retains_grad:
             _move_retain_grad(view.grad_fn, view.output_nr, node)
         view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
 
 
-def view_index(base: np.ndarray, view: np.ndarray) -> np.ndarray:
-    """For each element of ``view``, its flat (C-order) position in ``base``, whose memory it shares."""
-    base_at, view_at = _addresses(base), _addresses(view)
-    low = int(base_at.min())
-    lookup = np.full((int(base_at.max()) - low) // base.itemsize + 1, -1, dtype=np.intp)
-    lookup[(base_at.reshape(-1) - low) // base.itemsize] = np.arange(base.size)
-    index = lookup[(view_at - low) // base.itemsize]
-    if (index < 0).any():
-        raise RuntimeError("a view's elements must lie in its base's memory")
-    return index
-
-
-def _addresses(a: np.ndarray) -> np.ndarray:
-    """The byte address of every element of ``a`` (numpy views: data pointer plus strides)."""
-    at = np.full(a.shape, a.__array_interface__["data"][0], dtype=np.intp)
-    for axis, (n, stride) in enumerate(zip(a.shape, a.strides)):
-        at += (np.arange(n, dtype=np.intp) * stride).reshape([-1 if i == axis else 1 for i in range(a.ndim)])
-    return at
-
-
 class CopySlices(SavesVariables):  # torch resets its fn on release
     """The base after an in-place op on one of its views: outside the view's region the
-    gradient passes through; inside it goes through the op's own backward (``fn``)."""
+    gradient passes through; inside it goes through the op's own backward (``fn``). ``index``
+    holds the view's elements' flat positions in the base (``backend.view_index``)."""
 
     __slots__ = ("fn", "index", "base_shape", "repeats")
 
@@ -217,8 +224,12 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
             # refuses a view that repeats elements (an expanded one): Note [Memory overlap]
             raise RuntimeError(INTERNAL_OVERLAP)
         flat = F.reshape(g, (-1,))
-        grads = self.fn.apply([flat[self.index]], F is not _node.ArrayMath)
-        region = grads[0] if grads[0] is not None else flat[self.index] * 0
+        region = F.index(flat, self.index)
+        grads = self.fn.apply([region], F is not _node.ArrayMath)
+        if grads[0] is not None:
+            region = grads[0]
+        else:
+            region = region * 0
         return (F.reshape(F.index_put(flat, self.index, region), self.base_shape),) + tuple(grads[1:])
 
     def release_variables(self) -> None:
@@ -232,9 +243,7 @@ class AsStridedBackward0(OpNode):
     __slots__ = ("index", "base_shape")
 
     def backward(self, F, g):
-        size = 1
-        for n in self.base_shape:
-            size *= n
+        size = math.prod(self.base_shape)
         return (F.reshape(F.index_add((size,), (self.index, False), g), self.base_shape),)
 
 
@@ -248,15 +257,18 @@ def _move_retain_grad(old: Any, output_nr: int, node: OpNode) -> None:
 
 
 def _write(x: Tensor, value: Any) -> None:
-    if value.dtype != x.data.dtype and not np.can_cast(value.dtype, x.data.dtype, "same_kind"):
-        raise RuntimeError(f"result type {scalar_type_name(value.dtype)} can't be cast to the desired output type "
-                           f"{scalar_type_name(x.data.dtype)}")
+    """``value`` (an array of ``x``'s device) into ``x``'s memory, with torch's dtype and shape rules."""
+    backend = x.device.backend
+    dtype = backend.dtype(value)
+    if dtype != x.dtype and not np.can_cast(dtype, x.dtype, "same_kind"):
+        raise RuntimeError(f"result type {scalar_type_name(dtype)} can't be cast to the desired output type "
+                           f"{scalar_type_name(x.dtype)}")
     if value.shape != x.data.shape:
         raise RuntimeError(
             f"output with shape {list(x.data.shape)} doesn't match the broadcast shape {list(value.shape)}")
     try:
-        x.data[...] = value
-    except ValueError as exc:
+        backend.setitem(x.data, Ellipsis, value)
+    except ValueError as exc:  # a read-only (broadcast) array
         raise RuntimeError(INTERNAL_OVERLAP) from exc
 
 
@@ -268,7 +280,8 @@ class FillBackward2(OpNode):
     __slots__ = ()
 
     def backward(self, F, g):
-        return (F.constant(np.zeros_like(g if F is _node.ArrayMath else g.data), g),)
+        data = g if F is _node.ArrayMath else g.data
+        return (F.constant(backend_of(data).xp.zeros_like(data), g),)
 
 
 class FillBackward3(FillBackward2):
@@ -291,13 +304,12 @@ def filled(x: Tensor, value: Any, cls: type | None = None) -> Tensor:
         if value._requires_grad and grad_enabled.get():
             raise NotImplementedError("fill_(): the gradient with respect to a value tensor is not implemented in "
                                       "asyncgrad; pass value.detach() or a number")
-        value = value.device.to_host(value.data)
+        value = value.item()
     else:
         number_arg(value, "fill_", "value", 1)
-    out = x.device.xp.full(x.shape, value, dtype=x.dtype)
-    if not (grad_enabled.get() and x._requires_grad):
-        return Tensor._make(out, x.device, False, None, 0, [0])
-    return record_node(cls((gradient_edge(x),)), out, x.device)
+        if isinstance(value, np.generic):  # a Python number: the standard's full takes no numpy scalar
+            value = value.item()
+    return record(cls, (x,), x.device.backend.full(x.shape, value, x.dtype), x.device)
 
 
 def zeroed(x: Tensor) -> Tensor:
@@ -305,27 +317,27 @@ def zeroed(x: Tensor) -> Tensor:
 
 
 class CopyBackwards(OpNode):
-    """copy_(src): the destination's old value gets no gradient, src gets it summed to its shape."""
+    """copy_(src): the destination's old value gets no gradient, src gets it summed to its shape
+    (and moved back to ``src_device`` when src came from another device)."""
 
     __slots__ = ("src_shape", "src_dtype", "src_device")
 
     def backward(self, F, g):
         gsrc = None
         if self.needs(1):
-            gsrc = F.to_device(F.cast(F.sum_to(g, self.src_shape), self.src_dtype), self.src_device)
+            gsrc = F.cast(F.sum_to(g, self.src_shape), self.src_dtype)
+            if self.src_device is not None:
+                gsrc = F.to_device(gsrc, self.src_device)
         return (g * 0 if self.needs(0) else None, gsrc)
 
 
 def copied(x: Tensor, src: Tensor) -> Tensor:
     tensor_arg(src, "copy_", "other", 1)
-    data = x.device.asarray(src.data) if src.device is not x.device else src.data
+    dev = x.device
+    data = dev.asarray(src.data) if src.device is not dev else src.data
     try:
-        out = x.device.xp.broadcast_to(data, x.shape).astype(x.dtype)
+        out = dev.backend.astype(dev.xp.broadcast_to(data, x.shape), x.dtype)
     except ValueError:
         raise broadcast_error(x.shape, src.shape) from None
-    if not (grad_enabled.get() and (x._requires_grad or src._requires_grad)):
-        return Tensor._make(out, x.device, False, None, 0, [0])
-    edges = (gradient_edge(x), gradient_edge(src))
-    node = CopyBackwards(edges)
-    node.src_shape, node.src_dtype, node.src_device = src.shape, src.dtype, src.device
-    return record_node(node, out, x.device)
+    return record(CopyBackwards, (x, src), out, dev, src.shape, src.dtype,
+                  None if src.device is dev else src.device)

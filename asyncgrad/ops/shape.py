@@ -1,20 +1,22 @@
-"""Shape ops (views share memory and the version counter, as torch views do), joins, copies."""
+"""Shape ops (views share memory and the version counter, as torch views do), joins, copies.
+
+A view's array comes from ``backend.view`` (Note [Views share memory on every device] in
+devices/backend.py), never from ``xp.reshape``/``xp.permute_dims``, which the standard lets
+copy: an in-place write through a view must change its base on every device, as in torch.
+"""
 
 from __future__ import annotations
 
-import weakref
+import math
+from itertools import accumulate
 from typing import Any, Sequence
 
 import numpy as np
 
 from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg, tensor_list
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
-from asyncgrad.ops._node import OpNode, record_node
-from asyncgrad.ops.elementwise import result_dtype
-from asyncgrad.ops.reduction import _recording
+from asyncgrad.ops._node import OpNode, plain, record
 from asyncgrad.tensor import Tensor, type_name
 
 
@@ -25,52 +27,58 @@ def _sizes(sizes: tuple, fn: str = "reshape", name: str = "shape") -> tuple[int,
     return int_list(sizes, fn, name)
 
 
-def _view(x: Tensor, out: Any, node: OpNode | None, work: int | None = 0) -> Tensor:
-    """An output that shares ``x``'s memory: same version counter, ``x``'s base remembered.
-
-    Most views' backwards are views again (``work`` 0); expand's sums (``work=None``).
-    """
-    if node is None:
-        t = Tensor._make(out, x.device, False, None, 0, x._vc)
-    else:
-        t = record_node(node, out, x.device, work)
-        t._vc = x._vc
-    base = x._extra.base if x._extra is not None and x._extra.base is not None else x
-    t._extras().base = base
-    extra = base._extras()
-    if extra.views is None:
-        extra.views = weakref.WeakSet()
-    extra.views.add(t)
-    return t
+# The views, as functions of a native array (numpy's or CuPy's ndarray), for ``backend.view``.
+def _reshaped(a: Any, shape: tuple[int, ...]) -> Any:
+    """``a`` in ``shape`` without a copy; AttributeError where its strides cannot say it."""
+    out = a.view()
+    out.shape = shape
+    return out
 
 
-def _node(cls: type, x: Tensor, **attrs: Any) -> OpNode | None:
-    if not _recording(x):
-        return None
-    node = cls((gradient_edge(x),))
-    for name, value in attrs.items():
-        setattr(node, name, value)
-    return node
+def _permuted(a: Any, axes: tuple[int, ...]) -> Any:
+    return a.transpose(axes)
+
+
+def _swapped(a: Any, dim0: int, dim1: int) -> Any:
+    return a.swapaxes(dim0, dim1)
+
+
+def _transposed(a: Any) -> Any:
+    return a.T
+
+
+def indexed(a: Any, index: Any) -> Any:
+    """A basic index (integers, slices, None, Ellipsis): a view."""
+    return a[index]
 
 
 # --------------------------------------------------------------------------- reshape family
-class ViewBackward0(OpNode):
-    __slots__ = ("shape",)
+class _Reshape(OpNode):
+    """A view in another shape: the gradient is viewed back in the input's (``shape``). A view's
+    backward is a view again, so it costs nothing (Note [Cost classes])."""
+
+    __slots__ = ()
+    work_per_element = 0
 
     def backward(self, F, g):
         return (F.reshape(g, self.shape),)
 
 
-class ReshapeAliasBackward0(ViewBackward0):
+class ViewBackward0(_Reshape):
+    __slots__ = ("shape",)
+
+
+class ReshapeAliasBackward0(_Reshape):
     """reshape of a non-contiguous tensor that can still be a view (torch's _reshape_alias)."""
 
-    __slots__ = ()
+    __slots__ = ("shape",)
 
 
-class UnsafeViewBackward0(ViewBackward0):
+class UnsafeViewBackward0(_Reshape):
     """reshape that had to copy: torch clones, then views the copy (_unsafe_view)."""
 
-    __slots__ = ()
+    __slots__ = ("shape",)
+    work_per_element = 1
 
 
 def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
@@ -80,7 +88,7 @@ def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
     for i, n in enumerate(shape):
         if n < -1:
             raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {text}")
-    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 and numel == 0:
             raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {text} because the unspecified "
@@ -94,32 +102,35 @@ def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
 
 
 def reshape(x: Tensor, *shape: Any) -> Tensor:
+    """A view where the strides allow one, else (as torch) a contiguous clone viewed in the new shape."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "reshape")
-    new_shape = _infer_shape(_sizes(shape), x.data.size)
-    out = x.data.reshape(new_shape)
-    if np.may_share_memory(out, x.data):
-        cls = ViewBackward0 if x.data.flags.c_contiguous else ReshapeAliasBackward0
-        return _view(x, out, _node(cls, x, shape=x.data.shape))
-    copy = clone(x, "C")  # as torch: a contiguous clone, viewed in the new shape (nodes named as torch's)
-    out = copy.data.reshape(new_shape)
-    node = _node(UnsafeViewBackward0, copy, shape=copy.data.shape)
-    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record_node(node, out, x.device)
+    data = x.data
+    new_shape = _infer_shape(_sizes(shape), data.size)
+    backend = x.device.backend
+    try:
+        out = backend.view(data, _reshaped, new_shape)
+    except AttributeError:
+        copy = clone(x, "C")  # nodes named as torch's: CloneBackward0 under UnsafeViewBackward0
+        return record(UnsafeViewBackward0, (copy,), backend.view(copy.data, _reshaped, new_shape), x.device,
+                      data.shape)
+    cls = ViewBackward0 if backend.is_contiguous(data) else ReshapeAliasBackward0
+    return record(cls, (x,), out, x.device, data.shape, view_of=x)
 
 
 def view(x: Tensor, *shape: Any) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "view")
-    new_shape = _infer_shape(_sizes(shape, "view", "size"), x.data.size)
-    out = x.data.view()
+    data = x.data
+    new_shape = _infer_shape(_sizes(shape, "view", "size"), data.size)
     try:
-        out.shape = new_shape
+        out = x.device.backend.view(data, _reshaped, new_shape)
     except AttributeError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one dimension spans "
             "across two contiguous subspaces). Use .reshape(...) instead."
         ) from None
-    return _view(x, out, _node(ViewBackward0, x, shape=x.data.shape))
+    return record(ViewBackward0, (x,), out, x.device, data.shape, view_of=x)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -142,50 +153,46 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return reshape(x, 1)
     if start == end:
         return x
-    shape = x.shape[:start] + (int(np.prod(x.shape[start:end + 1])),) + x.shape[end + 1:]
+    shape = x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
     return reshape(x, shape)
 
 
-class UnsqueezeBackward0(OpNode):
+class UnsqueezeBackward0(_Reshape):
     __slots__ = ("shape",)
-
-    def backward(self, F, g):
-        return (F.reshape(g, self.shape),)
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "unsqueeze")
     axis = normalize_dim(dim, x.ndim + 1, "unsqueeze")
-    out = np.expand_dims(x.data, axis) if isinstance(x.data, np.ndarray) else x.data.reshape(
-        x.shape[:axis] + (1,) + x.shape[axis:])
-    return _view(x, out, _node(UnsqueezeBackward0, x, shape=x.data.shape))
+    shape = x.shape
+    out = x.device.backend.view(x.data, _reshaped, shape[:axis] + (1,) + shape[axis:])
+    return record(UnsqueezeBackward0, (x,), out, x.device, shape, view_of=x)
 
 
-class SqueezeBackward0(OpNode):
+class SqueezeBackward0(_Reshape):
     __slots__ = ("shape",)
 
-    def backward(self, F, g):
-        return (F.reshape(g, self.shape),)
 
-
-class SqueezeBackward1(SqueezeBackward0):
-    __slots__ = ()
+class SqueezeBackward1(_Reshape):
+    __slots__ = ("shape",)
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     if x.__class__ is not Tensor:
         tensor_arg(x, "squeeze")
     if dim is None:
-        out = x.data.reshape(tuple(n for n in x.shape if n != 1))
-        return _view(x, out, _node(SqueezeBackward0, x, shape=x.data.shape))
-    axes = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    axes = tuple(normalize_dim(d, x.ndim, "squeeze") for d in axes)
-    if len(set(axes)) != len(axes):
-        raise RuntimeError(f"dim {next(a for a in axes if axes.count(a) > 1)} appears multiple times in the list "
-                           "of dims")
-    shape = tuple(n for i, n in enumerate(x.shape) if not (i in axes and n == 1))
-    return _view(x, x.data.reshape(shape), _node(SqueezeBackward1, x, shape=x.data.shape))
+        cls = SqueezeBackward0
+        shape = tuple(n for n in x.shape if n != 1)
+    else:
+        cls = SqueezeBackward1
+        axes = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        axes = tuple(normalize_dim(d, x.ndim, "squeeze") for d in axes)
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dim {next(a for a in axes if axes.count(a) > 1)} appears multiple times in the "
+                               "list of dims")
+        shape = tuple(n for i, n in enumerate(x.shape) if not (i in axes and n == 1))
+    return record(cls, (x,), x.device.backend.view(x.data, _reshaped, shape), x.device, x.shape, view_of=x)
 
 
 class ExpandBackward0(OpNode):
@@ -195,30 +202,36 @@ class ExpandBackward0(OpNode):
         return (F.sum_to(g, self.shape),)
 
 
-def expand(x: Tensor, *sizes: Any) -> Tensor:
-    sizes = _sizes(sizes, "expand", "size")
-    if len(sizes) < x.ndim:
+def expanded_shape(shape: tuple[int, ...], dtype: np.dtype, sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``expand(*sizes)`` gives a tensor of ``shape``, or torch's error."""
+    ndim = len(shape)
+    if len(sizes) < ndim:
         raise RuntimeError(
-            f"expand({type_name(x.dtype)}{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes provided "
-            f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})"
+            f"expand({type_name(dtype)}{{{list(shape)}}}, size={list(sizes)}): the number of sizes provided "
+            f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({ndim})"
         )
-    lead = len(sizes) - x.ndim
+    lead = len(sizes) - ndim
     for i in range(lead):
         if sizes[i] < 0:
             raise RuntimeError(
                 f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a leading, non-existing dimension {i}")
-    target = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
-    for i in range(x.ndim):
-        have, want = x.shape[i], target[i + lead]
+    target = tuple(shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    for i in range(ndim):
+        have, want = shape[i], target[i + lead]
         if have != want and have != 1:
             raise RuntimeError(
                 f"The expanded size of the tensor ({want}) must match the existing size ({have}) at non-singleton "
-                f"dimension {i + lead}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(x.shape)}"
+                f"dimension {i + lead}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}"
             )
-    out = np.broadcast_to(x.data, target)
-    if x.data.flags.writeable:  # writable like torch's; in-place ops refuse a real overlap (Note [Memory overlap])
-        out = np.lib.stride_tricks.as_strided(x.data, out.shape, out.strides)
-    return _view(x, out, _node(ExpandBackward0, x, shape=x.data.shape), None)
+    return target
+
+
+def expand(x: Tensor, *sizes: Any) -> Tensor:
+    """A view with strides 0 where it grows, writable like torch's; in-place ops refuse a real
+    overlap themselves (Note [Memory overlap] in inplace.py)."""
+    target = expanded_shape(x.shape, x.dtype, _sizes(sizes, "expand", "size"))
+    out = x.device.backend.broadcast_view(x.data, target)
+    return record(ExpandBackward0, (x,), out, x.device, x.shape, view_of=x)
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
@@ -228,6 +241,7 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
 # --------------------------------------------------------------------------- axis order
 class PermuteBackward0(OpNode):
     __slots__ = ("inverse",)
+    work_per_element = 0
 
     def backward(self, F, g):
         return (F.permute(g, self.inverse),)
@@ -245,12 +259,14 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     axes = tuple(normalize_dim(d, x.ndim, "permute") for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    inverse = tuple(int(i) for i in np.argsort(axes))
-    return _view(x, x.data.transpose(axes), _node(PermuteBackward0, x, inverse=inverse))
+    inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
+    return record(PermuteBackward0, (x,), x.device.backend.view(x.data, _permuted, axes), x.device, inverse,
+                  view_of=x)
 
 
 class TransposeBackward0(OpNode):
     __slots__ = ("dim0", "dim1")
+    work_per_element = 0
 
     def backward(self, F, g):
         axes = list(range(g.ndim))
@@ -263,13 +279,15 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
         tensor_arg(x, "transpose")
     ndim = x.ndim
     d0, d1 = normalize_dim(dim0, ndim, "transpose", "dim0", 1), normalize_dim(dim1, ndim, "transpose", "dim1", 2)
-    if x.ndim == 0:
-        return _view(x, x.data, _node(TransposeBackward0, x, dim0=0, dim1=0))
-    return _view(x, x.data.swapaxes(d0, d1), _node(TransposeBackward0, x, dim0=d0, dim1=d1))
+    if ndim == 0:
+        return record(TransposeBackward0, (x,), x.data, x.device, 0, 0, view_of=x)
+    return record(TransposeBackward0, (x,), x.device.backend.view(x.data, _swapped, d0, d1), x.device, d0, d1,
+                  view_of=x)
 
 
 class TBackward0(OpNode):
     __slots__ = ()
+    work_per_element = 0
 
     def backward(self, F, g):
         return (F.mT(g) if g.ndim == 2 else g,)
@@ -278,7 +296,7 @@ class TBackward0(OpNode):
 def t(x: Tensor) -> Tensor:
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return _view(x, x.data.T, _node(TBackward0, x))
+    return record(TBackward0, (x,), x.device.backend.view(x.data, _transposed), x.device, view_of=x)
 
 
 def numpy_T(x: Tensor) -> Tensor:
@@ -315,22 +333,27 @@ def _check_tensors(name: str, tensors: Sequence[Tensor]) -> list[Tensor]:
     return tensors
 
 
-def _join_node(cls: type, tensors: list[Tensor]) -> OpNode | None:
-    if not _recording_any(tensors):
-        return None
-    return cls(tuple(gradient_edge(t) if t._requires_grad else NO_EDGE for t in tensors))
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
-def _recording_any(tensors: list[Tensor]) -> bool:
-    return any(_recording(t) for t in tensors)
+def _joined(tensors: list[Tensor]) -> list[Any]:
+    """The tensors' arrays in torch's promoted dtype: a higher category wins over a wider type
+    (int64 with float32 gives float32, numpy says float64). The standard's concat and stack
+    take one dtype, so the arrays are cast before they are joined."""
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        other = t.dtype
+        if other != dtype:
+            ka, kb = _CATEGORY[dtype.kind], _CATEGORY[other.kind]
+            dtype = np.promote_types(dtype, other) if ka == kb else dtype if ka > kb else other
+    backend = tensors[0].device.backend
+    return [t.data if t.dtype == dtype else backend.astype(t.data, dtype) for t in tensors]
 
 
-def _joined_dtype(tensors: list[Tensor]) -> Any:
-    """None (numpy's choice) when all dtypes agree, else torch's promotion (int64 + float32 is float32)."""
-    first = tensors[0].dtype
-    if all(t.dtype == first for t in tensors):
-        return None
-    return result_dtype(*(t.data for t in tensors))
+def _contiguous(backend: Any, out: Any) -> Any:
+    """torch's cat and stack give contiguous results; numpy's follow their inputs' layout (so a
+    view of such a result would copy where torch's does not)."""
+    return out if backend.is_contiguous(out) else backend.copy(out, "C")
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -338,27 +361,22 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    axis = normalize_dim(dim, tensors[0].ndim, "cat", "dim", 2)
+    first = tensors[0]
+    axis = normalize_dim(dim, first.ndim, "cat", "dim", 2)
     for i, t in enumerate(tensors[1:], 1):
-        if t.ndim != tensors[0].ndim:
+        if t.ndim != first.ndim:
             raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {tensors[0].ndim} and {t.ndim}")
+                f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
         for d in range(t.ndim):
-            if d != axis and t.shape[d] != tensors[0].shape[d]:
+            if d != axis and t.shape[d] != first.shape[d]:
                 raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {axis}. Expected size {tensors[0].shape[d]} "
+                    f"Sizes of tensors must match except in dimension {axis}. Expected size {first.shape[d]} "
                     f"but got size {t.shape[d]} for tensor number {i} in the list."
                 )
-    xp = tensors[0].device.xp
-    # torch's cat is contiguous; numpy's follows its inputs' layout (so a view of it would copy)
-    out = xp.ascontiguousarray(xp.concatenate([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors)))
-    node = _join_node(CatBackward0, tensors)
-    if node is None:
-        return Tensor._make(out, tensors[0].device, False, None, 0, [0])
-    node.dim = axis
-    offsets = np.cumsum([0] + [t.shape[axis] for t in tensors])
-    node.bounds = tuple(zip(offsets[:-1].tolist(), offsets[1:].tolist()))
-    return record_node(node, out, tensors[0].device)
+    dev = first.device
+    out = _contiguous(dev.backend, dev.xp.concat(_joined(tensors), axis=axis))
+    offsets = list(accumulate((t.shape[axis] for t in tensors), initial=0))
+    return record(CatBackward0, tuple(tensors), out, dev, axis, tuple(zip(offsets[:-1], offsets[1:])))
 
 
 class StackBackward0(OpNode):
@@ -378,14 +396,9 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"{list(t.shape)} at entry {i}"
             )
     axis = normalize_dim(dim, tensors[0].ndim + 1, "stack", "dim", 2)
-    xp = tensors[0].device.xp
-    out = xp.ascontiguousarray(xp.stack([t.data for t in tensors], axis=axis, dtype=_joined_dtype(tensors)))
-    node = _join_node(StackBackward0, tensors)
-    if node is None:
-        return Tensor._make(out, tensors[0].device, False, None, 0, [0])
-    node.dim = axis
-    node.count = len(tensors)
-    return record_node(node, out, tensors[0].device)
+    dev = tensors[0].device
+    out = _contiguous(dev.backend, dev.xp.stack(_joined(tensors), axis=axis))
+    return record(StackBackward0, tuple(tensors), out, dev, axis, len(tensors))
 
 
 # --------------------------------------------------------------------------- copies
@@ -398,47 +411,44 @@ class CloneBackward0(OpNode):
 
 def clone(x: Tensor, order: str = "K") -> Tensor:
     """A copy; it keeps the input's layout (``order="K"``, torch's preserve_format: the copy of a
-    transposed tensor is transposed too), while contiguous() and reshape copy in C order."""
+    transposed tensor is transposed too), while contiguous() and reshape copy in C order. Layouts
+    are the backend's (strides of numpy's, CuPy's or the simulated device's memory)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "clone")
-    if order == "K" and any(stride == 0 and n > 1 for n, stride in zip(x.data.shape, x.data.strides)):
+    data = x.data
+    backend = x.device.backend
+    if order == "K" and any(stride == 0 and n > 1 for n, stride in zip(data.shape, backend.strides(data))):
         order = "C"  # an expanded input: torch's copy is contiguous
-    out = x.data.copy(order=order)
-    node = _node(CloneBackward0, x)
-    return Tensor._make(out, x.device, False, None, 0, [0]) if node is None else record_node(node, out, x.device)
+    return record(CloneBackward0, (x,), backend.copy(data, order), x.device)
 
 
 def contiguous(x: Tensor) -> Tensor:
-    return x if x.data.flags.c_contiguous else clone(x, "C")
+    return x if x.device.backend.is_contiguous(x.data) else clone(x, "C")
 
 
 class ToCopyBackward0(OpNode):
-    """Moves the gradient back to where, and to the dtype, the input was."""
+    """Casts the gradient back to the input's dtype and, after a transfer (``src_device`` not
+    None), moves it back to the input's device."""
 
     __slots__ = ("src_device", "src_dtype")
 
     def backward(self, F, g):
-        if g.dtype != self.src_dtype:
-            g = F.cast(g, self.src_dtype)
-        return (F.to_device(g, self.src_device),)
-
-
-def _copy_to(x: Tensor, out: Any, device: Device) -> Tensor:
-    node = _node(ToCopyBackward0, x, src_device=x.device, src_dtype=x.data.dtype)
-    return Tensor._make(out, device, False, None, 0, [0]) if node is None else record_node(node, out, device)
+        g = F.cast(g, self.src_dtype)
+        return (g if self.src_device is None else F.to_device(g, self.src_device),)
 
 
 def to_device(x: Tensor, device: Device) -> Tensor:
-    """Always a copy, as torch: a sim device shares host memory, and an in-place op on the copy
-    must not change the original behind its version counter."""
-    return _copy_to(x, device.asarray(x.data, copy=None if x.device.type == "cuda" else True), device)
+    """An explicit transfer (``device.asarray``), always a copy, as torch: a sim device shares host
+    memory, and an in-place op on the copy must not change the original behind its version counter."""
+    out = device.asarray(x.data, copy=None if x.device.type == "cuda" else True)
+    return record(ToCopyBackward0, (x,), out, device, x.device, x.dtype)
 
 
 def to_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
-    if dtype.kind not in "fc" and x._requires_grad and _recording(x):
-        out = x.data.astype(dtype)
-        return Tensor._make(out, x.device, False, None, 0, [0])
-    return _copy_to(x, x.data.astype(dtype), x.device)
+    out = x.device.backend.astype(x.data, dtype, copy=True)
+    if dtype.kind not in "fc":  # an integer or bool result carries no gradient: torch leaves the graph
+        return plain(out, x.device)
+    return record(ToCopyBackward0, (x,), out, x.device, None, x.dtype)
 
 
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
