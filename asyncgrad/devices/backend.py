@@ -36,9 +36,12 @@ as this device's array over the same memory.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
+
+_getrefcount = sys.getrefcount
 
 
 class ArrayBackend:
@@ -81,6 +84,10 @@ class ArrayBackend:
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         return np.empty(shape, dtype=dtype)
 
+    def arange(self, stop: int, dtype: np.dtype) -> Any:
+        """``0, 1, ..., stop - 1`` on this device (positions, to compare indices with)."""
+        return np.arange(stop, dtype=dtype)
+
     def getitem(self, array: Any, index: Any) -> Any:
         """``array[index]`` with numpy's indexing rules (advanced indices included), kept an array."""
         out = array[index]
@@ -102,6 +109,16 @@ class ArrayBackend:
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
 
+    def owns_memory(self, array: Any) -> bool:
+        """Whether ``array``'s memory is its own: no view of another array's, and writable, so an
+        in-place write into it changes no other array. Gradient stealing asks this
+        (autograd/ownership.py), after checking that nothing else references the array object."""
+        return array.base is None and array.flags.writeable
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
+        return array.copy(order=order)
+
     # Note [Views share memory on every device]
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
         """``fn(native, *args)``, a view of this array's native storage, as an array of this device
@@ -115,10 +132,6 @@ class ArrayBackend:
         if array.flags.writeable:
             out = np.lib.stride_tricks.as_strided(array, out.shape, out.strides)
         return out
-
-    def copy(self, array: Any, order: str = "K") -> Any:
-        """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
-        return array.copy(order=order)
 
     def is_contiguous(self, array: Any) -> bool:
         return array.flags.c_contiguous
@@ -160,6 +173,12 @@ def _addresses(address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -
     return at
 
 
+def _inner_count(array: Any) -> int:
+    """``getrefcount`` of a strict array's numpy array, taken exactly as ``StrictBackend.owns_memory`` takes it."""
+    inner = array._array
+    return _getrefcount(inner)
+
+
 class StrictBackend(ArrayBackend):
     """``array_api_strict`` on one of its simulated devices (Note [One array backend per device])."""
 
@@ -177,13 +196,18 @@ class StrictBackend(ArrayBackend):
         self._to_native = {np.dtype(name): getattr(xp, name) for name in (
             "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")}
         self._to_numpy = {native: dtype for dtype, native in self._to_native.items()}
+        self._native_type = type(xp.float32)
+        self._inner_unshared = _inner_count(self._wrap(np.empty(1), device=self.device))
+        """References to a numpy array held by one strict array only, seen from ``owns_memory``
+        (measured, as autograd/ownership.py measures its count)."""
         register(Array, self)
 
     def dtype(self, array: Any) -> np.dtype:
         return self._to_numpy[array.dtype]
 
     def native_dtype(self, dtype: Any) -> Any:
-        if dtype is None or dtype in self._to_numpy:
+        # a type test, not ``dtype in self._to_numpy``: that compares numpy dtypes with strict ones, which warns
+        if dtype is None or isinstance(dtype, self._native_type):
             return dtype
         native = self._to_native.get(np.dtype(dtype))
         if native is None:
@@ -220,6 +244,9 @@ class StrictBackend(ArrayBackend):
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         return self.xp.empty(shape, dtype=self.native_dtype(dtype), device=self.device)
 
+    def arange(self, stop: int, dtype: np.dtype) -> Any:
+        return self.xp.arange(stop, dtype=self.native_dtype(dtype), device=self.device)
+
     def _index(self, index: Any) -> Any:
         """An index with its arrays (this device's, or host numpy arrays) as numpy arrays."""
         if isinstance(index, tuple):
@@ -248,6 +275,15 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
+    def owns_memory(self, array: Any) -> bool:
+        # the memory is the numpy array inside: its own (no base, writable), and held by this wrapper
+        # alone (``xp.asarray(a)`` makes a second wrapper around the same numpy array)
+        inner = array._array
+        return inner.base is None and inner.flags.writeable and _getrefcount(inner) <= self._inner_unshared
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        return self._wrap(array._array.copy(order=order), device=array.device)
+
     # the simulated device's memory is the numpy array inside each of its arrays: a numpy view
     # of it, wrapped, is a strict array over the same memory (Note [Views share memory on every device])
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
@@ -255,9 +291,6 @@ class StrictBackend(ArrayBackend):
 
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self._wrap(NUMPY.broadcast_view(array._array, shape), device=array.device)
-
-    def copy(self, array: Any, order: str = "K") -> Any:
-        return self._wrap(array._array.copy(order=order), device=array.device)
 
     def is_contiguous(self, array: Any) -> bool:
         return array._array.flags.c_contiguous
@@ -319,6 +352,10 @@ class CupyBackend(ArrayBackend):
         with self.cupy.cuda.Device(self.index):
             return self.cupy.empty(shape, dtype=dtype)
 
+    def arange(self, stop: int, dtype: np.dtype) -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.arange(stop, dtype=dtype)
+
     def getitem(self, array: Any, index: Any) -> Any:
         return array[index]
 
@@ -334,13 +371,18 @@ class CupyBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.cupy.isnan(array).any())
 
-    # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
-    def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
-        return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
+    def owns_memory(self, array: Any) -> bool:
+        # CuPy arrays have no read-only flag; memory CuPy did not allocate (another library's, through
+        # __cuda_array_interface__ or DLPack) is an UnownedMemory, shared with that library
+        return array.base is None and not isinstance(array.data.mem, self.cupy.cuda.UnownedMemory)
 
     def copy(self, array: Any, order: str = "K") -> Any:
         with self.cupy.cuda.Device(self.index):
             return array.copy(order=order)
+
+    # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
+    def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
+        return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
 
     def address(self, array: Any) -> int:
         return array.data.ptr

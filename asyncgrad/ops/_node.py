@@ -26,6 +26,7 @@ from asyncgrad.tensor import Tensor
 
 _new = object.__new__
 _make = Tensor._make
+_np_dtype = np.dtype
 
 
 class OpNode(Node):
@@ -141,7 +142,10 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             Node.__init__(node, tuple(edges))
             for name, value in zip(cls.__slots__, fields):
                 setattr(node, name, value)
-            node._input_meta = input_meta(out.shape, out.dtype, device)
+            dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
+            if not isinstance(dtype, _np_dtype):
+                dtype = device.backend.dtype(out)
+            node._input_meta = input_meta(out.shape, dtype, device)
             node.work = out.size * cls.work_per_element if work is None else work
             if anomaly_enabled.get()[0]:
                 node.metadata["traceback_"] = forward_traceback()
@@ -186,7 +190,10 @@ def record_node(node: OpNode, out_data: Any, device: Device, work: int | None = 
     log, neg 1-2; clamp, relu, sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9;
     tensor/tensor 9. Those classes say so with ``work_per_element``.
     """
-    node._input_meta = input_meta(out_data.shape, out_data.dtype, device)
+    dtype = out_data.dtype
+    if not isinstance(dtype, _np_dtype):
+        dtype = device.backend.dtype(out_data)
+    node._input_meta = input_meta(out_data.shape, dtype, device)
     node.work = out_data.size * node.work_per_element if work is None else work
     if anomaly_enabled.get()[0]:
         node.metadata["traceback_"] = forward_traceback()

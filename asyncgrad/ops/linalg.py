@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from asyncgrad._validate import type_label
-from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, record_node, same_device
-from asyncgrad.ops.elementwise import UnsupportedOperand, _binary_node, broadcast_error
+from asyncgrad.ops._node import OpNode, record, same_device
+from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 MATMUL_WORK_PER_MAC = 1 / 16
@@ -15,19 +16,18 @@ MATMUL_WORK_PER_MAC = 1 / 16
 elementwise op, which keeps ``work`` comparable across ops for the inline threshold."""
 
 
-class MmBackward0(OpNode):
-    """a @ b for matrices; DotBackward0, MvBackward0 and BmmBackward0 are its other ranks.
+class _Matmul(OpNode):
+    """a @ b of every rank: MmBackward0 for matrices, DotBackward0, MvBackward0 and BmmBackward0
+    for the others. Each saves ``a`` only if ``b`` needs a gradient and ``b`` only if ``a`` does.
 
     1-D operands are promoted to matrices (a row for ``a``, a column for ``b``) so one
     formula covers every rank; batch dims are summed back by ``sum_to``.
     """
 
-    __slots__ = ("a_shape", "b_shape")
+    __slots__ = ()
 
     def backward(self, F, g):
-        saved = iter(F.unpack(self))
-        a = next(saved) if self.needs(1) else None
-        b = next(saved) if self.needs(0) else None
+        a, b = F.unpack(self)
         a2_shape = (1,) + self.a_shape if len(self.a_shape) == 1 else self.a_shape
         b2_shape = self.b_shape + (1,) if len(self.b_shape) == 1 else self.b_shape
         shape = g.shape + (1,) if len(self.b_shape) == 1 else g.shape
@@ -42,16 +42,20 @@ class MmBackward0(OpNode):
         return ga, gb
 
 
-class DotBackward0(MmBackward0):
-    __slots__ = ()
+class MmBackward0(_Matmul):
+    __slots__ = ("a_shape", "b_shape")
 
 
-class MvBackward0(MmBackward0):
-    __slots__ = ()
+class DotBackward0(_Matmul):
+    __slots__ = ("a_shape", "b_shape")
 
 
-class BmmBackward0(MmBackward0):
-    __slots__ = ()
+class MvBackward0(_Matmul):
+    __slots__ = ("a_shape", "b_shape")
+
+
+class BmmBackward0(_Matmul):
+    __slots__ = ("a_shape", "b_shape")
 
 
 def _check(a: Tensor, b: Tensor) -> None:
@@ -70,7 +74,7 @@ def _check(a: Tensor, b: Tensor) -> None:
         return
     # torch's message names the kernel its matmul dispatches to: dot, mv, mm (batch folded into
     # the rows) or bmm (batch dims folded into one)
-    rows = int(np.prod(a.shape[:-1]))
+    rows = math.prod(a.shape[:-1])
     if a.ndim == 1 and b.ndim == 1:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{k_a}] and src [{k_b}] to have the same number of "
@@ -79,7 +83,7 @@ def _check(a: Tensor, b: Tensor) -> None:
         raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k_a}), vec ({k_b})")
     if b.ndim == 2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k_a} and {k_b}x{b.shape[-1]})")
-    n = int(np.prod(batch))
+    n = math.prod(batch)
     raise RuntimeError(
         f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {k_a}] but got: [{n}, {k_b}].")
 
@@ -91,32 +95,21 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         raise UnsupportedOperand(f"matmul(): argument 'other' (position 2) must be Tensor, not {type_label(b)}")
     dev = same_device(a, b)
     _check(a, b)
-    da, db = a.data, b.data
-    if da.dtype != db.dtype:
-        ta, tb = scalar_type_name(da.dtype), scalar_type_name(db.dtype)
+    ta, tb = a.dtype, b.dtype
+    if ta != tb:
+        na, nb = scalar_type_name(ta), scalar_type_name(tb)
         if a.ndim == b.ndim == 1:
-            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {ta} and {tb}")
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {na} and {nb}")
         if b.ndim == 1:
-            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {tb}, {ta}, and {tb}")
+            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {nb}, {na}, and {nb}")
         if a.ndim > 2 or b.ndim > 2:
-            raise RuntimeError(f"expected scalar type {ta} but found {tb}")
-        raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {scalar_type_name(da.dtype).lower()} != "
-            f"{scalar_type_name(db.dtype).lower()}")
-    out = da @ db
-    out = out if not np.isscalar(out) else np.asarray(out)
+            raise RuntimeError(f"expected scalar type {na} but found {nb}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {na.lower()} != {nb.lower()}")
+    da, db = a.data, b.data
+    out = dev.xp.matmul(da, db)
     cls = DotBackward0 if a.ndim == b.ndim == 1 else MvBackward0 if b.ndim == 1 else \
         MmBackward0 if a.ndim == b.ndim == 2 else BmmBackward0
-    node = object.__new__(cls)
-    if not _binary_node(node, a, b):
-        return Tensor._make(out, dev, False, None, 0, [0])
-    node.a_shape = da.shape
-    node.b_shape = db.shape
-    saved = []
-    if node.needs(1):
-        saved.append(SavedTensor(a))
-    if node.needs(0):
-        saved.append(SavedTensor(b))
-    node.saved = tuple(saved)
-    macs = out.size * da.shape[-1]
-    return record_node(node, out, dev, int(macs * MATMUL_WORK_PER_MAC) + out.size)
+    size = math.prod(out.shape)
+    return record(cls, (a, b), out, dev, da.shape, db.shape,
+                  saved=(a if b._requires_grad else None, b if a._requires_grad else None),
+                  work=int(size * da.shape[-1] * MATMUL_WORK_PER_MAC) + size)

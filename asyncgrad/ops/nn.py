@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from asyncgrad._validate import int_arg, tensor_arg
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.grad_mode import grad_enabled
-from asyncgrad.autograd.graph import NO_EDGE
-from asyncgrad.autograd.saved import SavedTensor
-from asyncgrad.ops._node import OpNode, record_node, same_device
+from asyncgrad.ops._node import OpNode, plain, record, recording, same_device
 from asyncgrad.ops.elementwise import broadcast_error, result_dtype
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC, matmul
 from asyncgrad.ops.reduction import log_softmax
@@ -20,22 +17,14 @@ from asyncgrad.tensor import Tensor, scalar_type_name
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def _edges_for(*tensors: Tensor | None) -> tuple | None:
-    """Edges of a fused op, or None when nothing needs recording."""
-    if not grad_enabled.get() or not any(t is not None and t._requires_grad for t in tensors):
-        return None
-    return tuple(gradient_edge(t) if t is not None and t._requires_grad else NO_EDGE for t in tensors)
+class _Linear(OpNode):
+    """linear(x, w, b) = x @ w.T + b as one node (inputs x, w, b): AddmmBackward0 with a bias,
+    MmBackward0 without. It saves ``x`` only if ``w`` needs a gradient and ``w`` only if ``x`` does."""
 
-
-class AddmmBackward0(OpNode):
-    """linear(x, w, b) = x @ w.T + b as one node (inputs x, w, b)."""
-
-    __slots__ = ("x_shape", "w_shape", "b_shape")
+    __slots__ = ()
 
     def backward(self, F, g):
-        saved = iter(F.unpack(self))
-        x = next(saved) if self.needs(1) else None
-        w = next(saved) if self.needs(0) else None
+        x, w = F.unpack(self)
         g2 = F.reshape(g, (-1, self.w_shape[0])) if g.ndim != 2 else g
         gx = F.reshape(g2 @ w, self.x_shape) if w is not None else None
         gw = None
@@ -46,10 +35,14 @@ class AddmmBackward0(OpNode):
         return gx, gw, gb
 
 
-class MmBackward0(AddmmBackward0):
+class AddmmBackward0(_Linear):
+    __slots__ = ("x_shape", "w_shape", "b_shape")
+
+
+class MmBackward0(_Linear):
     """linear without a bias."""
 
-    __slots__ = ()
+    __slots__ = ("x_shape", "w_shape", "b_shape")
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -68,7 +61,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {scalar_type_name(input.dtype)} and "
                            f"{scalar_type_name(weight.dtype)}")
     if input.shape[-1] != weight.shape[-1]:
-        rows = int(np.prod(input.shape[:-1])) if input.ndim > 1 else 1
+        rows = math.prod(input.shape[:-1])
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
             f"{weight.shape[-1]}x{weight.shape[0]})"
@@ -76,36 +69,34 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim == 1:  # a single output feature: no fused node, matmul's nodes cover every rank
         out = matmul(input, weight)
         return out if bias is None else out + bias
-    out = input.data @ weight.data.T
+    dev = input.device
+    xp = dev.xp
+    out = xp.matmul(input.data, xp.matrix_transpose(weight.data))
     if bias is not None:
-        if not _broadcasts(bias.shape, out.shape) or np.broadcast_shapes(bias.shape, out.shape) != out.shape:
+        shape = out.shape
+        if not _broadcasts(bias.shape, shape) or np.broadcast_shapes(bias.shape, shape) != shape:
             raise RuntimeError(
-                f"The expanded size of the tensor ({out.shape[-1]}) must match the existing size ({bias.shape[-1]}) at "
-                f"non-singleton dimension {out.ndim - 1}.  Target sizes: {list(out.shape)}.  Tensor sizes: "
+                f"The expanded size of the tensor ({shape[-1]}) must match the existing size ({bias.shape[-1]}) at "
+                f"non-singleton dimension {len(shape) - 1}.  Target sizes: {list(shape)}.  Tensor sizes: "
                 f"{list(bias.shape)}")
         out = out + bias.data
-    edges = _edges_for(input, weight, bias)
-    if edges is None:
-        return Tensor._make(out, input.device, False, None, 0, [0])
-    node = (AddmmBackward0 if bias is not None else MmBackward0)(edges)
-    node.x_shape = input.shape
-    node.w_shape = weight.shape
-    node.b_shape = bias.shape if bias is not None else ()
-    saved = []
-    if node.needs(1):
-        saved.append(SavedTensor(input))
-    if node.needs(0):
-        saved.append(SavedTensor(weight))
-    node.saved = tuple(saved)
-    work = int(out.size * weight.shape[-1] * MATMUL_WORK_PER_MAC) + out.size
-    return record_node(node, out, input.device, work)
+    size = math.prod(out.shape)
+    return record(AddmmBackward0 if bias is not None else MmBackward0, (input, weight, bias), out, dev,
+                  input.shape, weight.shape, bias.shape if bias is not None else (),
+                  saved=(input if weight._requires_grad else None, weight if input._requires_grad else None),
+                  work=int(size * weight.shape[-1] * MATMUL_WORK_PER_MAC) + size)
 
 
 class MseLossBackward0(OpNode):
-    __slots__ = ("scale", "reduction", "shapes")
+    """``dtype``: the result's, where the two operands' differ (a float input with an integer
+    target), so that the formula computes in it; None where they agree."""
+
+    __slots__ = ("scale", "reduction", "shapes", "dtype")
 
     def backward(self, F, g):
         x, t = F.unpack(self)
+        if self.dtype is not None:
+            x, t = F.cast(x, self.dtype), F.cast(t, self.dtype)
         diff = (x - t) * (2 * self.scale)
         grad = g * diff
         return (
@@ -145,28 +136,30 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
             UserWarning,
             stacklevel=2,
         )
-    try:
-        diff = input.data - target.data
-    except ValueError:
-        raise broadcast_error(input.shape, target.shape) from None
-    if diff.dtype != result_dtype(input.data, target.data):  # torch's promotion (float32 with int64: float32)
-        diff = diff.astype(result_dtype(input.data, target.data))
+        try:
+            np.broadcast_shapes(input.shape, target.shape)
+        except ValueError:
+            raise broadcast_error(input.shape, target.shape) from None
+    dtype = result_dtype(input, target)  # torch's promotion (float32 with int64: float32)
+    if dtype.kind not in "fc":
+        raise NotImplementedError(f'"mse_cpu" not implemented for \'{scalar_type_name(dtype)}\'')
+    dev = input.device
+    xp = dev.xp
+    x, t = input.data, target.data
+    mixed = input.dtype != target.dtype
+    if mixed:
+        x, t = dev.backend.astype(x, dtype), dev.backend.astype(t, dtype)
+    diff = x - t
     sq = diff * diff
-    out = sq.mean() if reduction == "mean" else sq.sum() if reduction == "sum" else sq
-    out = np.asarray(out, dtype=sq.dtype) if isinstance(sq, np.ndarray) else out
-    edges = _edges_for(input, target)
-    if edges is None:
-        return Tensor._make(out, input.device, False, None, 0, [0])
-    node = MseLossBackward0(edges)
-    node.scale = 1.0 / sq.size if reduction == "mean" else 1.0
-    node.reduction = reduction
-    node.shapes = (input.shape, target.shape)
-    node.saved = (SavedTensor(input), SavedTensor(target))
-    return record_node(node, out, input.device, sq.size)
+    size = math.prod(sq.shape)
+    out = xp.mean(sq) if reduction == "mean" else xp.sum(sq) if reduction == "sum" else sq
+    return record(MseLossBackward0, (input, target), out, dev, 1.0 / size if reduction == "mean" else 1.0,
+                  reduction, (input.shape, target.shape), dtype if mixed else None, saved=(input, target), work=size)
 
 
 class NllLossBackward0(OpNode):
-    """The gradient lands on each row's target class, scaled by its weight (and 1/total for mean)."""
+    """The gradient lands on each row's target class, scaled by its weight (and 1/total for mean):
+    a saved coefficient per input element, zero off the targets and on ignored rows."""
 
     __slots__ = ("reduction", "rows")
 
@@ -190,40 +183,48 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
         return _nll_loss_kdim(input, target, weight, ignore_index, reduction)
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
-    logp = input.data if input.ndim == 2 else input.data.reshape(1, -1)
-    tgt = target.data.reshape(-1)
+    dev = same_device(input, target)
+    xp = dev.xp
+    backend = dev.backend
+    dtype = input.dtype
+    logp = input.data if input.ndim == 2 else xp.reshape(input.data, (1, -1))
+    tgt = target.data if target.ndim == 1 else xp.reshape(target.data, (-1,))
     if logp.shape[0] != tgt.shape[0]:
         raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size ({tgt.shape[0]}).")
     classes = logp.shape[1]
     _weight(weight, classes, "nll_loss_nd")
+    if target.dtype != np.int64:  # Byte targets: compared with ignore_index, which a uint8 may not hold
+        tgt = backend.astype(tgt, np.int64)
     valid = tgt != ignore_index
-    bad = (tgt < 0) | (tgt >= classes)
-    if (bad & valid).any():
-        raise IndexError(f"Target {int(tgt[bad & valid][0])} is out of bounds.")
-    safe = np.where(valid, tgt, 0)
-    rows = np.arange(tgt.shape[0])
-    w = np.ones(classes, dtype=logp.dtype) if weight is None else weight.data.astype(logp.dtype)
-    row_w = w[safe] * valid
-    picked = -logp[rows, safe] * row_w
-    if reduction == "mean":
-        total = row_w.sum()
-        out = np.asarray(picked.sum() / total, dtype=logp.dtype)
-    elif reduction == "sum":
-        total = 1.0
-        out = np.asarray(picked.sum(), dtype=logp.dtype)
+    bad = xp.logical_and(valid, xp.logical_or(tgt < 0, tgt >= classes))
+    if bool(xp.any(bad)):
+        first = backend.to_host(backend.getitem(tgt, bad))[0]
+        raise IndexError(f"Target {int(first)} is out of bounds.")
+    safe = xp.where(valid, tgt, 0)
+    if weight is None:
+        row_w = backend.astype(valid, dtype)
     else:
-        total = 1.0
-        out = picked if input.ndim == 2 else picked.reshape(())
-    edges = _edges_for(input)
-    if edges is None:
-        return Tensor._make(out, input.device, False, None, 0, [0])
-    coef = np.zeros_like(logp)
-    coef[rows, safe] = -row_w / total
-    node = NllLossBackward0(edges)
-    node.reduction = reduction
-    node.rows = logp.shape[0]
-    node.saved = (SavedTensor(Tensor._make(coef.reshape(input.shape), input.device, False, None, 0, [0])),)
-    return record_node(node, out, input.device, logp.size)
+        same_device(input, weight)
+        w = backend.astype(xp.reshape(weight.data, (-1,)), dtype)
+        row_w = xp.where(valid, xp.take(w, safe), 0.0)
+    rows = backend.arange(logp.shape[0], np.int64)
+    picked = -backend.getitem(logp, (rows, safe)) * row_w  # one gather (numpy builds take_along_axis's in Python)
+    if reduction == "mean":
+        total = xp.sum(row_w)
+        out = xp.sum(picked) / total
+    elif reduction == "sum":
+        total = None
+        out = xp.sum(picked)
+    else:
+        total = None
+        out = picked if input.ndim == 2 else xp.reshape(picked, ())
+    coef = None
+    if recording(input):  # -w / total at each row's target class (one per row: written, not added), 0 elsewhere
+        scale = -row_w if total is None else -row_w / total
+        coef = backend.index_add(logp.shape, (rows, safe), True, scale)
+        coef = plain(coef if input.ndim == 2 else xp.reshape(coef, input.shape), dev)
+    return record(NllLossBackward0, (input,), out, dev, reduction, logp.shape[0], saved=(coef,),
+                  work=math.prod(logp.shape))
 
 
 def _nll_loss_kdim(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
