@@ -135,9 +135,18 @@ async def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
 
 async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
                    vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
-    """d outputs / d inputs, one vjp per output element; entry shape = output.shape + input.shape."""
-    if strategy != "reverse-mode":
-        raise NotImplementedError("asyncgrad computes Jacobians in reverse mode only (strategy='reverse-mode')")
+    """d outputs / d inputs, one vjp per output element; entry shape = output.shape + input.shape.
+
+    Reverse mode only, unvectorized (Note [No vmap, no forward mode]); ``strategy`` and
+    ``vectorize`` are checked as torch checks them, and what would need forward AD or vmap is refused.
+    """
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+            'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+            'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode":
+        _refuse_forward_mode(create_graph, strict, vectorize)
     is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = _prepare(inputs, create_graph)
     out_tuple, outputs = _as_tuple(await _call(func, inputs), "outputs of the user-provided function", "jacobian")
@@ -147,6 +156,11 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
                 raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
                                    "must be computed in a differentiable manner from the input when running in strict "
                                    "mode.")
+    if vectorize:
+        if strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                               "supported together. Please either set `strict=False` or `vectorize=False`.")
+        raise NotImplementedError(_NO_VMAP)
     table = []
     for out in outputs:
         flat = out.reshape(-1)
@@ -168,8 +182,11 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
 
 async def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
                   vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
-    """The Jacobian of the gradient of a scalar function."""
+    """The Jacobian of the gradient of a scalar function (reverse over reverse: Note [No vmap, no
+    forward mode]; ``vectorize`` and ``outer_jacobian_strategy`` go to the outer ``jacobian``, as in torch)."""
     is_tuple, items = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     async def gradient(*args: Tensor) -> Any:
         out = await _call(func, args)
@@ -178,7 +195,39 @@ async def hessian(func: Callable, inputs: Any, create_graph: bool = False, stric
                              "output")
         return grads if is_tuple else grads[0]
 
-    return await jacobian(gradient, items if is_tuple else items[0], create_graph=create_graph, strict=strict)
+    return await jacobian(gradient, items if is_tuple else items[0], create_graph=create_graph, strict=strict,
+                          vectorize=vectorize, strategy=outer_jacobian_strategy)
+
+
+# Note [No vmap, no forward mode]: torch's ``vectorize=True`` computes every row of a Jacobian in one
+# backward by running each node's formula under vmap, on gradients with an extra batch dimension
+# (``is_grads_batched``); ``strategy="forward-mode"`` pushes dual tensors forward. asyncgrad has
+# neither: its backward formulas (ops/) take gradients of exactly their output's shape, and it has
+# no dual tensors. Looping over rows is what ``vectorize=False`` already does, so calling that
+# "vectorized" would only rename it: both are refused with an error that says why, after torch's own
+# checks (its wording) for the combinations torch refuses too.
+_NO_VMAP = ("jacobian(vectorize=True) needs vmap (batched backward formulas), which asyncgrad does not have; "
+            "use vectorize=False, which computes the same Jacobian one vector-Jacobian product per output element")
+_NO_FORWARD_AD = ('jacobian(strategy="forward-mode") needs forward-mode AD (dual tensors) and vmap, which asyncgrad '
+                  'does not have; use strategy="reverse-mode"')
+
+
+def _refuse_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> None:
+    """torch's checks for ``strategy="forward-mode"``, in its order and words; what passes them
+    would need forward AD (Note [No vmap, no forward mode])."""
+    if create_graph:
+        raise NotImplementedError(
+            "torch.autograd.functional.jacobian: `create_graph=True` and `strategy=\"forward-mode\"` are not "
+            "supported together (yet). Please either set `create_graph=False` or `strategy=\"reverse-mode\"`.")
+    if strict:
+        raise RuntimeError(
+            "torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` are not supported "
+            "together (yet). Please either set `strict=False` or `strategy=\"reverse-mode\"`.")
+    if not vectorize:
+        raise NotImplementedError(  # torch's two literals, without a space between them
+            "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+            "only implemented for `vectorize=True`.")
+    raise NotImplementedError(_NO_FORWARD_AD)
 
 
 async def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,

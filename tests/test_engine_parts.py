@@ -1,6 +1,8 @@
 """The engine's parts on their own: ready queue order, input buffers, dependencies, exec_info."""
 
 import asyncio
+import threading
+from heapq import heappop
 
 import numpy as np
 import pytest
@@ -11,18 +13,18 @@ from asyncgrad.autograd.graph import Edge
 from asyncgrad.engine.engine import compute_dependencies, init_to_execute
 from asyncgrad.engine.graph_task import GraphTask
 from asyncgrad.engine.input_buffer import accumulate
-from asyncgrad.engine.ready_queue import SHUTDOWN, WAKEUP, ReadyQueue
+from asyncgrad.engine.ready_queue import ReadyQueue
 
 
 def graph_task(depth=0):
     loop = asyncio.new_event_loop()
     try:
-        return GraphTask(loop.create_future(), False, False, depth, ag.device("cpu"), False, False)
+        return GraphTask(loop.create_future(), False, False, depth, False, False)
     finally:
         loop.close()
 
 
-def test_ready_queue_order_shutdown_wakeup_depth_sequence():
+def test_ready_queue_order_depth_then_sequence():
     x = ag.randn(2, requires_grad=True)
     early, late = x * 2, x * 3
     queue = ReadyQueue()
@@ -30,12 +32,34 @@ def test_ready_queue_order_shutdown_wakeup_depth_sequence():
     queue.push(shallow, early.grad_fn, [])
     queue.push(shallow, late.grad_fn, [])
     queue.push(deep, early.grad_fn, [])
-    queue.push_special(WAKEUP)
-    queue.push_special(SHUTDOWN)
-    order = [queue.pop() for _ in range(len(queue))]
-    assert [e.order for e in order[:2]] == [SHUTDOWN, WAKEUP]
-    assert order[2].graph_task is deep
-    assert [e.node for e in order[3:]] == [late.grad_fn, early.grad_fn]
+    queue.push(deep, early.grad_fn, [])  # a tie on depth and sequence_nr: the counter decides
+    order = [heappop(queue.heap) for _ in range(len(queue.heap))]
+    assert [e.graph_task for e in order[:2]] == [deep, deep] and order[0].count < order[1].count
+    assert [e.node for e in order[2:]] == [late.grad_fn, early.grad_fn]
+
+
+async def test_a_waiting_queue_wakes_on_push_and_on_wake():
+    queue = ReadyQueue()
+    waiting = asyncio.ensure_future(queue.wait())
+    await asyncio.sleep(0)
+    queue.wake()
+    await asyncio.wait_for(waiting, 1)
+    waiting = asyncio.ensure_future(queue.wait())
+    await asyncio.sleep(0)
+    queue.push(graph_task(0), (ag.randn(2, requires_grad=True) * 2).grad_fn, [])
+    await asyncio.wait_for(waiting, 1)
+
+
+async def test_workers_exit_when_the_engine_is_idle():
+    """Note [Idle workers]: no worker task outlives the backwards, also after kernels in threads."""
+    engine = ag.get_engine()
+    x = ag.randn(3, requires_grad=True)
+    await (x * 2).sum().backward()
+    ag.set_inline_threshold("cpu", 0)
+    await (x.tanh() * 2).sum().backward()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert all(worker.task is None for worker in engine.workers.values())
 
 
 def test_input_buffer_accumulates_in_place_only_when_unshared():
@@ -133,3 +157,21 @@ async def test_accumulate_grad_steals_only_unshared_gradients():
     await (z * 2.0).sum().backward()
     z.grad.data += 1
     assert seen[0].tolist() == [2.0, 2.0] and z.grad.tolist() == [3.0, 3.0]
+
+
+async def test_get_engine_in_a_loop_callback_and_in_a_kernel_thread():
+    """Note [Engine per loop, not a RunVar]: outside any Task (a plain loop callback) and in a kernel
+    thread (no running loop) get_engine() still finds the running backward's engine."""
+    engine = ag.get_engine()
+    loop = asyncio.get_running_loop()
+    seen = loop.create_future()
+    loop.call_soon(lambda: seen.set_result(ag.get_engine()))
+    assert await seen is engine
+
+    ag.set_inline_threshold("cpu", 0)  # the hook runs in a kernel thread with its node
+    x = ag.ones(2, requires_grad=True)
+    y = x * 2
+    found = []
+    y.grad_fn.register_prehook(lambda grads: found.append((ag.get_engine(), threading.get_ident())))
+    await y.sum().backward()
+    assert found[0][0] is engine and found[0][1] != threading.get_ident()

@@ -12,6 +12,8 @@ Each case is one function written against what both libraries share (``lib`` is 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -276,3 +278,28 @@ async def test_backward_into_a_root_whose_node_saved_nothing_runs_again(torch):
     np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy())
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), 2 * X, rtol=1e-12)
+
+
+async def test_grad_only_inputs_is_deprecated_and_ignored_as_in_torch(torch):
+    """torch.autograd.grad(only_inputs=False) warns and does what only_inputs=True does."""
+    xt = torch.ones(2, requires_grad=True)
+    with pytest.warns(FutureWarning) as expected:
+        torch.autograd.grad((xt * 3).sum(), xt, only_inputs=False)
+    x = ag.ones(2, requires_grad=True)
+    with pytest.warns(FutureWarning) as got:
+        (g,) = await ag.grad((x * 3).sum(), x, only_inputs=False)
+    assert str(got[0].message) == str(expected[0].message)
+    assert got[0].filename == __file__, "the warning points at the caller"
+    np.testing.assert_allclose(g.numpy(), [3.0, 3.0])
+    assert x.grad is None, "only_inputs=False accumulates nothing into .grad"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await ag.grad((x * 3).sum(), x, only_inputs=True)
+
+
+def test_grad_sync_only_inputs_warns_too():
+    x = ag.ones(2, requires_grad=True)
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated") as got:
+        (g,) = ag.grad_sync((x * 3).sum(), x, only_inputs=False)
+    assert got[0].filename == __file__
+    np.testing.assert_allclose(g.numpy(), [3.0, 3.0])

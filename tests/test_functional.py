@@ -107,3 +107,54 @@ async def test_gradcheck_catches_a_wrong_backward():
     assert not await ag.gradcheck(Wrong.apply, (x,), raise_exception=False)
     assert await ag.gradcheck(lambda t: (t.exp() * t).sum(), (x,))
     assert await ag.gradgradcheck(lambda t: (t.exp() * t).sum(), (x,))
+
+
+# --------------------------------------------------------------------------- refusals (Note [No vmap, no forward mode])
+def _sq(x):
+    return x * x
+
+
+def _scalar(x):
+    return (x * x).sum()
+
+
+TORCH_REFUSALS = [
+    # (what, call args) -> torch and asyncgrad raise the same type with the same words
+    ("jacobian", dict(strategy="sideways")),
+    ("jacobian", dict(strategy="forward-mode", create_graph=True)),
+    ("jacobian", dict(strategy="forward-mode", strict=True)),
+    ("jacobian", dict(strategy="forward-mode")),
+    ("jacobian", dict(vectorize=True, strict=True)),
+    ("hessian", dict(outer_jacobian_strategy="sideways")),
+    ("hessian", dict(outer_jacobian_strategy="forward-mode")),
+    ("hessian", dict(outer_jacobian_strategy="forward-mode", create_graph=True)),
+]
+
+
+@pytest.mark.parametrize("fn, kwargs", TORCH_REFUSALS, ids=[f"{f}-{'-'.join(f'{k}={v}' for k, v in kw.items())}"
+                                                           for f, kw in TORCH_REFUSALS])
+async def test_what_torch_refuses_is_refused_in_its_words(torch, fn, kwargs):
+    func = _sq if fn == "jacobian" else _scalar
+    with pytest.raises(Exception) as expected:
+        getattr(torch.autograd.functional, fn)(func, torch.ones(3, requires_grad=True), **kwargs)
+    with pytest.raises(type(expected.value)) as got:
+        await getattr(F, fn)(func, ag.ones(3, requires_grad=True), **kwargs)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("fn, kwargs, needs", [
+    ("jacobian", dict(vectorize=True), "vmap"),
+    ("hessian", dict(vectorize=True), "vmap"),
+    ("jacobian", dict(strategy="forward-mode", vectorize=True), "forward-mode AD"),
+    ("hessian", dict(outer_jacobian_strategy="forward-mode", vectorize=True), "forward-mode AD"),
+], ids=["jacobian-vectorize", "hessian-vectorize", "jacobian-forward-vectorize", "hessian-forward-vectorize"])
+async def test_what_would_need_vmap_or_forward_ad_is_refused_saying_so(torch, fn, kwargs, needs):
+    """torch computes these; asyncgrad says what it lacks and what to use instead, never a silent
+    stand-in for vectorization."""
+    func = _sq if fn == "jacobian" else _scalar
+    expected = getattr(torch.autograd.functional, fn)(func, torch.ones(3), **kwargs)
+    with pytest.raises(NotImplementedError, match=f"needs {needs}.*which asyncgrad does not have; use") as got:
+        await getattr(F, fn)(func, ag.ones(3), **kwargs)
+    assert "vectorize=False" in str(got.value) or 'strategy="reverse-mode"' in str(got.value)
+    plain = {k: v for k, v in kwargs.items() if k not in ("vectorize", "strategy", "outer_jacobian_strategy")}
+    np.testing.assert_allclose((await getattr(F, fn)(func, ag.ones(3), **plain)).numpy(), expected.detach().numpy())

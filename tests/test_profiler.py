@@ -257,6 +257,43 @@ async def test_reentrant_children_record_with_their_depth_and_graph_task(fn, thr
             "a reentrant child runs inside its parent node's span"
 
 
+@pytest.mark.parametrize("threshold", [None, 0], ids=["inline", "kernel-threads"])
+async def test_two_tasks_tracing_at_once_each_see_only_their_own_backwards(threshold):
+    """Note [Recording is per task]: A and B trace concurrently (B's start while A's backward is
+    suspended in an awaiting node); each trace holds its own task's node runs only, its reentrant
+    child's included, whether the kernels ran inline or in kernel threads."""
+    if threshold is not None:
+        ag.set_inline_threshold("cpu", threshold)
+    Sleepy.started = asyncio.Event()
+    x = ag.ones(3, requires_grad=True)
+    y = ag.ones(1, requires_grad=True)
+
+    async def a():
+        with ag.profiler.trace() as prof:
+            await (Sleepy.apply(x, 0.05).tanh()).sum().backward()
+        return prof
+
+    async def b():
+        await Sleepy.started.wait()
+        with ag.profiler.trace() as prof:
+            await Nested.apply(y, 1).exp().sum().backward()
+        return prof
+
+    try:
+        prof_a, prof_b = await asyncio.gather(a(), b())
+    finally:
+        Sleepy.started = None
+    assert {e.name for e in prof_a.events} == {"SumBackward0", "TanhBackward0", "SleepyBackward", "AccumulateGrad"}
+    assert {e.name for e in prof_b.events} == {"SumBackward0", "ExpBackward0", "NestedBackward", "TanhBackward0",
+                                                "AccumulateGrad"}
+    assert {e.depth for e in prof_a.events} == {0} and {e.depth for e in prof_b.events} == {0, 1}
+    a_span = [e for e in prof_a.events if e.name == "SleepyBackward"][0]
+    assert any(a_span.start < e.start < a_span.end for e in prof_b.events), "the two backwards overlapped"
+    if threshold == 0:
+        assert any(e.worker == "cpu worker executor" for e in prof_a.events + prof_b.events)
+    np.testing.assert_allclose(y.grad.numpy(), [2.0 * np.exp(2.0)])
+
+
 async def test_a_trace_opened_inside_a_backward_records_that_child_only():
     seen = {}
 

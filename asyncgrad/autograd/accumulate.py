@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from asyncgrad.autograd.graph import NO_EDGE, Edge, Node
+from asyncgrad.autograd.graph import NO_EDGE, Edge, Node, Placement
 from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.tensor import Tensor, creation_lock
 
@@ -36,12 +36,13 @@ class AccumulateGrad(Node):
     """
 
     __slots__ = ("variable", "lock")
+    placement = Placement.ON_LOOP
+    """Always inline: on one loop, accumulation into a leaf is never concurrent (Note [Placement])."""
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__(())
         self.variable = variable
         self.lock = threading.Lock()
-        self.work = -1  # below any inline threshold: accumulation never runs concurrently
         self._input_meta = ((variable.shape, variable.dtype, variable.device),)
         extra = variable._extra
         if extra is not None and extra.hooks is not None:

@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import functools
 import threading
+import warnings
 from typing import Any, Callable, Sequence
 
 import anyio.from_thread
@@ -157,7 +158,7 @@ async def _run_backward(roots: list, grad_values: list, retain_graph: bool, crea
 
 
 def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any, retain_graph: bool | None,
-                  create_graph: bool, only_inputs: bool, allow_unused: bool | None, is_grads_batched: bool,
+                  create_graph: bool, allow_unused: bool | None, is_grads_batched: bool,
                   materialize_grads: bool) -> tuple:
     """Check ``grad()``'s arguments where it is called; the engine's arguments and what shapes the result."""
     if materialize_grads and allow_unused is False:
@@ -218,12 +219,11 @@ async def _backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_g
 
 
 async def _grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
-                retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
-                allow_unused: bool | None = None, is_grads_batched: bool = False,
-                materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
-    """``grad()`` as a plain coroutine, for the blocking bridges."""
-    return await _run_grad(*_prepare_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs,
-                                          allow_unused, is_grads_batched, materialize_grads))
+                retain_graph: bool | None = None, create_graph: bool = False, allow_unused: bool | None = None,
+                is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+    """``grad()`` as a plain coroutine, for the blocking bridges (``grad_sync`` has dealt with ``only_inputs``)."""
+    return await _run_grad(*_prepare_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                                          is_grads_batched, materialize_grads))
 
 
 _backward.__name__ = _backward.__qualname__ = "backward"  # run_sync names the call in its messages
@@ -262,11 +262,20 @@ def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = 
          materialize_grads: bool = False) -> EngineCall[tuple[Tensor, ...]]:
     """The gradients of ``outputs`` with respect to ``inputs``; leaves' ``.grad`` stay untouched.
 
-    ``await ag.grad(...)`` gives the tuple (Note [Await or not] in awaitable.py).
+    ``await ag.grad(...)`` gives the tuple (Note [Await or not] in awaitable.py). ``only_inputs`` is
+    deprecated and ignored, as in torch, which warns when it is False.
     """
+    if not only_inputs:
+        _warn_only_inputs()
     return _call("grad", _run_grad,
-                 _prepare_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs,
-                               allow_unused, is_grads_batched, materialize_grads), 1)
+                 _prepare_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                               is_grads_batched, materialize_grads), 1)
+
+
+def _warn_only_inputs() -> None:
+    """torch's FutureWarning for ``grad(only_inputs=False)``, pointing at the caller of grad()/grad_sync()."""
+    warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate gradient "
+                  "for other parts of the graph, please use torch.autograd.backward.", FutureWarning, stacklevel=3)
 
 
 # --------------------------------------------------------------------------- blocking bridges
@@ -348,6 +357,8 @@ def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_gra
 def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
               retain_graph: bool | None = None, create_graph: bool = False, **kwargs: Any) -> tuple:
     require_asyncio("grad_sync()")
+    if not kwargs.pop("only_inputs", True):
+        _warn_only_inputs()
     return run_sync(_grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)
 
 

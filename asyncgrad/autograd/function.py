@@ -25,7 +25,7 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import ALWAYS_DISPATCH, RELEASED, SECOND_BACKWARD, Edge, Node
+from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Edge, Node, Placement
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.tensor import Tensor
 
@@ -69,8 +69,6 @@ class FunctionNode(FunctionCtx, Node):
 
     def __init__(self, next_edges: tuple[Edge, ...]) -> None:
         Node.__init__(self, next_edges)
-        self.work = ALWAYS_DISPATCH
-        self.kernel_work = 0
         self._to_save: tuple = ()
         self._saved_layout: tuple = ()
         self._dirty: tuple = ()
@@ -78,14 +76,6 @@ class FunctionNode(FunctionCtx, Node):
         self.materialize_grads = True
         self.needs_input_grad: tuple[bool, ...] = ()
         self._tensor_positions: tuple[int, ...] = ()
-
-    @property
-    def is_async(self) -> bool:
-        return self._function._async_backward
-
-    @property
-    def needs_portal(self) -> bool:
-        return not self._function._async_backward
 
     def _grads_in(self, grads: list, create_graph: bool) -> list:
         """Incoming gradients as the user's backward sees them: Tensors (zeros where undefined)."""
@@ -135,7 +125,11 @@ class Function:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._async_backward = inspect.iscoroutinefunction(inspect.unwrap(cls.backward))
-        cls._node_class = type(f"{cls.__name__}Backward", (FunctionNode,), {"_function": cls})
+        # Note [Placement] in autograd/graph.py: an async def backward runs as a task of its own; a plain
+        # one may block on a reentrant backward (backward_sync), so it never runs plainly inline.
+        placement = Placement.OWN_TASK if cls._async_backward else Placement.PORTAL
+        cls._node_class = type(f"{cls.__name__}Backward", (FunctionNode,),
+                               {"_function": cls, "placement": placement})
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
@@ -194,7 +188,7 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out._requires_grad = False
         wrapped.append(out)
     node._input_meta = tuple(metas)
-    node.kernel_work = sum(math.prod(m[0]) for m in metas)
+    node.work = sum(math.prod(m[0]) for m in metas)
     outs = {id(o): o for o in wrapped if isinstance(o, Tensor)}
     layout = tuple(None if t is None else True for t in node._to_save)
     saved = []

@@ -20,6 +20,7 @@ and its ``apply`` (``SavesVariables`` in ops/_node.py) refuses a RELEASED node b
 
 from __future__ import annotations
 
+import enum
 import inspect
 import itertools
 from typing import Any, Callable, NamedTuple
@@ -114,9 +115,30 @@ class NodeHooks:
         self.retains_grad: dict[int, Callable] = {}
 
 
-ALWAYS_DISPATCH = 1 << 62
-"""The ``work`` of nodes that must never run inline (async or possibly reentrant backwards):
-above any inline threshold, so the worker's one comparison also catches them."""
+class Placement(enum.Enum):
+    """Where the engine runs a node's ``apply`` (Note [Placement])."""
+
+    ON_LOOP = "on loop"
+    """Always inline in the device worker, whatever the threshold: AccumulateGrad, GraphRoot."""
+    BY_COST = "by cost"
+    """Inline when ``work`` is below the device's inline threshold, else in a kernel thread."""
+    OWN_TASK = "own task"
+    """A coroutine ``apply`` (an ``async def`` custom backward): a task of its own on the loop."""
+    PORTAL = "portal"
+    """A plain ``apply`` that may block on a reentrant backward (a plain-def custom backward):
+    a kernel thread when ``work`` reaches the threshold and a thread is free, else a greenback
+    portal on the loop; never plainly inline, where a nested backward would have no way back."""
+
+
+# Note [Placement]: each node kind says where it runs with the class attribute ``placement``, and
+# ``work`` says only what its kernel costs (element-operations, set by ``ops`` when recording, or
+# the outputs' size for a custom Function). The two were once one number: "never inline" was a
+# ``work`` of 1 << 62 and "always inline" a ``work`` of -1, so an inline threshold at or above
+# 1 << 62 ran ``async def`` backwards inline (their coroutines were never awaited) and any
+# threshold was one sentinel away from meaning something else. Now a threshold is any int >= 0:
+# 0 sends every BY_COST node to a kernel thread, a huge one keeps every BY_COST node inline, and
+# neither moves an ON_LOOP, OWN_TASK or PORTAL node. The device worker reads ``placement`` once
+# per node (Note [Per-node cost] in engine/worker.py).
 
 
 class Node:
@@ -124,26 +146,21 @@ class Node:
 
     ``next_edges[i]`` says where the gradient for forward input ``i`` goes. ``_input_meta``
     holds (shape, dtype, device) of each forward output, against which the engine checks the
-    gradients it routes here. ``work`` estimates the kernel's cost in element-operations so
-    the engine can decide between running it inline and sending it to the device's executor.
+    gradients it routes here. ``work`` estimates the kernel's cost in element-operations;
+    ``placement`` says how the engine uses it (Note [Placement]).
     """
 
     __slots__ = (
         "next_edges", "sequence_nr", "topological_nr", "_input_meta", "_hooks", "_metadata", "work",
         "saved", "__weakref__",
     )
-    is_async = False
-    """True when ``apply`` returns an awaitable (a custom Function with an ``async def`` backward);
-    such a node's ``work`` is ALWAYS_DISPATCH."""
+    placement = Placement.BY_COST
+    """Where the engine runs this kind of node (Note [Placement]); op nodes go by their cost."""
     call_on_undefined = False
     """Run ``apply`` even when every incoming gradient is undefined (None)."""
     saves_variables = False
     """True when torch's node of the same name keeps SavedVariables although this one keeps no
     tensor in ``saved`` (Note [Which nodes refuse a second pass])."""
-    needs_portal = False
-    """True when ``apply`` may block on a reentrant backward (a plain-def custom backward): such
-    a node never runs inline on the loop, but in the executor or in a greenback portal; its
-    ``work`` is ALWAYS_DISPATCH and ``kernel_work`` its real size."""
 
     def __init__(self, next_edges: tuple[Edge, ...] = ()) -> None:
         self.next_edges = next_edges
@@ -213,6 +230,7 @@ class GraphRoot(Node):
 
     __slots__ = ("grads",)
     call_on_undefined = True
+    placement = Placement.ON_LOOP
 
     def __init__(self, roots: tuple[Edge, ...], grads: list) -> None:
         super().__init__(roots)

@@ -14,7 +14,7 @@ set the same way.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
@@ -30,8 +30,9 @@ SHARD_AT = 1 << 13
 
 
 class ShardedMap:
-    """The mapping protocol the engine and the tests use (``[]``, ``in``, ``del``, ``len``, ``get``,
-    ``pop``, ``setdefault``), over ``SHARDS`` dicts; ``shards`` is open for the preparation's own loop."""
+    """The mapping protocol the engine uses (``[]``, ``in``, ``del``, ``get``, ``pop``, ``setdefault``;
+    ``len`` for ``GraphTask``'s repr), over ``SHARDS`` dicts; ``shards`` is open for the preparation's
+    own loop."""
 
     __slots__ = ("shards",)
 
@@ -72,13 +73,9 @@ class ShardedMap:
     def __len__(self) -> int:
         return sum(map(len, self.shards))
 
-    def __iter__(self) -> Iterator[Node]:
-        for shard in self.shards:
-            yield from shard
-
 
 class ShardedSet:
-    """A set of nodes over ``SHARDS`` sets (``in``, ``add``, ``len``): ``init_to_execute``'s visited set."""
+    """A set of nodes over ``SHARDS`` sets (``in``, ``add``): ``init_to_execute``'s visited set."""
 
     __slots__ = ("shards",)
 
@@ -101,6 +98,3 @@ class ShardedSet:
                 self.shards[i] = set()
                 return True
         return False
-
-    def __len__(self) -> int:
-        return sum(map(len, self.shards))

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
-    from asyncgrad.devices import Device
 
 current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
     "asyncgrad_current_graph_task", default=None
@@ -54,12 +53,12 @@ class ExecInfo:
 class GraphTask:
     __slots__ = (
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
-        "captured_vars", "future", "reentrant_depth", "owner", "keep_graph", "create_graph",
+        "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
         "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
-                 owner: Device, anomaly: bool, check_nan: bool) -> None:
+                 anomaly: bool, check_nan: bool) -> None:
         self.outstanding_tasks = 0
         self.has_error = False
         self.dependencies: dict[Node, int] = {}
@@ -68,7 +67,6 @@ class GraphTask:
         self.captured_vars: list[Any] = []
         self.future = future
         self.reentrant_depth = reentrant_depth
-        self.owner = owner
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.final_callbacks: list[Callable[[], None]] = []

@@ -1,34 +1,34 @@
 """A device's ready queue: a heap of NodeTasks and an asyncio wake-up for its worker.
 
-Note [Priority]: as in PyTorch, a shutdown task sorts first, then wake-up tasks (no node),
-then tasks of deeper reentrant backwards, then later-created nodes (higher sequence_nr).
-Heap entries are tuples whose first three fields are a total key (the third is a unique
-counter), so a tie never falls through to comparing graph tasks or nodes.
+Note [Priority]: as in PyTorch, tasks of deeper reentrant backwards run first, then
+later-created nodes (higher sequence_nr). Heap entries are tuples whose first three fields
+are a total key (the third is a unique counter), so a tie never falls through to comparing
+graph tasks or nodes. Every entry is a node to run: torch also queues shutdown and wake-up
+tasks, because its worker threads sleep on a condition variable and can only be stirred by
+something to pop; a worker here sleeps on a future, which ``wake`` resolves (Note [Idle
+workers] in worker.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappush
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
     from asyncgrad.engine.graph_task import GraphTask
 
-SHUTDOWN = -(1 << 62)
-WAKEUP = -(1 << 61)
-
 
 class NodeTask(NamedTuple):
-    order: int
-    """``-reentrant_depth`` for a node; SHUTDOWN or WAKEUP for the special tasks."""
+    neg_depth: int
+    """``-reentrant_depth`` of the graph task: deeper reentrant backwards first."""
     neg_sequence_nr: int
     count: int
-    graph_task: GraphTask | None
-    node: Node | None
-    inputs: list | None
+    graph_task: GraphTask
+    node: Node
+    inputs: list
 
 
 _tuple_new = tuple.__new__
@@ -39,24 +39,15 @@ class ReadyQueue:
 
     def __init__(self) -> None:
         self.heap: list[NodeTask] = []
+        """Popped by the worker with ``heapq.heappop`` directly (Note [Per-node cost] in worker.py)."""
         self._count = itertools.count()
         self._waiter: asyncio.Future | None = None
-
-    def __len__(self) -> int:
-        return len(self.heap)
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
         heappush(self.heap, _tuple_new(NodeTask, (
             -graph_task.reentrant_depth, -node.sequence_nr, next(self._count), graph_task, node, inputs)))
         if self._waiter is not None:
-            self._wake()
-
-    def push_special(self, order: int) -> None:
-        heappush(self.heap, _tuple_new(NodeTask, (order, 0, next(self._count), None, None, None)))
-        self._wake()
-
-    def pop(self) -> NodeTask:
-        return heappop(self.heap)
+            self.wake()
 
     def drop(self, graph_task: GraphTask) -> None:
         """Forget every queued task of ``graph_task`` (it failed or was cancelled)."""
@@ -67,7 +58,7 @@ class ReadyQueue:
             heapify(heap)
 
     async def wait(self) -> None:
-        """Suspend until something is pushed."""
+        """Suspend until something is pushed or ``wake`` is called."""
         if self.heap:
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()
@@ -76,7 +67,8 @@ class ReadyQueue:
         finally:
             self._waiter = None
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Resume a worker waiting in ``wait`` (to find a task, or to see that it may exit)."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
