@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import AG, assert_close, check_gradgrad, check_op, has_torch
+from helpers import AG, ag_tensor, assert_close, check_gradgrad, check_op, has_torch
 
 import asyncgrad as ag
 
@@ -92,8 +92,8 @@ async def test_pow_negative_base_integer_exponent():
 
 async def test_pow_tensor_exponent_at_zero_base():
     """torch: d(a**b)/da is 0 where b == 0, d/db is 0 where a == 0 (and b >= 0)."""
-    x = ag.tensor([0.0, 0.0, 2.0], dtype=ag.float64, requires_grad=True)
-    y = ag.tensor([0.0, 2.0, 0.0], dtype=ag.float64, requires_grad=True)
+    x = ag_tensor([0.0, 0.0, 2.0], dtype=ag.float64, requires_grad=True)
+    y = ag_tensor([0.0, 2.0, 0.0], dtype=ag.float64, requires_grad=True)
     out = x ** y
     assert out.tolist() == [1.0, 0.0, 1.0]
     gx, gy = await ag.grad(out.sum(), (x, y))
@@ -200,9 +200,9 @@ async def test_where_condition_from_comparison_and_scalar_operand():
 
 
 async def test_where_needs_bool_condition():
-    x = ag.ones(3)
+    x = ag_tensor(np.ones(3))
     with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor"):
-        ag.where(ag.tensor([1, 0, 1]), x, x)
+        ag.where(ag_tensor([1, 0, 1]), x, x)
 
 
 # --------------------------------------------------------------------------- reductions

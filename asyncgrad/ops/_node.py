@@ -18,7 +18,7 @@ import numpy as np
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled
-from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Node
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
@@ -26,6 +26,8 @@ from asyncgrad.tensor import Tensor
 
 _new = object.__new__
 _make = Tensor._make
+_node_init = Node.__init__
+_tuple_new = tuple.__new__
 _np_dtype = np.dtype
 
 
@@ -41,6 +43,13 @@ class OpNode(Node):
     graph_math: Any = None
     """The formula namespace on Tensors, ``TensorMath`` (Note [Two namespaces for one formula])."""
 
+    _set_fields: Any = None
+    """``(node, fields)``: stores ``fields`` into the class's ``__slots__``, in order (``record``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._set_fields = staticmethod(_fields_setter(cls.__slots__))
+
     def apply(self, grads: list, create_graph: bool) -> Any:
         if create_graph:
             return self.backward(self.graph_math, grads[0])
@@ -51,6 +60,19 @@ class OpNode(Node):
 
     def needs(self, index: int) -> bool:
         return self.next_edges[index][0] is not None
+
+
+def _fields_setter(names: Any) -> Any:
+    """A function storing a tuple of fields into the slots ``names`` with one unpacking assignment
+    (``node.a_shape, node.b_shape, node.alpha = fields``): compiled once per op class, it costs
+    a sixth of a ``setattr`` loop for three fields, paid by every recorded node. Another number
+    of fields than slots raises ValueError (``record`` then falls back to ``zip``)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if not names:
+        return lambda node, fields: None
+    namespace: dict = {}
+    exec(f"def set_fields(node, fields):\n    {', '.join('node.' + name for name in names)}, = fields\n", namespace)
+    return namespace["set_fields"]
 
 
 class SavesVariables(OpNode):
@@ -120,41 +142,63 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
     * and makes the output a view of ``view_of`` (sharing its version counter and base) when
       given: a view op's output is a view whether or not it records.
     """
-    if view_of is not None:
-        vc = view_of._vc
-    else:
-        vc = [0]
-    if not grad_enabled.get():
-        result = _make(out, device, False, None, 0, vc)
-    else:
-        edges = []
-        requires = False
-        for t in inputs:
-            if t is not None and t._requires_grad:
-                edges.append(gradient_edge(t))
-                requires = True
+    vc = [0] if view_of is None else view_of._vc
+    # One and two inputs (nearly every op) are spelled out: the per-op cost of the forward is
+    # mostly this function's. Inputs are asked before grad mode (a plain result asks no context
+    # variable), and the first input's edge to a non-leaf is built here (gradient_edge's first case).
+    n = len(inputs)
+    if n == 2:
+        a, b = inputs
+        ra = a is not None and a._requires_grad
+        if (ra or (b is not None and b._requires_grad)) and grad_enabled.get():
+            if ra:
+                fn = a.grad_fn
+                edges = (_tuple_new(Edge, (fn, a.output_nr)) if fn is not None else gradient_edge(a),
+                         NO_EDGE if b is None else gradient_edge(b))
             else:
-                edges.append(NO_EDGE)
-        if not requires:
-            result = _make(out, device, False, None, 0, vc)
+                edges = (NO_EDGE, gradient_edge(b))
         else:
-            node = _new(cls)
-            Node.__init__(node, tuple(edges))
-            for name, value in zip(cls.__slots__, fields):
-                setattr(node, name, value)
-            dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
-            if not isinstance(dtype, _np_dtype):
-                dtype = device.backend.dtype(out)
-            node._input_meta = input_meta(out.shape, dtype, device)
-            node.work = out.size * cls.work_per_element if work is None else work
-            if anomaly_enabled.get()[0]:
-                node.metadata["traceback_"] = forward_traceback()
-            result = _make(out, device, True, node, 0, vc)
-            if cls.saves_result:
-                node.saved = tuple(SavedTensor(t) if t is not None else None for t in saved) + (
-                    SavedTensor(result, is_output=True),)
-            elif saved:
-                node.saved = tuple(SavedTensor(t) if t is not None else None for t in saved)
+            edges = None
+    elif n == 1:
+        a = inputs[0]
+        if a is not None and a._requires_grad and grad_enabled.get():
+            fn = a.grad_fn
+            edges = (_tuple_new(Edge, (fn, a.output_nr)) if fn is not None else gradient_edge(a),)
+        else:
+            edges = None
+    elif recording(*inputs):
+        edges = tuple([NO_EDGE if t is None else gradient_edge(t) for t in inputs])
+    else:
+        edges = None
+    if edges is not None:
+        node = _new(cls)
+        _node_init(node, edges)
+        if fields:
+            try:
+                cls._set_fields(node, fields)
+            except ValueError:  # fewer fields than slots: the first ones, as zip pairs them
+                for name, value in zip(cls.__slots__, fields):
+                    setattr(node, name, value)
+        dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
+        if not isinstance(dtype, _np_dtype):
+            dtype = device.backend.dtype(out)
+        key = (out.shape, dtype, device)
+        meta = _META.get(key)  # input_meta's lookup, without its call
+        node._input_meta = meta if meta is not None else input_meta(*key)
+        node.work = out.size * cls.work_per_element if work is None else work
+        if anomaly_enabled.get()[0]:
+            node.metadata["traceback_"] = forward_traceback()
+        result = _make(out, device, True, node, 0, vc)
+        if saved:
+            kept = (None if saved[0] is None else SavedTensor(saved[0]),) if len(saved) == 1 else tuple(
+                [None if t is None else SavedTensor(t) for t in saved])
+            node.saved = kept + (SavedTensor(result, True),) if cls.saves_result else kept
+        elif cls.saves_result:
+            node.saved = (SavedTensor(result, True),)
+        if view_of is not None:
+            mark_view(result, view_of)
+        return result
+    result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
         mark_view(result, view_of)
     return result
@@ -289,6 +333,12 @@ class ArrayMath:
     @staticmethod
     def sign(x: Any) -> Any:
         return backend_of(x).xp.sign(x)
+
+    @staticmethod
+    def threshold_backward(g: Any, y: Any) -> Any:
+        """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
+        NaN result passes the gradient."""
+        return backend_of(y).xp.where(y <= 0, 0.0, g)
 
     @staticmethod
     def cast(g: Any, dtype: np.dtype) -> Any:

@@ -78,6 +78,7 @@ class TensorMath:
     sin = staticmethod(elementwise.sin)
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
+    threshold_backward = staticmethod(elementwise.threshold_backward)
 
 
 OpNode.graph_math = TensorMath
