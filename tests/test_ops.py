@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import AG, ag_tensor, assert_close, check_gradgrad, check_op, has_torch
+from helpers import AG, ag_tensor, assert_close, check_gradgrad, check_op, check_raises, has_torch
 
 import asyncgrad as ag
 
@@ -108,6 +108,8 @@ UNARY = {
     "abs()": (lambda x: abs(x), "AbsBackward0", {}),
     "exp": (lambda x: x.exp(), "ExpBackward0", {}),
     "log": (lambda x: x.log(), "LogBackward0", {"low": 0.5, "high": 3.0}),
+    "log1p": (lambda x: x.log1p(), "Log1PBackward0", {"low": -0.5, "high": 3.0}),
+    "lib.log1p": (lambda lib, x: lib.log1p(x), "Log1PBackward0", {"low": -0.5, "high": 3.0}),
     "sqrt": (lambda x: x.sqrt(), "SqrtBackward0", {"low": 0.5, "high": 3.0}),
     "sin": (lambda x: x.sin(), "SinBackward0", {}),
     "cos": (lambda x: x.cos(), "CosBackward0", {}),
@@ -185,6 +187,20 @@ async def test_maximum_minimum_ties_split_gradient():
 
 async def test_maximum_with_scalar():
     await check_op(lambda lib, x: lib.maximum(x, lib.tensor(np.array(0.25))), (2, 3), name="MaximumBackward0")
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3,)), ((3,), (2, 3)), ((2, 1), (1, 3))], ids=str)
+async def test_hypot(shapes):
+    await check_op(lambda lib, x, y: lib.hypot(x, y), *shapes, name="HypotBackward0")
+    await check_op(lambda x, y: x.hypot(y), *shapes, requires_grad=[False, True], name="HypotBackward0")
+    await check_gradgrad(lambda lib, x, y: lib.hypot(x, y), *shapes)
+
+
+def test_hypot_takes_floating_tensors_only():
+    check_raises(lambda lib: lib.hypot(lib.tensor([3, 4]), lib.tensor([1, 2])), NotImplementedError,
+                 "\"hypot_cpu\" not implemented for 'Long'", torch_same=True)
+    check_raises(lambda lib: lib.hypot(lib.tensor([3.0]), 2.0), TypeError,
+                 r"hypot\(\): argument 'other' \(position 2\) must be Tensor, not float")
 
 
 # --------------------------------------------------------------------------- where
@@ -695,6 +711,7 @@ GRADGRAD = {
     "rpow": (lambda x: 2.0 ** x, [(2, 3)], {}),
     "exp": (lambda x: x.exp(), [(2, 3)], {}),
     "log": (lambda x: x.log(), [(2, 3)], {"low": 0.5, "high": 2.0}),
+    "log1p": (lambda x: x.log1p(), [(2, 3)], {"low": -0.5, "high": 2.0}),
     "sqrt": (lambda x: x.sqrt(), [(2, 3)], {"low": 0.5, "high": 2.0}),
     "sin cos": (lambda x: x.sin() * x.cos(), [(2, 3)], {}),
     "tanh": (lambda x: x.tanh(), [(2, 3)], {}),

@@ -61,6 +61,12 @@ class ArrayBackend:
     def is_array(self, value: Any) -> bool:
         return isinstance(value, np.ndarray)
 
+    def array(self, value: Any) -> Any:
+        """A result kept an array: numpy gives a scalar for a full reduction (``np.sum``) or an
+        all-integer index, which the next formula (an index-add, an in-place accumulation) cannot
+        take; the standard's other implementations give 0-d arrays."""
+        return np.asarray(value) if isinstance(value, np.generic) else value
+
     def from_host(self, host: Any, dtype: Any = None, copy: bool | None = None) -> Any:
         """``host`` (a numpy array, a number, a nest of numbers) as an array on this device."""
         return np.array(host, dtype=dtype, copy=copy)
@@ -115,10 +121,6 @@ class ArrayBackend:
         (autograd/ownership.py), after checking that nothing else references the array object."""
         return array.base is None and array.flags.writeable
 
-    def copy(self, array: Any, order: str = "K") -> Any:
-        """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
-        return array.copy(order=order)
-
     # Note [Views share memory on every device]
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
         """``fn(native, *args)``, a view of this array's native storage, as an array of this device
@@ -132,6 +134,10 @@ class ArrayBackend:
         if array.flags.writeable:
             out = np.lib.stride_tricks.as_strided(array, out.shape, out.strides)
         return out
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
+        return array.copy(order=order)
 
     def is_contiguous(self, array: Any) -> bool:
         return array.flags.c_contiguous
@@ -281,9 +287,6 @@ class StrictBackend(ArrayBackend):
         inner = array._array
         return inner.base is None and inner.flags.writeable and _getrefcount(inner) <= self._inner_unshared
 
-    def copy(self, array: Any, order: str = "K") -> Any:
-        return self._wrap(array._array.copy(order=order), device=array.device)
-
     # the simulated device's memory is the numpy array inside each of its arrays: a numpy view
     # of it, wrapped, is a strict array over the same memory (Note [Views share memory on every device])
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
@@ -291,6 +294,9 @@ class StrictBackend(ArrayBackend):
 
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self._wrap(NUMPY.broadcast_view(array._array, shape), device=array.device)
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        return self._wrap(array._array.copy(order=order), device=array.device)
 
     def is_contiguous(self, array: Any) -> bool:
         return array._array.flags.c_contiguous
@@ -376,13 +382,13 @@ class CupyBackend(ArrayBackend):
         # __cuda_array_interface__ or DLPack) is an UnownedMemory, shared with that library
         return array.base is None and not isinstance(array.data.mem, self.cupy.cuda.UnownedMemory)
 
-    def copy(self, array: Any, order: str = "K") -> Any:
-        with self.cupy.cuda.Device(self.index):
-            return array.copy(order=order)
-
     # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
+
+    def copy(self, array: Any, order: str = "K") -> Any:
+        with self.cupy.cuda.Device(self.index):
+            return array.copy(order=order)
 
     def address(self, array: Any) -> int:
         return array.data.ptr

@@ -36,7 +36,15 @@ class OpNode(Node):
 
     __slots__ = ()
     work_per_element = 1
-    """The backward's cost per output element, in multiplies (Note [Cost classes])."""
+    """The backward's cost per output element, in multiplies.
+
+    Note [Cost classes]: the engine runs a BY_COST node inline on the loop when its ``work``
+    (``record`` sets it to this times the output's elements, unless the op says otherwise) is
+    below the device's inline threshold, so ``work`` must track time, not elements. A node class
+    whose backward calls a transcendental or divides costs several multiplies per element:
+    measured with numpy 2.4 on 150k float32 elements (one multiply = 0.28 ns/element): exp, log,
+    neg 1-2; clamp, relu, sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9; tensor/tensor
+    9. A backward that only reshapes or passes its gradient on costs 0."""
     saves_result = False
     """True when the backward needs the op's own result: ``record`` saves it last in ``saved``."""
 
@@ -220,30 +228,6 @@ def mark_view(view: Tensor, base: Tensor) -> None:
     extra.views.add(view)
 
 
-def record_node(node: OpNode, out_data: Any, device: Device, work: int | None = None) -> Tensor:
-    """Attach an already built ``node`` as the grad_fn of a new output tensor holding ``out_data``.
-
-    ``work`` estimates the node's backward in element-operations (default: the node class's
-    ``work_per_element`` per output element); a backward that only reshapes or passes its
-    gradient on costs 0.
-
-    Note [Cost classes]: the engine runs a node inline on the loop when its ``work`` is below
-    the device's inline threshold, so ``work`` must track time, not elements. A node class
-    whose backward calls a transcendental or divides costs several multiplies per element:
-    measured with numpy 2.4 on 150k float32 elements (one multiply = 0.28 ns/element): exp,
-    log, neg 1-2; clamp, relu, sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9;
-    tensor/tensor 9. Those classes say so with ``work_per_element``.
-    """
-    dtype = out_data.dtype
-    if not isinstance(dtype, _np_dtype):
-        dtype = device.backend.dtype(out_data)
-    node._input_meta = input_meta(out_data.shape, dtype, device)
-    node.work = out_data.size * node.work_per_element if work is None else work
-    if anomaly_enabled.get()[0]:
-        node.metadata["traceback_"] = forward_traceback()
-    return Tensor._make(out_data, device, True, node, 0, [0])
-
-
 def same_device(a: Tensor, b: Tensor) -> Device:
     if a.device is not b.device:
         raise RuntimeError(
@@ -262,12 +246,6 @@ def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[tuple
     return axes, lead > 0
 
 
-def _array(value: Any) -> Any:
-    """numpy gives a scalar for a full reduction or an all-integer index: keep gradients arrays,
-    so that the next formula (an index-add, an in-place accumulation) gets what it expects."""
-    return np.asarray(value) if isinstance(value, np.generic) else value
-
-
 class ArrayMath:
     """Formula primitives on raw device arrays, through each array's backend (Note [One array
     backend per device] in devices/backend.py): standard Array API calls, or the backend's own
@@ -280,8 +258,9 @@ class ArrayMath:
         if g.shape == shape:
             return g
         axes, _ = reduced_axes(g.shape, shape)
-        xp = backend_of(g).xp
-        return _array(xp.reshape(xp.sum(g, axis=axes), shape))
+        backend = backend_of(g)
+        xp = backend.xp
+        return backend.array(xp.reshape(xp.sum(g, axis=axes), shape))
 
     @staticmethod
     def expand(g: Any, shape: tuple[int, ...]) -> Any:
@@ -291,7 +270,8 @@ class ArrayMath:
 
     @staticmethod
     def sum(g: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return _array(backend_of(g).xp.sum(g, axis=axis, keepdims=keepdims))
+        backend = backend_of(g)
+        return backend.array(backend.xp.sum(g, axis=axis, keepdims=keepdims))
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:

@@ -529,6 +529,8 @@ _UNARY = (
         lambda F, g, y: g * y,                                  None),
     ("log",        "LogBackward0",        lambda xp, x: xp.log(x),                       True,  "input",  1,
         lambda F, g, x: g / x,                                  None),
+    ("log1p",      "Log1PBackward0",      lambda xp, x: xp.log1p(x),                     True,  "input",  3,
+        lambda F, g, x: g / (x + 1),                            None),
     ("sqrt",       "SqrtBackward0",       lambda xp, x: xp.sqrt(x),                      True,  "result", 3,
         lambda F, g, y: g / (2 * y),                            None),
     ("sin",        "SinBackward0",        lambda xp, x: xp.sin(x),                       True,  "input",  9,
@@ -596,8 +598,14 @@ _FORWARDS: dict[str, Callable[[Tensor], Tensor]] = {}
 for _row in _UNARY:
     _node_cls, _FORWARDS[_row[0]] = _generate(*_row)
     globals()[_row[1]] = _node_cls
-globals().update(_FORWARDS)
 del _row, _node_cls
+
+# the forwards by name, as plain assignments that type checkers and readers can follow
+neg, exp, log, log1p, sqrt = (_FORWARDS[n] for n in ("neg", "exp", "log", "log1p", "sqrt"))
+sin, cos, tanh, sigmoid = (_FORWARDS[n] for n in ("sin", "cos", "tanh", "sigmoid"))
+reciprocal, relu, abs, sign = (_FORWARDS[n] for n in ("reciprocal", "relu", "abs", "sign"))
+assert set(_FORWARDS) == {"neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "relu",
+                          "abs", "sign"}, "a row of _UNARY needs its name assigned above"
 
 
 class ThresholdBackwardBackward0(OpNode):
@@ -735,6 +743,35 @@ def _select(node_cls: type[OpNode], a: Any, b: Any, name: str) -> Tensor:
     share_b = plain(xp.where(a_wins, 0.0, half), dev) if rb else None
     # the operands themselves too, as torch saves them: changing one in place refuses the backward
     return record(node_cls, (ta, tb), out, dev, _shape_of(da), _shape_of(db), saved=(share_a, share_b, ta, tb))
+
+
+class HypotBackward0(OpNode):
+    """hypot(a, b) = sqrt(a² + b²): d/da = a / out, d/db = b / out (torch's formula)."""
+
+    __slots__ = ("a_shape", "b_shape")
+    work_per_element = 6
+    saves_result = True
+
+    def backward(self, F, g):
+        a, b, out = F.unpack(self)
+        return (
+            F.sum_to(g * a / out, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * b / out, self.b_shape) if self.needs(1) else None,
+        )
+
+
+def hypot(a: Tensor, b: Tensor) -> Tensor:
+    """torch's ``hypot``: two floating tensors, broadcast, promoted as torch promotes them."""
+    tensor_arg(a, "hypot", "input", 1)
+    tensor_arg(b, "hypot", "other", 2)
+    ta, tb, da, db, dev = operands(a, b, "hypot")
+    if not ta.is_floating_point() or not tb.is_floating_point():
+        raise NotImplementedError(f'"hypot_cpu" not implemented for \'{scalar_type_name(ta.dtype)}\'')
+    try:
+        out = dev.xp.hypot(da, db)
+    except ValueError:
+        raise broadcast_error(_shape_of(da), _shape_of(db)) from None
+    return record(HypotBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db), saved=(ta, tb))
 
 
 def maximum(a: Any, b: Any) -> Tensor:
