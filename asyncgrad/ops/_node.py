@@ -54,9 +54,18 @@ class OpNode(Node):
     _set_fields: Any = None
     """``(node, fields)``: stores ``fields`` into the class's ``__slots__``, in order (``record``)."""
 
+    fields: tuple[str, ...] = ()
+    """The slots the class and its op bases add to Node, bases' first: what ``record`` fills."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._set_fields = staticmethod(_fields_setter(cls.__slots__))
+        names: list[str] = []
+        for klass in reversed(cls.__mro__):
+            if klass is not OpNode and issubclass(klass, OpNode):
+                slots = klass.__dict__.get("__slots__", ())
+                names += [slots] if isinstance(slots, str) else list(slots)
+        cls.fields = tuple(names)
+        cls._set_fields = staticmethod(_fields_setter(cls.fields))
 
     def apply(self, grads: list, create_graph: bool) -> Any:
         if create_graph:
@@ -75,9 +84,11 @@ def _fields_setter(names: Any) -> Any:
     (``node.a_shape, node.b_shape, node.alpha = fields``): compiled once per op class, it costs
     a sixth of a ``setattr`` loop for three fields, paid by every recorded node. Another number
     of fields than slots raises ValueError (``record`` then falls back to ``zip``)."""
-    names = (names,) if isinstance(names, str) else tuple(names)
     if not names:
-        return lambda node, fields: None
+        def set_no_fields(node: Any, fields: tuple) -> None:
+            raise ValueError("this op class has no fields")
+
+        return set_no_fields
     namespace: dict = {}
     exec(f"def set_fields(node, fields):\n    {', '.join('node.' + name for name in names)}, = fields\n", namespace)
     return namespace["set_fields"]
@@ -138,7 +149,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
 
     An op is declared once, as an ``OpNode`` subclass beside its forward: the node's name (the
     class name, torch's), its backward formula (``backward(F, grad)``, one gradient per input),
-    the fields it keeps (``__slots__``, filled in order from ``fields``), what it saves (the
+    the fields it keeps (its ``__slots__`` after its op bases', ``OpNode.fields``, filled in order from ``fields``), what it saves (the
     tensors in ``saved``, version-checked on unpack, plus its own result when the class says
     ``saves_result``) and its cost class (``work_per_element``, Note [Cost classes]). The forward
     computes ``out`` on the device's arrays and hands everything here; ``record``
@@ -185,7 +196,9 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             try:
                 cls._set_fields(node, fields)
             except ValueError:  # fewer fields than slots: the first ones, as zip pairs them
-                for name, value in zip(cls.__slots__, fields):
+                if len(fields) > len(cls.fields):
+                    raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
+                for name, value in zip(cls.fields, fields):
                     setattr(node, name, value)
         dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
         if not isinstance(dtype, _np_dtype):
