@@ -149,7 +149,8 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
 
     An op is declared once, as an ``OpNode`` subclass beside its forward: the node's name (the
     class name, torch's), its backward formula (``backward(F, grad)``, one gradient per input),
-    the fields it keeps (its ``__slots__`` after its op bases', ``OpNode.fields``, filled in order from ``fields``), what it saves (the
+    the fields it keeps (``OpNode.fields``: its ``__slots__`` after its op bases', filled in order from
+    ``fields``), what it saves (the
     tensors in ``saved``, version-checked on unpack, plus its own result when the class says
     ``saves_result``) and its cost class (``work_per_element``, Note [Cost classes]). The forward
     computes ``out`` on the device's arrays and hands everything here; ``record``
