@@ -223,9 +223,6 @@ class StrictBackend(ArrayBackend):
     def is_array(self, value: Any) -> bool:
         return isinstance(value, self._array_type)
 
-    def _numpy(self, array: Any) -> np.ndarray:
-        return array._array
-
     def from_host(self, host: Any, dtype: Any = None, copy: bool | None = None) -> Any:
         if isinstance(host, self._array_type):
             host = self.to_host(host)
