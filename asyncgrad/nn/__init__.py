@@ -2,10 +2,47 @@
 
 from asyncgrad.nn import functional, init, utils
 from asyncgrad.nn.module import Module
-from asyncgrad.nn.modules import CrossEntropyLoss, Linear, MSELoss, ReLU, Sequential, Sigmoid, Tanh
+from asyncgrad.nn.modules import Linear, MSELoss, ReLU, Sequential, Sigmoid, Tanh
 from asyncgrad.nn.parameter import Parameter
 
 __all__ = [
     "CrossEntropyLoss", "Linear", "MSELoss", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh",
     "functional", "init", "utils",
+]
+
+# nn-model: normalisation, activations, dropout, losses, attention, recurrent layers
+from asyncgrad.nn.activation import (  # noqa: E402
+    CELU,
+    ELU,
+    GELU,
+    SELU,
+    Hardtanh,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    ReLU6,
+    SiLU,
+    Softmax,
+    Softplus,
+)
+from asyncgrad.nn.dropout import Dropout  # noqa: E402
+from asyncgrad.nn.loss import (  # noqa: E402
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from asyncgrad.nn.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: E402
+from asyncgrad.nn.rnn import GRU, LSTM, RNN  # noqa: E402
+from asyncgrad.nn.transformer import MultiheadAttention, TransformerEncoderLayer  # noqa: E402
+
+__all__ += [
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Dropout", "ELU", "GELU",
+    "GRU", "GroupNorm", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "LeakyReLU",
+    "LogSoftmax", "Mish", "MultiheadAttention", "NLLLoss", "RNN", "ReLU6", "SELU", "SiLU", "SmoothL1Loss", "Softmax",
+    "Softplus", "TransformerEncoderLayer",
 ]

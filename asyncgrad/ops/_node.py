@@ -356,3 +356,12 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
+
+    # nn-model: the primitives the activation and normalisation formulas need
+    @staticmethod
+    def tanh(x: Any) -> Any:
+        return backend_of(x).xp.tanh(x)
+
+    @staticmethod
+    def log1p(x: Any) -> Any:
+        return backend_of(x).xp.log1p(x)

@@ -79,6 +79,9 @@ class TensorMath:
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
     threshold_backward = staticmethod(elementwise.threshold_backward)
+    # nn-model: the primitives the activation and normalisation formulas need
+    tanh = staticmethod(elementwise.tanh)
+    log1p = staticmethod(elementwise.log1p)
 
 
 OpNode.graph_math = TensorMath
