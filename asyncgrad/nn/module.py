@@ -113,7 +113,9 @@ class Module:
         if hasattr(self, name) and name not in names:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__module__}.{type(tensor).__name__}' object to buffer "
+            kind = type(tensor)
+            label = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            raise TypeError(f"cannot assign '{label}' object to buffer "
                             f"'{name}' (torch Tensor or None required)")
         names[name] = persistent
         setattr(self, name, tensor)

@@ -128,8 +128,10 @@ def gelu_backward(grad: Tensor, input: Tensor, approximate: str = "none") -> Ten
 
 # --------------------------------------------------------------------------- silu, mish
 def _sigmoid(F: Any, x: Any) -> Any:
-    """sigmoid through tanh: no overflow at either end."""
-    return 0.5 * F.tanh(0.5 * x) + 0.5
+    """sigmoid from e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below, so neither end
+    overflows nor loses its relative precision (0.5 tanh(x / 2) + 0.5 would, far below 0)."""
+    e = F.exp(-x * F.sign(x))
+    return F.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 class SiluBackward0(OpNode):
@@ -145,11 +147,11 @@ class SiluBackward0(OpNode):
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    _floating(input, "silu", "silu")
+    _floating(input, "silu", "silu_cpu")
     if inplace:
         return _inplace(input, silu)
     x = input.data
-    out = x * (0.5 * input.device.xp.tanh(0.5 * x) + 0.5)
+    out = x * _sigmoid(ArrayMath, x)
     return record(SiluBackward0, (input,), out, input.device, saved=(input,))
 
 
@@ -172,7 +174,7 @@ class MishBackward0(OpNode):
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    _floating(input, "mish", "mish")
+    _floating(input, "mish", "mish_cpu")
     if inplace:
         return _inplace(input, mish)
     out = input.data * input.device.xp.tanh(_softplus(ArrayMath, input.data))
@@ -192,28 +194,37 @@ class EluBackward0(OpNode):
         return (F.where(x > 0, g * self.scale, neg),)
 
 
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False, scale: float = 1.0,
-        input_scale: float = 1.0) -> Tensor:
-    _floating(input, "elu", "elu")
+class CeluBackward0(EluBackward0):
+    """celu(x, alpha) = elu(x, alpha, 1, 1 / alpha): elu's formula, under torch's name for it."""
+
+    __slots__ = ()
+
+
+def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool,
+         node: type[EluBackward0] = EluBackward0) -> Tensor:
+    _floating(input, "elu", "elu_cpu")
     if inplace:
-        return _inplace(input, elu, alpha, False, scale, input_scale)
+        return _inplace(input, _elu, alpha, scale, input_scale, False, node)
     xp = input.device.xp
     x = input.data
     neg = (xp.exp(xp.minimum(x, 0.0) * input_scale) - 1) * (scale * alpha)
     out = xp.where(x > 0, x * scale, neg)
-    return record(EluBackward0, (input,), out, input.device, float(alpha), float(scale), float(input_scale),
-                  saved=(input,))
+    return record(node, (input,), out, input.device, float(alpha), float(scale), float(input_scale), saved=(input,))
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _elu(input, alpha, 1.0, 1.0, inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """elu with torch's fixed alpha and scale (its node is EluBackward0 too)."""
-    return elu(input, 1.6732632423543772848170429916717, inplace, 1.0507009873554804934193349852946)
+    return _elu(input, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return elu(input, alpha, inplace, 1.0, 1.0 / alpha)
+    return _elu(input, alpha, 1.0, 1.0 / alpha, inplace, CeluBackward0)
 
 
 class SoftplusBackward0(OpNode):
@@ -229,7 +240,7 @@ class SoftplusBackward0(OpNode):
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    _floating(input, "softplus", "softplus")
+    _floating(input, "softplus", "softplus_cpu")
     xp = input.device.xp
     z = input.data * beta
     linear = z > threshold
