@@ -391,10 +391,11 @@ def _cumprod_backward(F: Any, x: Any, out: Any, g: Any, axis: int) -> Any:
     """Note [cumprod's gradient with zeros]: d out_i / d x_k = prod_{j <= i, j != k} x_j for i >= k.
     Where ``x_k`` is not 0 that is ``out_i / x_k``, so the gradient is ``revcumsum(g * out) / x``,
     torch's formula without zeros. Along a slice with zeros, z its first zero: before z the same
-    formula holds (x_k is not 0 there, and the outputs from z on are 0 either way); after z every
-    term still holds x_z = 0, so the gradient is 0; at z itself it is ``revcumsum(g * out')`` with
-    out' the cumulative product with x_z set to 1. Only arithmetic, ``where`` and the scans: the
-    formula is exact with zeros and differentiable again (second order through ``F``)."""
+    formula holds (x_k is not 0 there; the outputs from z on are 0 either way, and stay functions
+    of x through ``out``). From z on, the gradient is that of the cumulative product of x' (x with
+    x_z set to 1: fewer zeros, so the recursion ends), times x_z after z: 0 in value, but its
+    derivative in x_z is not, so the formula stays exact when differentiated again (second order
+    through ``F``, as torch's cumprod is twice differentiable)."""
     raw = x.data if isinstance(x, Tensor) else x
     backend = backend_of(raw)
     xp = backend.xp
@@ -404,9 +405,11 @@ def _cumprod_backward(F: Any, x: Any, out: Any, g: Any, axis: int) -> Any:
     seen = xp.cumulative_sum(backend.astype(zero, np.int64), axis=axis)
     before = F.constant(seen == 0, x)
     first = F.constant(xp.logical_and(zero, seen == 1), x)
-    early = F.where(before, _revcumsum(F, g * out, axis) / F.where(before, x, 1.0), 0.0)
-    at_zero = _revcumsum(F, g * F.cumprod(F.where(first, 1.0, x), axis), axis)
-    return early + F.where(first, at_zero, 0.0)
+    early = _revcumsum(F, g * out, axis) / F.where(before, x, 1.0)
+    x1 = F.where(first, 1.0, x)
+    late = _cumprod_backward(F, x1, F.cumprod(x1, axis), g, axis)
+    x_z = F.sum(F.where(first, x, 0.0), axis, True)
+    return F.where(before, early, F.where(first, late, late * x_z))
 
 
 class CumprodBackward0(OpNode):
