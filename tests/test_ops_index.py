@@ -120,6 +120,7 @@ async def test_scatter_add():
                    name="ScatterAddBackward0")
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter:UserWarning")
 async def test_scatter_in_place_and_reduce():
     x = np.arange(12.0).reshape(3, 4)
     await _both(lambda lib, t, s: (t * 1).scatter_(1, lib.tensor(IDX[:, :1]), s), x, np.ones((3, 1)), grad=True)
@@ -478,6 +479,21 @@ def test_sort_reduction_errors():
                            "), but expected one of:"))
     check_raises(lambda lib: lib.tensor(X).prod((0, 1)), TypeError,
                  re.escape("prod() received an invalid combination of arguments - got (tuple), but expected one of:"))
+
+
+async def test_index_nodes_free_their_indices_and_keep_their_own():
+    """Like torch's, the index-keeping nodes release their indices after a backward (a second one is
+    refused), and changing the index tensor after the forward does not move the gradient."""
+    for op in (lambda x, i: x.gather(0, i), lambda x, i: x.index_select(0, i), lambda x, i: x.sort().values):
+        x = ag_tensor(np.array([3.0, 1.0, 2.0]), requires_grad=True)
+        index = ag_tensor(np.array([2, 0]))
+        out = op(x, index)
+        index[0] = 1
+        (g,) = await ag.grad(out.sum(), [x])
+        expected = [1.0, 0.0, 1.0] if out.shape == (2,) else [1.0, 1.0, 1.0]  # not [1, 1, 0]
+        assert g.tolist() == expected
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            await ag.grad(out.sum(), [x])
 
 
 def test_scatter_reduce_refuses_to_record():
