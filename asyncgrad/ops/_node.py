@@ -365,3 +365,12 @@ class ArrayMath:
     @staticmethod
     def log1p(x: Any) -> Any:
         return backend_of(x).xp.log1p(x)
+
+    # ---- ops-index: the scans (cumsum's and cumprod's backwards)
+    @staticmethod
+    def cumsum(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_sum(g, axis=axis)
+
+    @staticmethod
+    def cumprod(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_prod(g, axis=axis)

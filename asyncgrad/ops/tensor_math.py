@@ -82,6 +82,9 @@ class TensorMath:
     # nn-model: the primitives the activation and normalisation formulas need
     tanh = staticmethod(elementwise.tanh)
     log1p = staticmethod(elementwise.log1p)
+    # ops-index: the scans
+    cumsum = staticmethod(reduction.cumsum)
+    cumprod = staticmethod(reduction.cumprod)
 
 
 OpNode.graph_math = TensorMath
