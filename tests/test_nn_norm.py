@@ -237,3 +237,23 @@ def test_register_buffer_errors_as_torch():
                  "attribute 'training' already exists")
     check_raises(lambda lib: lib.nn.Module().register_buffer("x", 3.0), TypeError,
                  r"cannot assign 'float' object to buffer 'x' \(torch Tensor or None required\)")
+
+
+@DEVICES
+def test_batch_norm_updates_running_statistics_on_the_device(torch, op_device):
+    from helpers import ag_tensor
+
+    mean, var = ag_tensor(np.zeros(3)), ag_tensor(np.ones(3))
+    t_mean, t_var = torch.zeros(3), torch.ones(3)
+    for momentum in (0.1, 0.5):
+        x = RNG.standard_normal((4, 3, 5))
+        ag.nn.functional.batch_norm(ag_tensor(x), mean, var, training=True, momentum=momentum)
+        torch.nn.functional.batch_norm(torch.tensor(x), t_mean, t_var, training=True, momentum=momentum)
+    assert mean.device is ag.device(op_device) and mean._version == 2
+    np.testing.assert_allclose(mean.cpu().numpy(), t_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(var.cpu().numpy(), t_var.numpy(), rtol=1e-12)
+
+
+def test_batch_norm_of_a_vector_as_torch():
+    check_raises(lambda lib: lib.nn.functional.batch_norm(lib.ones(3), None, None, training=True), IndexError,
+                 r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from asyncgrad._validate import tensor_arg
 from asyncgrad.nn.module import Module
 from asyncgrad.ops.elementwise import clamp, where
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits, check_reduction
@@ -27,9 +28,8 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def _pair(input: Tensor, target: Tensor, fn: str) -> None:
     """torch's warning for a target that broadcasts against a differently shaped input."""
-    if not isinstance(input, Tensor) or not isinstance(target, Tensor):
-        raise TypeError(f"{fn}(): argument '{'input' if not isinstance(input, Tensor) else 'target'}' must be Tensor, "
-                        f"not {type(input if not isinstance(input, Tensor) else target).__name__}")
+    tensor_arg(input, fn, "input", 1)
+    tensor_arg(target, fn, "target", 2)
     if input.shape != target.shape:
         warnings.warn(f"Using a target size ({_size(target.shape)}) that is different to the input size "
                       f"({_size(input.shape)}). This will likely lead to incorrect results due to broadcasting. "

@@ -81,9 +81,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     (``running = (1 - momentum) running + momentum batch``, the variance unbiased as torch's);
     evaluation normalises by the running statistics."""
     tensor_arg(input, "batch_norm")
-    if input.ndim < 2:
-        raise ValueError(f"Expected 2D or higher input (got {input.ndim}D input)") if input.ndim else RuntimeError(
-            "batch_norm(): input must have at least 1 dimension")
+    if input.ndim < 2:  # torch reads the channel count as size(1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(input.ndim, 1)}, "
+                         f"{max(input.ndim, 1) - 1}], but got 1)")
     channels = input.shape[1]
     if training:
         size_prods = input.shape[0] * math.prod(input.shape[2:])
