@@ -115,3 +115,8 @@ class MSELoss(Module):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
+
+
+# CrossEntropyLoss lives with the other losses in nn/loss.py (with label_smoothing and its weight as
+# a buffer); named here too, where it used to be defined, for code that imports it from this module.
+from asyncgrad.nn.loss import CrossEntropyLoss  # noqa: E402, F401
