@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
-from .runner import THREAD_ENV
-
-for _name, _value in THREAD_ENV.items():  # before numpy and torch load their BLAS
-    os.environ.setdefault(_name, _value)
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # runner.THREAD_ENV
+if "numpy" not in sys.modules:  # before numpy and torch load their BLAS (runner.py imports numpy: imported after)
+    os.environ.update(THREAD_ENV)
 
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from .runner import THREAD_ENV as RUNNER_THREAD_ENV  # noqa: E402
+
+assert THREAD_ENV == RUNNER_THREAD_ENV, "keep the thread settings of the workload runner"
 
 
 def _torch_step(torch, layer, optimizer, x, target):
@@ -55,7 +59,19 @@ def _time(steps: dict, repeats: int, warmup: int) -> dict[str, list[float]]:
     return times
 
 
-def main(argv: list[str] | None = None) -> int:
+def _blas_threads() -> str:
+    """BLAS limited to one thread, also where numpy was imported first (a test, an interactive
+    session), through threadpoolctl when it is there; the counts the pools then report."""
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:
+        return "1 by environment (no threadpoolctl to check)"
+    threadpool_limits(limits=1)
+    counts = sorted({pool["num_threads"] for pool in threadpool_info()})
+    return "/".join(str(c) for c in counts)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.transformer_step", description=__doc__)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--heads", type=int, default=4)
@@ -73,10 +89,11 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    blas_threads = _blas_threads()
     shape = dict(d_model=args.d_model, nhead=args.heads, dim_feedforward=args.ff, dropout=args.dropout,
                  batch_first=True)
-    reference = torch.nn.TransformerEncoderLayer(**shape)
-    layer = ag.nn.TransformerEncoderLayer(**shape)
+    reference = torch.nn.TransformerEncoderLayer(**shape, dtype=torch.float32)
+    layer = ag.nn.TransformerEncoderLayer(**shape, dtype=ag.float32)
     layer.load_state_dict({k: ag.tensor(v.detach().numpy().copy()) for k, v in reference.state_dict().items()})
     rng = np.random.default_rng(0)
     x = rng.standard_normal((args.batch, args.seq, args.d_model)).astype(np.float32)
@@ -91,13 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     t_all, a_all = times["torch"], times["asyncgrad"]
     t_best, a_best = min(t_all), min(a_all)
     print(f"TransformerEncoderLayer step: d_model {args.d_model}, {args.heads} heads, seq {args.seq}, "
-          f"batch {args.batch}, ff {args.ff}, dropout {args.dropout}, float32, BLAS 1 thread; "
+          f"batch {args.batch}, ff {args.ff}, dropout {args.dropout}, float32, BLAS threads {blas_threads}; "
           f"min of {args.repeats} after {args.warmup} warm-up")
     print(f"  torch     {t_best * 1e3:8.2f} ms  (median {np.median(t_all) * 1e3:.2f})")
     print(f"  asyncgrad {a_best * 1e3:8.2f} ms  (median {np.median(a_all) * 1e3:.2f})")
     print(f"  ratio     {a_best / t_best:8.2f}x torch")
-    return 0
+    return {"torch_s": t_best, "asyncgrad_s": a_best}
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

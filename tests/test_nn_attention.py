@@ -183,3 +183,12 @@ def test_attention_errors_as_torch():
     check_raises(lambda lib: lib.nn.MultiheadAttention(4, 2)(lib.ones(3, 2, 4), lib.ones(3, 2, 4), lib.ones(3, 2, 4),
                                                             is_causal=True),
                  RuntimeError, "Need attn_mask if specifying the is_causal hint")
+
+
+def test_transformer_step_benchmark_runs(torch, capsys):
+    from benchmarks import transformer_step
+
+    result = transformer_step.main(["--d-model", "8", "--heads", "2", "--seq", "4", "--batch", "2", "--ff", "16",
+                                    "--repeats", "1", "--warmup", "0"])
+    assert result["torch_s"] > 0 and result["asyncgrad_s"] > 0
+    assert "x torch" in capsys.readouterr().out
