@@ -12,8 +12,10 @@ steps interleaved.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # runner.THREAD_ENV
 if "numpy" not in sys.modules:  # before numpy and torch load their BLAS (runner.py imports numpy: imported after)
@@ -59,16 +61,18 @@ def _time(steps: dict, repeats: int, warmup: int) -> dict[str, list[float]]:
     return times
 
 
-def _blas_threads() -> str:
-    """BLAS limited to one thread, also where numpy was imported first (a test, an interactive
-    session), through threadpoolctl when it is there; the counts the pools then report."""
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[str]:
+    """BLAS limited to one thread for the measurement, also where numpy was imported first (a test,
+    an interactive session), through threadpoolctl when it is there (the limit is lifted after);
+    yields the counts the pools then report."""
     try:
         from threadpoolctl import threadpool_info, threadpool_limits
     except ImportError:
-        return "1 by environment (no threadpoolctl to check)"
-    threadpool_limits(limits=1)
-    counts = sorted({pool["num_threads"] for pool in threadpool_info()})
-    return "/".join(str(c) for c in counts)
+        yield "1 by environment (no threadpoolctl to check)"
+        return
+    with threadpool_limits(limits=1):
+        yield "/".join(str(c) for c in sorted({pool["num_threads"] for pool in threadpool_info()}))
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -89,7 +93,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    blas_threads = _blas_threads()
     shape = dict(d_model=args.d_model, nhead=args.heads, dim_feedforward=args.ff, dropout=args.dropout,
                  batch_first=True)
     reference = torch.nn.TransformerEncoderLayer(**shape, dtype=torch.float32)
@@ -103,8 +106,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     a_opt = ag.optim.SGD(layer.parameters(), lr=1e-3)
     tx, tt = torch.tensor(x), torch.tensor(target)
     ax, at = ag.tensor(x), ag.tensor(target)
-    times = _time({"torch": lambda: _torch_step(torch, reference, t_opt, tx, tt),
-                   "asyncgrad": lambda: _ag_step(ag, layer, a_opt, ax, at)}, args.repeats, args.warmup)
+    with _one_blas_thread() as blas_threads:
+        times = _time({"torch": lambda: _torch_step(torch, reference, t_opt, tx, tt),
+                       "asyncgrad": lambda: _ag_step(ag, layer, a_opt, ax, at)}, args.repeats, args.warmup)
     t_all, a_all = times["torch"], times["asyncgrad"]
     t_best, a_best = min(t_all), min(a_all)
     print(f"TransformerEncoderLayer step: d_model {args.d_model}, {args.heads} heads, seq {args.seq}, "
