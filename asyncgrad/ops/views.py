@@ -376,7 +376,8 @@ def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: A
         if other.dtype != x.dtype or other.device is not dev:
             raise TypeError(f"expected {x.dtype} on {dev} (got {other.dtype} on {other.device})")
         return getitem(other, Ellipsis)
-    if len(args) == 1 and size is None and not isinstance(args[0], (int, np.integer)) or not args:
+    if len(args) == 1 and size is None and (not isinstance(args[0], (int, np.integer)) or isinstance(args[0], bool)) \
+            or not args:
         data = args[0] if args else []
         if isinstance(data, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
