@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from helpers import AG, ag_tensor, call, check_gradgrad, check_op, has_torch, run_torch, wait
+from helpers import AG, call, check_gradgrad, check_op, has_torch, run_torch, wait
 
 import asyncgrad as ag
 
@@ -485,7 +485,7 @@ def test_two_inplace_ops_through_views_of_one_base_invalidate_a_saved_result():
 @pytest.mark.parametrize("name", ["exp_", "sqrt_", "sigmoid_", "neg_", "abs_", "log_"])
 def test_inplace_unary_on_integers_and_bools_refused_as_torch(name):
     for dtype in ("int64", "bool"):
-        fn = lambda lib: getattr(lib.tensor(np.array([1, 0, 1]).astype(dtype)), name)().tolist()  # noqa: E731
+        fn = lambda lib, dtype=dtype: getattr(lib.tensor(np.array([1, 2, 1]).astype(dtype)), name)().tolist()  # noqa: E731
         got = _message(fn, AG)
         if has_torch():
             assert got == run_torch_message(fn)
@@ -612,3 +612,39 @@ def test_tril_triu_in_place(op_device):
     assert x._version == 1 and x.tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     x.triu_(1)
     assert x.tolist() == [[0, 0, 0]] * 3
+
+
+def _use_after_base_changed(lib: Any, make_view: Callable) -> Any:
+    x = lib.tensor(np.ones((3, 4))).requires_grad_()
+    y = x * 1
+    v = make_view(lib, y)
+    y.mul_(2.0)
+    out = (v * 2).sum()
+    return wait(ag.grad(out, x)) if lib is AG else lib.autograd.grad(out, x)
+
+
+def _no_grad_row(lib: Any, y: Any) -> Any:
+    with lib.no_grad():
+        return y[0]
+
+
+@pytest.mark.parametrize("make_view, message", [
+    (lambda lib, y: y.unbind()[1], "Output 1 of Unbind is a view and its base or another view of its base has been "
+     "modified inplace. This view is the output of a function that returns multiple views. Such functions do not "
+     "allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place "
+     "one."),
+    (lambda lib, y: y.chunk(2, 1)[0][1:], "Output 0 of Slice is a view and its base or another view of its base has "
+     "been modified inplace. This view is the output of a function that returns multiple views. Such functions do "
+     "not allow the output views to be modified inplace. You should replace the inplace operation by an "
+     "out-of-place one."),
+    (_no_grad_row, "A view was created in no_grad mode and its base or another view of its base has been modified "
+     "inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+     "can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you "
+     "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
+])
+def test_such_views_refuse_to_differentiate_after_their_base_changed(make_view, message):
+    """torch raises when the view is next used; asyncgrad when the backward reaches it, in the same words."""
+    fn = lambda lib: _use_after_base_changed(lib, make_view)  # noqa: E731
+    assert _message(fn, AG) == (RuntimeError, message)
+    if has_torch():
+        assert run_torch_message(fn) == (RuntimeError, message)

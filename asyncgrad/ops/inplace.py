@@ -234,6 +234,11 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
     for view in list(views):
         if view is skip:
             continue
+        if view._extra.creation is not None:  # torch cannot regenerate such a view's grad_fn: it refuses
+            message = view_creation_error(view._extra.creation, "its base or another view of its base has been")
+            node = _rebased_node(Error, (gradient_edge(base),), view, message)
+            view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
+            continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
                              backend.view_index(base.data, view.data), base.shape, None, work=base.data.size)
         if view._extra.retains_grad:
@@ -268,6 +273,19 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
     def release_variables(self) -> None:
         self.fn.release_variables()
         super().release_variables()
+
+
+class Error(OpNode):
+    """The grad_fn of a view made in no_grad mode or by a multi-output op whose base changed in place
+    since (torch's ``Error`` node there): torch refuses to read such a view's grad_fn, raising when the
+    view is next used; asyncgrad raises the same words when the backward reaches it (Note [View creation]
+    in _node.py)."""
+
+    __slots__ = ("message",)
+    work_per_element = 0
+
+    def backward(self, F, g):
+        raise RuntimeError(self.message)
 
 
 class AsStridedBackward0(OpNode):
