@@ -529,6 +529,9 @@ def test_new_is_torchs_legacy_constructor(op_device, torch):
     assert ag.tensor([1, 2]).new([1.7]).tolist() == torch.tensor([1, 2]).new([1.7]).tolist()
     alias = x.new(x)
     assert alias._base is x and alias.grad_fn.name() == tx.new(tx).grad_fn.name() == "AliasBackward0"
+    got = _message(lambda: x.new(ag.tensor([1, 2], device=op_device)), AG)
+    want = run_torch_message(lambda: tx.new(torch.tensor([1, 2])))
+    assert got == (want[0], want[1].replace("device=cpu", f"device={op_device}"))
     for bad in [("a",), (2.5,), (None,), (True,), (2, "a"), (-1,)]:
         got = _message(lambda lib, bad=bad: (x if lib is AG else tx).new(*bad), AG)
         want = run_torch_message(lambda bad=bad: tx.new(*bad))
@@ -648,3 +651,15 @@ def test_such_views_refuse_to_differentiate_after_their_base_changed(make_view, 
     assert _message(fn, AG) == (RuntimeError, message)
     if has_torch():
         assert run_torch_message(fn) == (RuntimeError, message)
+
+
+def test_iteration_gives_unbinds_views_as_torch(op_device):
+    x = ag.tensor(np.ones((3, 2)), device=op_device, requires_grad=True)
+    y = x * 1
+    rows = list(y)
+    assert [r.output_nr for r in rows] == [0, 1, 2] and rows[0].grad_fn.name() == "UnbindBackward0"
+    assert all(r._base is y for r in rows)
+    (g,) = wait(ag.grad(rows[1].sum() * 2, x))
+    assert g.tolist() == [[0.0, 0.0], [2.0, 2.0], [0.0, 0.0]]
+    same_error(lambda lib: list(_grad_input(lib, 3, 2))[0].mul_(2), RuntimeError, "Output 0 of Unbind " + MULTI)
+    same_error(lambda lib: iter(lib.tensor(1.0)), TypeError, "iteration over a 0-d tensor")

@@ -129,7 +129,7 @@ _METHODS.update({
     "narrow": views.narrow, "select": views.select, "unbind": views.unbind, "split": views.split,
     "split_with_sizes": views.split_with_sizes, "chunk": views.chunk, "diagonal": views.diagonal,
     "movedim": views.movedim, "moveaxis": views.movedim, "unflatten": views.unflatten, "view_as": views.view_as,
-    "as_strided": views.as_strided, "_base": property(views.base_of), "new": views.new,
+    "as_strided": views.as_strided, "_base": property(views.base_of), "new": views.new, "__iter__": views.iterate,
     "data_ptr": views.data_ptr,
     "repeat": shape.repeat, "tile": shape.tile, "flip": shape.flip, "roll": shape.roll, "tril": shape.tril,
     "triu": shape.triu, "diag": shape.diag,

@@ -17,7 +17,7 @@ zeros standing in for those that got none.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -91,7 +91,6 @@ class _MultiView(OpNode):
     output's gradient, zeros of that output's shape where none came."""
 
     __slots__ = ()
-    work_per_element = 0
 
     def apply(self, grads: list, create_graph: bool) -> Any:
         F = self.graph_math if create_graph else ArrayMath
@@ -131,7 +130,7 @@ def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any) ->
         for name, value in zip(cls.fields, fields):
             setattr(node, name, value)
         node._input_meta = tuple(input_meta(o.shape, x.dtype, dev)[0] for o in outs)
-        node.work = 0
+        node.work = x.data.size * cls.work_per_element  # the backward concatenates: one copy of the input
         if anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
     results = []
@@ -152,6 +151,13 @@ def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     lead = (slice(None),) * axis
     outs = [backend.view(x.data, indexed, lead + (i, Ellipsis)) for i in range(x.shape[axis])]
     return _record_views(UnbindBackward0, x, outs, axis)
+
+
+def iterate(x: Tensor) -> Iterator[Tensor]:
+    """``iter(x)``: torch iterates over ``x.unbind(0)``, so the rows are multi-output views."""
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(unbind(x, 0))
 
 
 def _pieces(x: Tensor, axis: int, sizes: Sequence[int]) -> list:
@@ -362,6 +368,16 @@ def data_ptr(x: Tensor) -> int:
     return int(x.device.backend.address(x.data))
 
 
+_C_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _options(dtype: np.dtype, device: Any) -> str:
+    """torch's TensorOptions as its legacy constructor prints them (C++ type names)."""
+    return (f"TensorOptions(dtype={_C_TYPES.get(dtype.name, dtype.name)}, device={device}, layout=Strided, "
+            "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))")
+
+
 def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: Any) -> Tensor:
     """torch's legacy constructor: ``x.new(2, 3)`` (uninitialised), ``x.new([1, 2])`` (data), ``x.new()``
     (empty), ``x.new(t)`` (an alias of ``t``), in ``x``'s dtype, on ``x``'s device unless told."""
@@ -374,7 +390,7 @@ def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: A
     if len(args) == 1 and isinstance(args[0], Tensor):
         other = args[0]
         if other.dtype != x.dtype or other.device is not dev:
-            raise TypeError(f"expected {x.dtype} on {dev} (got {other.dtype} on {other.device})")
+            raise TypeError(f"expected {_options(x.dtype, dev)} (got {_options(other.dtype, other.device)})")
         return getitem(other, Ellipsis)
     if len(args) == 1 and size is None and (not isinstance(args[0], (int, np.integer)) or isinstance(args[0], bool)) \
             or not args:
