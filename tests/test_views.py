@@ -663,3 +663,18 @@ def test_iteration_gives_unbinds_views_as_torch(op_device):
     assert g.tolist() == [[0.0, 0.0], [2.0, 2.0], [0.0, 0.0]]
     same_error(lambda lib: list(_grad_input(lib, 3, 2))[0].mul_(2), RuntimeError, "Output 0 of Unbind " + MULTI)
     same_error(lambda lib: iter(lib.tensor(1.0)), TypeError, "iteration over a 0-d tensor")
+
+
+def test_hooks_and_retain_grad_on_multi_output_views(op_device, torch):
+    results = []
+    for lib in (ag, torch):
+        x = (ag.ones(3, 2, device=op_device) if lib is ag else torch.ones(3, 2)).requires_grad_()
+        u = (x * 1).unbind()
+        u[1].retain_grad()
+        seen: list = []
+        u[2].register_hook(lambda g, seen=seen: seen.append(g.tolist()))
+        z = (u[1] * 3).sum() + (u[2] * 5).sum()
+        wait(z.backward())
+        results.append((u[1].grad.tolist(), seen, x.grad.tolist()))
+    assert results[0] == results[1]
+    assert results[0][2] == [[0.0, 0.0], [3.0, 3.0], [5.0, 5.0]]
