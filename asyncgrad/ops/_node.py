@@ -389,3 +389,12 @@ class ArrayMath:
     @staticmethod
     def cat(gs: list, axis: int) -> Any:
         return backend_of(gs[0]).xp.concat(gs, axis=axis)
+
+    # ---- ops-index: the scans (cumsum's and cumprod's backwards)
+    @staticmethod
+    def cumsum(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_sum(g, axis=axis)
+
+    @staticmethod
+    def cumprod(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_prod(g, axis=axis)
