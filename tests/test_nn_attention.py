@@ -192,3 +192,17 @@ def test_transformer_step_benchmark_runs(torch, capsys):
                                     "--repeats", "1", "--warmup", "0"])
     assert result["torch_s"] > 0 and result["asyncgrad_s"] > 0
     assert "x torch" in capsys.readouterr().out
+
+
+async def test_multihead_attention_with_other_key_and_value_sizes(torch):
+    ag.set_default_dtype(ag.float64)
+    module = ag.nn.MultiheadAttention(6, 2, kdim=5, vdim=3)
+    reference = torch.nn.MultiheadAttention(6, 2, kdim=5, vdim=3)
+    assert list(module.state_dict()) == list(reference.state_dict()) == [
+        "q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+    _load(torch, module, reference)
+    q, k, v = RNG.standard_normal((4, 2, 6)), RNG.standard_normal((5, 2, 5)), RNG.standard_normal((5, 2, 3))
+    padding = np.zeros((2, 5), bool)
+    padding[0, 4] = True
+    await _compare(torch, module, reference, [q, k, v], lambda o: o[0], key_padding_mask=padding)
+    await _compare(torch, module, reference, [q, k, v], lambda o: o[1])

@@ -22,9 +22,10 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer"]
 
 
 class MultiheadAttention(Module):
-    """torch's MultiheadAttention with one packed input projection (``kdim``/``vdim`` equal to
-    ``embed_dim``; ``add_bias_kv``/``add_zero_attn`` not supported). Initialised as torch:
-    xavier_uniform_ input projection, zero biases."""
+    """torch's MultiheadAttention: one packed input projection ``in_proj_weight``, or, where keys
+    or values have other sizes (``kdim``/``vdim``), ``q_proj_weight``, ``k_proj_weight`` and
+    ``v_proj_weight`` (``add_bias_kv``/``add_zero_attn`` not supported). Initialised as torch:
+    xavier_uniform_ input projections, zero biases."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
@@ -33,21 +34,32 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other than "
-                                      "embed_dim are not supported")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         self.embed_dim = embed_dim
-        self.kdim = self.vdim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, dtype=dtype, device=device))
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, dtype=dtype, device=device))
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+            projections = [self.in_proj_weight]
+        else:  # torch registers these first, so they lead its state_dict
+            self.q_proj_weight = Parameter(empty(embed_dim, embed_dim, dtype=dtype, device=device))
+            self.k_proj_weight = Parameter(empty(embed_dim, self.kdim, dtype=dtype, device=device))
+            self.v_proj_weight = Parameter(empty(embed_dim, self.vdim, dtype=dtype, device=device))
+            self.in_proj_weight = None
+            projections = [self.q_proj_weight, self.k_proj_weight, self.v_proj_weight]
         self.in_proj_bias = Parameter(zeros(3 * embed_dim, dtype=dtype, device=device)) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        init.xavier_uniform_(self.in_proj_weight)
+        for weight in projections:
+            init.xavier_uniform_(weight)
         if self.out_proj.bias is not None:
             with no_grad():
                 self.out_proj.bias.zero_()
@@ -68,6 +80,8 @@ class MultiheadAttention(Module):
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, None, None,
             False, self.dropout, self.out_proj.weight, self.out_proj.bias, training=self.training,
             key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
             average_attn_weights=average_attn_weights, is_causal=is_causal)
         if self.batch_first and batched:
             out = out.transpose(0, 1)

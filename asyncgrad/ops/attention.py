@@ -65,13 +65,17 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
                                  add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
                                  out_proj_bias: Tensor | None, training: bool = True,
                                  key_padding_mask: Tensor | None = None, need_weights: bool = True,
-                                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                                 attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+                                 q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+                                 v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+                                 static_v: Tensor | None = None, average_attn_weights: bool = True,
                                  is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
-    """torch's function for inputs shaped (L, N, E) (or (L, E) unbatched), with one packed input
-    projection; ``bias_k``/``bias_v``/``add_zero_attn`` are not supported (None/False only).
+    """torch's function (and argument order) for inputs shaped (L, N, E) (or (L, E) unbatched): one
+    packed input projection, or three with ``use_separate_proj_weight`` (keys and values of other
+    sizes); ``bias_k``/``bias_v``/``add_zero_attn``/``static_k``/``static_v`` are not supported.
     ``is_causal`` is a hint that ``attn_mask`` is causal, as in torch: the mask is what is applied."""
-    if bias_k is not None or bias_v is not None or add_zero_attn:
-        raise NotImplementedError("add_bias_kv and add_zero_attn are not supported")
+    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
+        raise NotImplementedError("add_bias_kv, add_zero_attn, static_k and static_v are not supported")
     is_batched = query.ndim == 3
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -90,11 +94,17 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
 
-    if query is key and key is value:  # self-attention: one projection, split in three
+    if not use_separate_proj_weight and query is key and key is value:  # self-attention: one projection, split
         proj = linear(query, in_proj_weight, in_proj_bias)
         q, k, v = (proj[..., i * embed_dim:(i + 1) * embed_dim] for i in range(3))
     else:
-        w = [in_proj_weight[i * embed_dim:(i + 1) * embed_dim] for i in range(3)]
+        if use_separate_proj_weight:
+            if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+                raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
+                                     "v_proj_weight is None")
+            w = [q_proj_weight, k_proj_weight, v_proj_weight]
+        else:
+            w = [in_proj_weight[i * embed_dim:(i + 1) * embed_dim] for i in range(3)]
         b = [None] * 3 if in_proj_bias is None else [in_proj_bias[i * embed_dim:(i + 1) * embed_dim]
                                                      for i in range(3)]
         q, k, v = (linear(x, wi, bi) for x, wi, bi in zip((query, key, value), w, b))
