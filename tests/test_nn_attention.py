@@ -206,3 +206,39 @@ async def test_multihead_attention_with_other_key_and_value_sizes(torch):
     padding[0, 4] = True
     await _compare(torch, module, reference, [q, k, v], lambda o: o[0], key_padding_mask=padding)
     await _compare(torch, module, reference, [q, k, v], lambda o: o[1])
+
+
+LAYERS_ON_DEVICES = [
+    ("TransformerEncoderLayer", lambda d: ag.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, device=d),
+     [(5, 3, 8)], {"src_mask": np.triu(np.ones((5, 5), bool), 1)}),
+    ("MultiheadAttention", lambda d: ag.nn.MultiheadAttention(6, 2, kdim=5, vdim=3, device=d),
+     [(4, 2, 6), (5, 2, 5), (5, 2, 3)], {"key_padding_mask": np.eye(2, 5, dtype=bool)}),
+    ("LSTM", lambda d: ag.nn.LSTM(3, 4, num_layers=2, bidirectional=True, device=d), [(5, 2, 3)], {}),
+    ("GRU", lambda d: ag.nn.GRU(3, 4, device=d), [(5, 2, 3)], {}),
+    ("BatchNorm1d", lambda d: ag.nn.BatchNorm1d(3, device=d), [(5, 3)], {}),
+    ("GroupNorm", lambda d: ag.nn.GroupNorm(2, 4, device=d), [(2, 4, 3)], {}),
+]
+
+
+@pytest.mark.parametrize("name, make, shapes, kwargs", LAYERS_ON_DEVICES, ids=[c[0] for c in LAYERS_ON_DEVICES])
+async def test_layers_on_the_sim_device_match_cpu(name, make, shapes, kwargs):
+    """The composed layers only through the device's array backend: sim:0 (array_api_strict) gives
+    cpu's outputs and gradients, with the same weights."""
+    ag.set_default_dtype(ag.float64)
+    arrays = [RNG.standard_normal(s) for s in shapes]
+    results = {}
+    state = None
+    for device in ("cpu", "sim:0"):
+        module = make(device)
+        if state is None:
+            state = {k: v.clone() for k, v in module.state_dict().items()}
+        else:
+            module.load_state_dict({k: v.to(device) for k, v in state.items()})
+        xs = [ag.tensor(a, device=device, requires_grad=True) for a in arrays]
+        out = module(*xs, **{k: ag.tensor(v, device=device) for k, v in kwargs.items()})
+        out = out[0] if isinstance(out, tuple) else out
+        assert out.device is ag.device(device)
+        grads = await ag.grad(out.sum(), xs + list(module.parameters()))
+        results[device] = [out.detach().cpu().numpy()] + [g.cpu().numpy() for g in grads]
+    for a, b in zip(results["cpu"], results["sim:0"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
