@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 import weakref
 
-from asyncgrad.autograd.graph import NO_EDGE, Edge, Node, Placement
+from asyncgrad.autograd import graph
+from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.tensor import Tensor, creation_lock
 
@@ -104,3 +105,16 @@ def gradient_edge(t: Tensor) -> Edge:
     if fn is not None:
         return _tuple_new(Edge, (fn, t.output_nr))
     return _tuple_new(Edge, (grad_accumulator(t), 0))
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """Where the gradient of ``tensor`` is computed (torch.autograd.graph.get_gradient_edge):
+    ``ag.grad(loss, get_gradient_edge(x))`` equals ``ag.grad(loss, x)``."""
+    if not tensor._requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    fn, output_nr = gradient_edge(tensor)
+    return GradientEdge(fn, output_nr)
+
+
+graph.get_gradient_edge = get_gradient_edge  # type: ignore[attr-defined]  (Note [The public graph module])
