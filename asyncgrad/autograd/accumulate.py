@@ -12,6 +12,7 @@ import weakref
 
 from asyncgrad.autograd import graph
 from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
+from asyncgrad.autograd.hook_calls import type_name_of
 from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.tensor import Tensor, creation_lock
 
@@ -80,7 +81,11 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     extra = variable._extra
     if extra is not None and extra.post_accumulate_hooks:
         for fn in list(extra.post_accumulate_hooks.values()):
-            fn(variable)
+            result = fn(variable)
+            if result is not None:  # torch's words, for a non-Tensor and for a Tensor
+                if not isinstance(result, Tensor):
+                    raise TypeError(f"expected Variable, but hook returned '{type_name_of(result)}'")
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:
