@@ -7,7 +7,6 @@ import pytest
 import asyncgrad as ag
 from asyncgrad.autograd.graph import (
     allow_mutation_on_saved_tensors,
-    disable_saved_tensors_hooks,
     save_on_cpu,
     saved_tensors_hooks,
 )
