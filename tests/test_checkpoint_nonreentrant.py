@@ -7,7 +7,8 @@ import pytest
 import asyncgrad as ag
 from asyncgrad.checkpoint import REENTRANT_WITH_GRAD, CheckpointError
 
-torch = pytest.importorskip("torch.utils.checkpoint").__name__ and pytest.importorskip("torch")
+pytest.importorskip("torch.utils.checkpoint")
+torch = pytest.importorskip("torch")
 
 X = np.array([0.3, -0.7, 1.1])
 W = np.array([1.5, -0.5, 0.8])

@@ -154,6 +154,8 @@ class Function:
 
     _async_backward = False
     _node_class: type[FunctionNode]
+    _forward_signature: inspect.Signature | None = None
+    """The forward's signature when the Function uses ``setup_context`` (its inputs are bound to it)."""
     clear_saved_tensors_on_access = False
     """Let go of the saved tensors at the first ``ctx.saved_tensors`` (torch 2.13); a second access raises."""
 
@@ -181,6 +183,8 @@ class Function:
         super().__init_subclass__(**kwargs)
         user = cls.vjp if cls.vjp is not Function.vjp else cls.backward
         cls._async_backward = inspect.iscoroutinefunction(inspect.unwrap(user))
+        uses_setup_context = cls.setup_context is not Function.setup_context
+        cls._forward_signature = inspect.signature(cls.forward) if uses_setup_context else None
         # Note [Placement] in autograd/graph.py: an async def backward runs as a task of its own; a plain
         # one may block on a reentrant backward (backward_sync), so it never runs plainly inline.
         placement = Placement.OWN_TASK if cls._async_backward else Placement.PORTAL
@@ -206,9 +210,9 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is Function:
             raise RuntimeError("Function.apply must be called on a subclass")
-        setup_context = cls.setup_context is not Function.setup_context
+        setup_context = cls._forward_signature is not None
         if setup_context:  # torch binds the forward's defaults, so that setup_context sees every input
-            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound = cls._forward_signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
