@@ -63,7 +63,7 @@ def _call_now(fn: Callable, args: tuple, kwargs: dict) -> Any:
 class _RngFork:
     """The default generator set to the forward's state for a recomputation, and put back after."""
 
-    def __init__(self, state: dict | None) -> None:
+    def __init__(self, state: Any) -> None:
         self.state = state
 
     def __enter__(self) -> None:
@@ -108,7 +108,7 @@ class _Frame:
     is an ``async def``, which runs before any node of the region) awaits the recomputation first.
     """
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng_state: dict | None) -> None:
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng_state: Any) -> None:
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
@@ -195,7 +195,11 @@ class _Recomputation:
         self.frame.recomputed[self.key] = self.values
         graph_task = current_graph_task.get()
         if graph_task is not None:
-            graph_task.final_callbacks.append(lambda: self.frame.recomputed.pop(self.key, None))
+            graph_task.final_callbacks.append(self._forget)
+
+    def _forget(self) -> None:
+        """What the backward did not unpack goes with it."""
+        self.frame.recomputed.pop(self.key, None)
 
 
 def _never_unpacked(handle: Any) -> Any:

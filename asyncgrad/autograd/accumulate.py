@@ -119,7 +119,9 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
         raise RuntimeError(
             "It is not possible to get the gradient edge for a Tensor that does not require gradients")
     fn, output_nr = gradient_edge(tensor)
+    assert fn is not None  # a tensor that requires grad has a grad_fn or an AccumulateGrad
     return GradientEdge(fn, output_nr)
 
 
-graph.get_gradient_edge = get_gradient_edge  # type: ignore[attr-defined]  (Note [The public graph module])
+# Note [The public graph module] (graph.py): installed there, from here.
+graph.get_gradient_edge = get_gradient_edge

@@ -28,7 +28,7 @@ from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.tensor import Tensor
 
-TensorOrTensors = Tensor | Sequence[Tensor]
+TensorOrTensors = Tensor | GradientEdge | Sequence[Tensor] | Sequence[GradientEdge]  # torch takes GradientEdges too
 _get_running_loop = asyncio._get_running_loop
 
 

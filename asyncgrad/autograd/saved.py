@@ -14,7 +14,7 @@ error). The check costs recording one list read (``hooks_in_use``) while no hook
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import grad_accumulator
@@ -38,6 +38,10 @@ class SavedTensor:
 
     __slots__ = ("data", "vc", "version", "tensor", "output_nr", "device", "grad_fn", "packed", "unpack",
                  "link")
+    packed: Any
+    """What the pack hook returned (a PackedSavedTensor's only; Note [Packed saved tensors])."""
+    unpack: Callable[[Any], Any]
+    link: Any
 
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor.data
@@ -145,7 +149,7 @@ def _pack(saved: SavedTensor, tensor: Tensor, is_output: bool, hooks: tuple) -> 
 def unpack_arrays(node: Node) -> list[Any]:
     """A node's saved tensors as raw arrays: the fast path when no backward graph is recorded.
     A None entry (a tensor the op did not need to save) unpacks as None."""
-    out = []
+    out: list[Any] = []
     for saved in node.saved:
         if saved is None:
             out.append(None)
