@@ -16,8 +16,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from asyncgrad import factories
 from asyncgrad.autograd.api import backward
@@ -31,6 +32,15 @@ REENTRANT_WITH_GRAD = (
     "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` parameter "
     "to .backward(). To resolve this error, you can either set use_reentrant=False, or call .backward() without "
     "passing the `inputs` argument.")
+
+
+def noop_context_fn() -> tuple[ContextManager, ContextManager]:
+    """The default ``context_fn``: nothing around the forward, nothing around the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+DETERMINISM_CHECKS = ("default", "none")
+"""torch's ``determinism_check`` values: compare the recomputed tensors' metadata, or not."""
 
 
 class CheckpointError(RuntimeError):
@@ -108,11 +118,14 @@ class _Frame:
     is an ``async def``, which runs before any node of the region) awaits the recomputation first.
     """
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng_state: Any) -> None:
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng_state: Any, recompute_context: ContextManager,
+                 check_metadata: bool) -> None:
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.rng_state = rng_state
+        self.recompute_context = recompute_context
+        self.check_metadata = check_metadata
         self.metas: list[dict] = []
         self.recomputed: dict[int | None, dict[int, Tensor]] = {}
 
@@ -149,6 +162,8 @@ class _Frame:
                 "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
                 f"recomputation.\nNumber of tensors saved during forward: {len(self.metas)}\nNumber of tensors "
                 f"saved during recomputation: {count}.")
+        if not self.check_metadata:
+            return
         different = [(i, self.metas[i], _meta(v)) for i, v in values.items() if _meta(v) != self.metas[i]]
         if different:
             listed = "".join(f"tensor at position {i}:\nsaved metadata: {saved}\nrecomputed metadata: {new}\n"
@@ -181,11 +196,13 @@ class _Recomputation:
         self.rng.__enter__()
         self.hooks.__enter__()
         self.grad.__enter__()
+        self.frame.recompute_context.__enter__()
         inputs = tuple(a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
                        for a in self.frame.args)
         return inputs, self.frame.kwargs
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.frame.recompute_context.__exit__(exc_type, *exc)
         self.grad.__exit__()
         self.hooks.__exit__()
         self.rng.__exit__()
@@ -227,10 +244,14 @@ class _RecomputeFirst(Function):
         return (None, *grads)
 
 
-async def _checkpoint_without_reentrant(fn: Callable, preserve_rng_state: bool, args: tuple, kwargs: dict) -> Any:
+async def _checkpoint_without_reentrant(fn: Callable, preserve_rng_state: bool, context_fn: Callable,
+                                       determinism_check: str, args: tuple, kwargs: dict) -> Any:
+    if determinism_check not in DETERMINISM_CHECKS:
+        raise ValueError(f"determinism_check should be one of {list(DETERMINISM_CHECKS)}, but got {determinism_check}")
+    forward_context, recompute_context = context_fn()
     rng_state = factories._rng[0].bit_generator.state if preserve_rng_state else None
-    frame = _Frame(fn, args, kwargs, rng_state)
-    with saved_tensors_hooks(frame.pack, frame.unpack):
+    frame = _Frame(fn, args, kwargs, rng_state, recompute_context, determinism_check == "default")
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         result = fn(*args, **kwargs)
         is_async = inspect.isawaitable(result)
         if is_async:
@@ -277,20 +298,31 @@ class CheckpointFunction(Function):
         return (None, None, None) + input_grads
 
 
-async def checkpoint(fn: Callable, *args: Any, use_reentrant: bool | None = None, preserve_rng_state: bool = True,
-                     **kwargs: Any) -> Any:
+async def checkpoint(fn: Callable, *args: Any, use_reentrant: bool | None = None,
+                     context_fn: Callable[[], tuple[ContextManager, ContextManager]] = noop_context_fn,
+                     determinism_check: str = "default", debug: bool = False, early_stop: bool = True,
+                     preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` (a ``def`` or an ``async def``) without keeping its intermediates.
 
     ``use_reentrant`` left out means False, the non-reentrant variant (API.md; torch 2.13 warns
     and takes True when it is left out). ``preserve_rng_state`` replays the forward's random
-    numbers in the recomputation. Keyword arguments for ``fn`` need the non-reentrant variant.
+    numbers in the recomputation. The non-reentrant variant takes torch's ``context_fn`` (two
+    context managers: around the forward, around the recomputation), ``determinism_check``
+    (``"default"``: compare the recomputed tensors' shapes, dtypes and devices; ``"none"``) and
+    keyword arguments for ``fn``; ``early_stop`` is accepted (the recomputation always runs
+    ``fn`` to its end, which changes its cost, not its results); ``debug=True`` is not supported.
     """
     if use_reentrant is None:
         use_reentrant = False
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+    if use_reentrant and (context_fn is not noop_context_fn or debug is not False):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+    if debug:
+        raise NotImplementedError("checkpoint(debug=True) is not supported by asyncgrad")
     if not use_reentrant:
-        return await _checkpoint_without_reentrant(fn, preserve_rng_state, args, kwargs)
+        return await _checkpoint_without_reentrant(fn, preserve_rng_state, context_fn, determinism_check, args,
+                                                   kwargs)
     rng_state = factories._rng[0].bit_generator.state if preserve_rng_state else None
     with no_grad():
         outputs = await _call(fn, args, {})

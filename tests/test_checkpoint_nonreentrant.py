@@ -120,3 +120,51 @@ async def test_reentrant_refuses_grad_and_inputs_with_torchs_words():
     y = await ag.checkpoint(lambda t, k=1: (t * k).sin(), x, k=2)  # keyword arguments: non-reentrant
     (g,) = await ag.grad(y.sum(), x)
     np.testing.assert_allclose(g.numpy(), 2 * np.cos(2 * X))
+
+
+async def test_context_fn_and_determinism_check_as_torch():
+    x = ag.tensor(X, dtype=ag.float64, requires_grad=True)
+    entered = []
+
+    class Mark:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            entered.append(self.name)
+
+        def __exit__(self, *exc):
+            return None
+
+    y = await ag.checkpoint(lambda t: t.sin(), x, context_fn=lambda: (Mark("forward"), Mark("recompute")))
+    assert entered == ["forward"]
+    await y.sum().backward()
+    assert entered == ["forward", "recompute"]
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(X))
+
+    state = {"k": 3}
+    y = await ag.checkpoint(lambda t: t[:state["k"]].sin(), x)
+    state["k"] = 2
+    with pytest.raises(CheckpointError, match="Recomputed values for the following tensors have different metadata"):
+        await y.sum().backward()
+
+    def texts(lib, check):
+        tx = lib.ones(2, requires_grad=True)
+        found = []
+        for call in (lambda: check(lambda t: t, tx, use_reentrant=False, determinism_check="sometimes"),
+                     lambda: check(lambda t: t, tx, use_reentrant=True, context_fn=lambda: (None, None))):
+            try:
+                call()
+            except ValueError as e:
+                found.append(str(e))
+        return found
+
+    def ours(*args, **kwargs):
+        import asyncio
+        asyncio.run(ag.checkpoint(*args, **kwargs))
+
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a thread with no running loop
+        mine = pool.submit(texts, ag, ours).result()
+    assert mine == texts(torch, torch.utils.checkpoint.checkpoint)
+    assert len(mine) == 2
