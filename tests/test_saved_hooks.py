@@ -194,3 +194,22 @@ async def test_allow_mutation_refuses_nesting_and_a_backward_outside():
         out = (a.clone() ** 2).sum()
     with pytest.raises(AssertionError, match="Trying to backward outside of the 'allow_mutation_on_saved_tensors'"):
         await out.backward()
+
+
+async def test_a_task_created_inside_the_block_keeps_the_hooks_of_its_context():
+    import asyncio
+    packed = []
+    x = ag.ones(3, requires_grad=True)
+    started = asyncio.Event()
+
+    async def forward():
+        await started.wait()
+        return x.sin()
+
+    with saved_tensors_hooks(lambda t: packed.append(1) or t.detach(), lambda t: t):
+        task = asyncio.create_task(forward())
+    started.set()
+    y = await task  # recorded after the block exited, in a context that holds the hooks
+    assert packed == [1]
+    await y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(np.ones(3)))

@@ -311,9 +311,11 @@ saved_hooks_disabled: contextvars.ContextVar[str | None] = contextvars.ContextVa
     "asyncgrad_saved_tensors_hooks_disabled", default=None)
 """The message of the innermost ``disable_saved_tensors_hooks``, or None."""
 
-hooks_in_use = [0]
-"""How many ``saved_tensors_hooks`` contexts are entered anywhere: recording reads one list item,
-not a context variable, while no hook is in use (Note [Packed saved tensors] in saved.py)."""
+hooks_in_use = [False]
+"""Whether any ``saved_tensors_hooks`` was ever entered: until then recording reads one list item,
+not a context variable (Note [Packed saved tensors] in saved.py). It never goes back to False: a
+task created inside the block inherits the hooks in its context copy and may record after the
+block has exited, so a count of open blocks could not say that no context holds hooks."""
 
 
 class saved_tensors_hooks:
@@ -334,10 +336,9 @@ class saved_tensors_hooks:
         if message is not None:
             raise RuntimeError(message)
         self._tokens.append(saved_hooks.set((self.pack_hook, self.unpack_hook)))
-        hooks_in_use[0] += 1
+        hooks_in_use[0] = True
 
     def __exit__(self, *args: object) -> None:
-        hooks_in_use[0] -= 1
         saved_hooks.reset(self._tokens.pop())
 
 

@@ -8,7 +8,8 @@ holds neither the tensor nor its array. ``unpack`` runs each time the backward (
 version-checked (torch checks no version of a packed tensor: the hooks own the value). For a
 recorded backward the unpacked value is reconnected to the graph where the saved tensor was: its
 grad_fn, or its leaf's AccumulateGrad. ``pack`` must not change its input in place (torch's
-error). The check costs recording one list read (``hooks_in_use``) while no hook is in use.
+error). The check costs recording one list read (``hooks_in_use``) until hooks are first used,
+then one context-variable read per saved tensor.
 """
 
 from __future__ import annotations
