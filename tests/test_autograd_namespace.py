@@ -141,3 +141,14 @@ def test_deepcopy_copies_value_and_grad_not_hooks():
     assert copy.deepcopy(tp).grad is None
     with pytest.raises(RuntimeError, match="Only Tensors created explicitly by the user"):
         copy.deepcopy(x * 2)
+
+
+def test_backward_inputs_may_be_gradient_edges_as_torch():
+    """A plain test: with no loop running, backward() runs at once, as in torch."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        w = lib.tensor([3.0, 4.0], requires_grad=True)
+        (x * w).sum().backward(inputs=[lib.autograd.graph.get_gradient_edge(x)])
+        return x.grad.tolist(), w.grad
+
+    assert run(ag) == run(torch) == ([3.0, 4.0], None)
