@@ -168,3 +168,16 @@ async def test_context_fn_and_determinism_check_as_torch():
         mine = pool.submit(texts, ag, ours).result()
     assert mine == texts(torch, torch.utils.checkpoint.checkpoint)
     assert len(mine) == 2
+
+
+async def test_a_checkpoint_on_the_sim_device_matches_the_cpu():
+    grads = []
+    for dev in ("cpu", "sim:0"):
+        x = ag.tensor(X, dtype=ag.float64, device=dev, requires_grad=True)
+        w = ag.tensor(W, dtype=ag.float64, device=dev, requires_grad=True)
+        out = (await ag.checkpoint(block(ag, w, []), x)).sum()
+        gx, gw = await ag.grad(out, (x, w))
+        assert gx.device == x.device
+        grads.append((gx.cpu().numpy(), gw.cpu().numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
