@@ -213,3 +213,18 @@ async def test_a_task_created_inside_the_block_keeps_the_hooks_of_its_context():
     assert packed == [1]
     await y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.cos(np.ones(3)))
+
+
+async def test_save_on_cpu_keeps_no_reference_cycle_on_the_cpu():
+    import gc
+    import weakref
+    x = ag.tensor(X, dtype=ag.float64, requires_grad=True)
+    with save_on_cpu():
+        y = x.exp()  # ExpBackward0 saves its output
+    node = weakref.ref(y.grad_fn)
+    gc.disable()
+    try:
+        del y
+        assert node() is None, "freed by reference counting, without the cycle collector"
+    finally:
+        gc.enable()

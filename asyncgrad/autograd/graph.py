@@ -351,7 +351,9 @@ class save_on_cpu(saved_tensors_hooks):
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
         def pack_to_cpu(tensor: Any) -> tuple:
-            return (tensor.device, tensor.cpu())
+            # detach() first: on the CPU, cpu() is the tensor itself, whose grad_fn (for a saved
+            # output, the saving node) would hold the packed value that holds it, a cycle.
+            return (tensor.device, tensor.detach().cpu())
 
         def unpack_from_cpu(packed: tuple) -> Any:
             device, tensor = packed
