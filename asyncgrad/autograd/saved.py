@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 PACK_IN_PLACE = ("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
                  "cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open "
                  "an issue if you need to perform in-place operations on the input to a pack hook.")
+DETACHED_IN_PLACE = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not "
+                     "supported, please use out-of-place `.detach()` instead")
+"""torch's refusal to unpack a saved input that was not a leaf when saved and has been detached in place
+since (its grad_fn is gone); a saved output or leaf is not checked, as in torch's SavedVariable."""
+
 
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
@@ -62,6 +67,8 @@ class SavedTensor:
                 _pack(self, tensor, is_output, hooks)
 
     def check_version(self, node: Node) -> None:
+        if self.grad_fn is not None and self.tensor.grad_fn is None:
+            raise RuntimeError(DETACHED_IN_PLACE)
         if self.vc[0] != self.version:
             raise RuntimeError(self._modified_message(node))
 
@@ -156,6 +163,8 @@ def unpack_arrays(node: Node) -> list[Any]:
             out.append(None)
         elif saved.__class__ is PackedSavedTensor:
             out.append(saved.unpacked().data)
+        elif saved.grad_fn is not None and saved.tensor.grad_fn is None:
+            raise RuntimeError(DETACHED_IN_PLACE)
         elif saved.vc[0] != saved.version:
             raise RuntimeError(saved._modified_message(node))
         else:
