@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import functools
 import threading
 import warnings
@@ -26,6 +27,7 @@ from asyncgrad.autograd.graph import NO_EDGE, Edge
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
+from asyncgrad.engine.worker import reenter
 from asyncgrad.tensor import Tensor
 
 TensorOrTensors = Tensor | Sequence[Tensor]
@@ -321,20 +323,21 @@ def _thread_runner() -> asyncio.Runner:
 
 
 def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run an engine coroutine to completion from synchronous code.
+    """Run an engine coroutine to completion from synchronous code, in the caller's current context.
 
-    Inside a plain-def backward it reenters the running engine: through the greenback portal
-    the node runs in, or from its kernel thread back to the loop; from an anyio worker thread
-    (``anyio.to_thread.run_sync``) it runs on that thread's event loop. In a thread with a
-    running loop it refuses (that would block the loop); otherwise it runs on a per-thread loop.
+    Note [Sync bridge]: from plain code the engine runs on the loop (hooks, plain-def backwards,
+    functions recomputed by checkpoint: all in greenback portals) it reenters the running engine
+    (``reenter``, Note [Servers] in engine/worker.py); from a kernel thread it hops back to the
+    loop; from an anyio worker thread (``anyio.to_thread.run_sync``) it runs on that thread's event
+    loop. In a thread with a running loop and no portal it refuses (that would block the loop);
+    otherwise it runs on a per-thread loop. Every way runs the call in a copy of the caller's
+    context variables as they are at this call (grad mode, anomaly mode, the profiler's trace),
+    never in those of an earlier call; and an exception is raised as the call raised it, chained
+    to nothing the bridge tried on its way.
     """
     if greenback.has_portal():
-        return greenback.await_(coro_fn(*args, **kwargs))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+        return reenter(coro_fn(*args, **kwargs))
+    if _get_running_loop() is not None:
         raise RuntimeError(
             f"{coro_fn.__name__}_sync() cannot be called while an event loop is running in this thread; "
             f"use 'await {coro_fn.__name__}(...)' instead"
@@ -342,10 +345,9 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
     result = run_from_kernel_thread(coro_fn(*args, **kwargs))
     if result is not NotImplemented:
         return result
-    try:
-        return anyio.from_thread.run(functools.partial(coro_fn, *args, **kwargs))
-    except anyio.NoEventLoopError:
-        return _thread_runner().run(coro_fn(*args, **kwargs))
+    if getattr(anyio.from_thread.threadlocals, "current_token", None) is not None:  # an anyio worker thread
+        return anyio.from_thread.run(functools.partial(coro_fn, *args, **kwargs))  # copies the context
+    return _thread_runner().run(coro_fn(*args, **kwargs), context=contextvars.copy_context())
 
 
 def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -83,3 +83,58 @@ class set_grad_enabled(_GradModeContext):
     def __call__(self, fn: Callable) -> Callable:
         grad_enabled.reset(self._tokens.pop())
         return super().__call__(fn)
+
+
+# --------------------------------------------------------------------------- engine-reentry: multithreading
+multithreading_enabled = contextvars.ContextVar("asyncgrad_multithreading_enabled", default=True)
+"""Read by ``Engine.execute`` as a backward starts: False keeps every node of it on the loop."""
+
+
+class set_multithreading_enabled:
+    """As torch: ``set_multithreading_enabled(False)`` runs the backwards started in this context
+    without kernel threads (every node on the event loop). Switches at once when called, so it works
+    as a plain function too, and restores the previous mode on ``__exit__``; also a decorator."""
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError(f"set_multithreading_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type_label(mode)}")
+        self.prev = multithreading_enabled.get()
+        self.mode = bool(mode)
+        multithreading_enabled.set(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        multithreading_enabled.set(self.prev)
+
+    def clone(self) -> set_multithreading_enabled:
+        return self.__class__(self.mode)
+
+    def __call__(self, fn: Callable) -> Callable:
+        # The decorator form switches only inside ``fn``. (torch's leaves the mode switched in the
+        # decorating context, since its constructor switches it and nothing restores it.)
+        multithreading_enabled.set(self.prev)
+        mode = self.mode
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args, **kwargs):
+                token = multithreading_enabled.set(mode)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    multithreading_enabled.reset(token)
+
+            return async_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            token = multithreading_enabled.set(mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                multithreading_enabled.reset(token)
+
+        return wrapper

@@ -60,6 +60,7 @@ import weakref
 from typing import Any, Callable
 
 from asyncgrad.autograd.anomaly import anomaly_enabled
+from asyncgrad.autograd.grad_mode import multithreading_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
@@ -107,6 +108,7 @@ class Engine:
             0 if parent is None else parent.reentrant_depth + 1, anomaly, anomaly and check_nan,
         )
         graph_task.profile = current_recorder.get()
+        graph_task.threads = multithreading_enabled.get()
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
         min_topo_nr = 0
