@@ -106,3 +106,10 @@ from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
+
+# engine-reentry: torch's multithreading switch and inference mode
+from asyncgrad.autograd.grad_mode import (  # noqa: E402
+    inference_mode,
+    is_inference_mode_enabled,
+    set_multithreading_enabled,
+)
