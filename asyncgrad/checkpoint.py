@@ -16,14 +16,14 @@ import inspect
 from typing import Any, Callable
 
 from asyncgrad import factories
-from asyncgrad.autograd.api import backward
+from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
 from asyncgrad.autograd.grad_mode import enable_grad, no_grad
 from asyncgrad.tensor import Tensor
 
 
 async def _call(fn: Callable, args: tuple) -> Any:
-    result = fn(*args)
+    result = await call_plain(fn, *args)  # a plain fn may call backward_sync (Note [Sync bridge])
     return await result if inspect.isawaitable(result) else result
 
 

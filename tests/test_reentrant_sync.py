@@ -340,3 +340,32 @@ async def test_sync_calls_at_the_top_of_a_running_loop_still_refuse():
     x = ag.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="cannot be called while an event loop is running"):
         (x * 2).sum().backward_sync()
+
+
+# --------------------------------------------------------------------------- functions given to the library
+def _grad_of_cube(grad_fn):
+    def f(x):
+        (g,) = grad_fn((x ** 3).sum(), x, create_graph=True)
+        return g * x
+    return f
+
+
+async def test_functions_given_to_gradcheck_functional_and_checkpoint_may_call_grad_sync(torch):
+    x = ag.tensor([0.5, -1.5, 2.0], dtype=ag.float64, requires_grad=True)
+    f = _grad_of_cube(ag.grad_sync)
+
+    def scaled(t):  # gradcheck's finite differences run under no_grad: a graph of its own, under enable_grad
+        w = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, requires_grad=True)
+        with ag.enable_grad():
+            (g,) = ag.grad_sync((w ** 2).sum(), w)
+        return t * g
+
+    assert await ag.gradcheck(scaled, (x,))
+    jac = await ag.functional.jacobian(f, x)
+    tx = torch.tensor([0.5, -1.5, 2.0], requires_grad=True)
+    t_jac = torch.autograd.functional.jacobian(_grad_of_cube(torch.autograd.grad), tx)
+    np.testing.assert_allclose(jac.numpy(), t_jac.numpy(), rtol=1e-12)
+    # checkpoint runs fn under no_grad first, then again during the backward (an async def node's portal)
+    y = await ag.checkpoint(lambda t: scaled(t).sin(), x)
+    await y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy() * [2, 4, 6]) * [2, 4, 6], rtol=1e-12)

@@ -413,6 +413,13 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
     return _thread_runner().run(coro_fn(*args, **kwargs), context=contextvars.copy_context())
 
 
+async def call_plain(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` in a greenback portal, so that plain code in it may call ``backward_sync``/``grad_sync``
+    (Note [Sync bridge]): for the functions that gradcheck, functional and checkpoint call. An ``async
+    def`` ``fn`` gives its coroutine, for the caller to await."""
+    return await greenback.with_portal_run_sync(fn, *args)
+
+
 def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
                   create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
     require_asyncio("backward_sync()")
