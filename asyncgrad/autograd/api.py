@@ -417,6 +417,8 @@ async def call_plain(fn: Callable, *args: Any) -> Any:
     """``fn(*args)`` in a greenback portal, so that plain code in it may call ``backward_sync``/``grad_sync``
     (Note [Sync bridge]): for the functions that gradcheck, functional and checkpoint call. An ``async
     def`` ``fn`` gives its coroutine, for the caller to await."""
+    if not callable(fn):
+        return fn(*args)  # Python's TypeError, as torch gives ("'int' object is not callable")
     return await greenback.with_portal_run_sync(fn, *args)
 
 
