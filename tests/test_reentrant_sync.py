@@ -369,3 +369,25 @@ async def test_functions_given_to_gradcheck_functional_and_checkpoint_may_call_g
     y = await ag.checkpoint(lambda t: scaled(t).sin(), x)
     await y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy() * [2, 4, 6]) * [2, 4, 6], rtol=1e-12)
+
+
+async def test_a_hook_ported_from_torch_may_call_backward_without_sync(torch):
+    """In a hook there is nothing to await: ``t.backward()`` runs at once there, as torch's does."""
+    def run(lib):
+        x, inner = _leaf(lib, [0.2, 0.4]), _leaf(lib, [1.0, -1.0])
+
+        def hook(g):
+            with lib.enable_grad():
+                (inner.exp() * 2).sum().backward()
+            return g * inner.grad
+
+        y = x * 3
+        y.register_hook(hook)
+        return y.sum(), x, inner
+
+    loss, x, inner = run(ag)
+    await loss.backward()
+    t_loss, tx, t_inner = run(torch)
+    t_loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(inner.grad.numpy(), t_inner.grad.numpy(), rtol=1e-12)
