@@ -113,3 +113,31 @@ from asyncgrad.autograd.grad_mode import (  # noqa: E402
     is_inference_mode_enabled,
     set_multithreading_enabled,
 )
+
+# ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
+# the others so that merging areas' blocks never interleaves)
+from asyncgrad.ops.indexing import (  # noqa: E402
+    gather,
+    index_add,
+    index_select,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+)
+from asyncgrad.ops.reduction import (  # noqa: E402
+    all,
+    amax,
+    amin,
+    any,
+    cumprod,
+    cumsum,
+    logsumexp,
+    prod,
+    std,
+    std_mean,
+    var,
+    var_mean,
+)
+from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
