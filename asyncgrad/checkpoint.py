@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from typing import Any, Callable, ContextManager
 
 from asyncgrad import factories
-from asyncgrad.autograd.api import backward
+from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
 from asyncgrad.autograd.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.autograd.graph import saved_tensors_hooks
@@ -48,7 +49,8 @@ class CheckpointError(RuntimeError):
 
 
 async def _call(fn: Callable, args: tuple, kwargs: dict) -> Any:
-    result = fn(*args, **kwargs)
+    # a plain fn may call backward_sync (Note [Sync bridge])
+    result = await call_plain(functools.partial(fn, **kwargs) if kwargs else fn, *args)
     return await result if inspect.isawaitable(result) else result
 
 

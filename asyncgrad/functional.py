@@ -11,7 +11,7 @@ import inspect
 from typing import Any, Callable
 
 from asyncgrad import factories
-from asyncgrad.autograd.api import grad
+from asyncgrad.autograd.api import call_plain, grad
 from asyncgrad.autograd.grad_mode import enable_grad
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
@@ -49,7 +49,7 @@ def _finish(values: tuple, create_graph: bool) -> tuple:
 
 async def _call(func: Callable, inputs: tuple) -> Any:
     with enable_grad():
-        result = func(*inputs)
+        result = await call_plain(func, *inputs)  # a plain func may call grad_sync (Note [Sync bridge])
         if inspect.isawaitable(result):
             result = await result
     return result

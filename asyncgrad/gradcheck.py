@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad._validate import type_label
-from asyncgrad.autograd.api import grad
+from asyncgrad.autograd.api import call_plain, grad
 from asyncgrad.autograd.awaitable import require_asyncio
 from asyncgrad.autograd.grad_mode import enable_grad, no_grad
 from asyncgrad.tensor import Tensor
@@ -23,7 +23,7 @@ class GradcheckError(RuntimeError):
 
 
 async def _outputs(fn: Callable, inputs: tuple) -> tuple:
-    result = fn(*inputs)
+    result = await call_plain(fn, *inputs)  # a plain fn may call grad_sync (Note [Sync bridge])
     if inspect.isawaitable(result):
         result = await result
     result = result if isinstance(result, tuple) else (result,)
