@@ -72,6 +72,11 @@ class TensorMath:
         """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
         return Tensor._make(value, like.device, False, None, 0, [0])
 
+    @staticmethod
+    def zeros_like(g: Tensor) -> Tensor:
+        """Zeros that record nothing, as torch's ``zeros_like(grad)`` in its formulas."""
+        return Tensor._make(g.device.xp.zeros_like(g.data), g.device, False, None, 0, [0])
+
     where = staticmethod(elementwise.where)
     exp = staticmethod(elementwise.exp)
     log = staticmethod(elementwise.log)

@@ -1,0 +1,145 @@
+"""torch behaviours asyncgrad follows exactly: pow's gradients at a zero base, which second
+derivatives through piecewise-linear ops are connected, ``del t.grad``, ``t.data = other``,
+``numpy()`` of a tensor that requires grad, ``randint(high, size)``, dtype attributes."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+
+# (base, exponent) pairs around the edge cases of d(a ** b)/db: a zero base with a negative,
+# zero (both signs) and positive exponent, a negative base, and ordinary points
+POW_POINTS = [(0., -1.), (0., -2.5), (0., 0.), (0., -0.), (0., 1.), (0., 2.), (0., 0.5), (-1., 2.), (-1., 0.5),
+              (-2., -1.), (2., -1.), (3., 0.), (1.5, 2.5)]
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    ag.set_default_dtype(ag.float64)  # conftest restores the default after each test
+
+
+def _same(actual: ag.Tensor, expected) -> None:
+    np.testing.assert_array_equal(actual.detach().numpy(), expected.detach().numpy())  # nan == nan, inf == inf
+
+
+async def test_pow_gradients_at_a_zero_base_are_torchs(torch):
+    base, exponent = (np.array(v) for v in zip(*POW_POINTS))
+    a = ag.tensor(base, requires_grad=True)
+    b = ag.tensor(exponent, requires_grad=True)
+    ta = torch.tensor(base, requires_grad=True)
+    tb = torch.tensor(exponent, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's divide-by-zero at 0 ** -1
+        ga, gb = await ag.grad((a ** b).sum(), (a, b))
+    tga, tgb = torch.autograd.grad((ta ** tb).sum(), (ta, tb))
+    _same(ga, tga)
+    _same(gb, tgb)
+    assert gb[0].item() == -np.inf  # the limit of d/db as a -> +0 for b < 0, not nan
+    assert np.isnan(gb[7].item())   # a negative base: log of it
+
+
+@pytest.mark.parametrize("number", [0.0, 2.0, -2.0])
+async def test_pow_number_base_gradient_is_torchs(torch, number):
+    exponent = np.array([-1.0, -0.0, 0.0, 0.5, 2.0])
+    b = ag.tensor(exponent, requires_grad=True)
+    tb = torch.tensor(exponent, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        (gb,) = await ag.grad((number ** b).sum(), b)
+    _same(gb, torch.autograd.grad((number ** tb).sum(), tb)[0])
+
+
+async def test_pow_gradient_matches_finite_differences_away_from_zero():
+    assert await ag.gradcheck(lambda a, b: a ** b, (ag.tensor([0.7, 1.5, 2.0], requires_grad=True),
+                                                     ag.tensor([-1.5, 0.5, 2.0], requires_grad=True)))
+
+
+# --------------------------------------------------------------------------- second order
+# Each function of x (a 4-vector); the first gradient is taken against a cotangent v that
+# requires grad, so it always requires grad, and the question is whether x is in its graph.
+PIECEWISE = {
+    "relu": lambda L, x: L.relu(x),
+    "abs": lambda L, x: L.abs(x),
+    "sign": lambda L, x: L.sign(x),
+    "clamp": lambda L, x: L.clamp(x, -0.5, 0.5),
+    "clamp_min": lambda L, x: L.clamp(x, min=-0.5),
+    "clamp_tensor": lambda L, x: L.clamp(x, min=x.detach() * 0),
+    "maximum": lambda L, x: L.maximum(x, x * 0 + 0.1),
+    "minimum": lambda L, x: L.minimum(x, x * 0 + 0.1),
+    "maximum_constant": lambda L, x: L.maximum(x, x.detach() * 0 + 0.1),
+    "max": lambda L, x: L.max(x) * x.detach(),
+    "min": lambda L, x: L.min(x) * x.detach(),
+    "max_dim": lambda L, x: L.max(x.reshape(2, 2), 1)[0],
+    "min_dim_keepdim": lambda L, x: L.min(x.reshape(2, 2), 0, keepdim=True)[0],
+    "where": lambda L, x: L.where(x > 0, x, x * 0),
+    "where_constant": lambda L, x: L.where(x > 0, x, x.detach() + 1),
+    "pow_1": lambda L, x: x ** 1,
+    "pow_0": lambda L, x: x ** 0,
+    "mul": lambda L, x: x * 2,
+}
+
+
+async def _ag_chain(fn, orders: int):
+    x = ag.tensor([-1.0, -0.2, 0.3, 2.0], requires_grad=True)
+    y = fn(ag, x)
+    v = ag.tensor(np.arange(1.0, y.numel() + 1).reshape(y.shape), requires_grad=True)
+    (g,) = await ag.grad(y, x, v, create_graph=True)
+    found = [g]
+    for _ in range(orders):
+        if not found[-1].requires_grad:
+            break
+        (nxt,) = await ag.grad(found[-1].sum(), x, allow_unused=True, create_graph=True)
+        found.append(nxt)
+        if nxt is None:
+            break
+    return found
+
+
+def _torch_chain(torch, fn, orders: int):
+    x = torch.tensor([-1.0, -0.2, 0.3, 2.0], requires_grad=True)
+    y = fn(torch, x)
+    v = torch.arange(1.0, y.numel() + 1).reshape(y.shape).requires_grad_(True)
+    (g,) = torch.autograd.grad(y, x, v, create_graph=True)
+    found = [g]
+    for _ in range(orders):
+        if not found[-1].requires_grad:
+            break
+        (nxt,) = torch.autograd.grad(found[-1].sum(), x, allow_unused=True, create_graph=True)
+        found.append(nxt)
+        if nxt is None:
+            break
+    return found
+
+
+@pytest.mark.parametrize("name", list(PIECEWISE))
+async def test_higher_order_connectivity_is_torchs(torch, name):
+    """Where torch's second (and third) derivative is connected zeros, None, or not even
+    differentiable (the first gradient does not require grad), asyncgrad's is the same."""
+    mine = await _ag_chain(PIECEWISE[name], 3)
+    theirs = _torch_chain(torch, PIECEWISE[name], 3)
+    assert len(mine) == len(theirs)
+    for m, t in zip(mine, theirs):
+        assert (m is None) == (t is None)
+        if t is None:
+            continue
+        assert m.requires_grad == t.requires_grad
+        assert (m.grad_fn is None) == (t.grad_fn is None)
+        expected = torch.zeros_like(t) if t._is_zerotensor() else t
+        np.testing.assert_allclose(m.detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+async def test_disconnected_second_derivative_refuses_as_torch(torch):
+    x = ag.tensor([-1.0, 2.0], requires_grad=True)
+    (g,) = await ag.grad(ag.clamp(x, -0.5, 0.5), x, ag.ones(2, dtype=ag.float64, requires_grad=True),
+                         create_graph=True)
+    tx = torch.tensor([-1.0, 2.0], requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.clamp(tx, -0.5, 0.5), tx, torch.ones(2, requires_grad=True), create_graph=True)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.autograd.grad(tg.sum(), tx)
+    with pytest.raises(RuntimeError) as mine:
+        await ag.grad(g.sum(), x)
+    assert str(mine.value) == str(theirs.value)
