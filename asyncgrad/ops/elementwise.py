@@ -451,7 +451,8 @@ class PowBackward1(OpNode):
                 log_a = math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
                 gb = g * (F.where(b >= 0, 0.0, out * log_a) if a == 0 else out * log_a)
             else:
-                gb = g * F.where((a == 0) & (b >= 0), 0.0, out * F.log(a))
+                out_log_a = out * F.log(a)  # where(a == 0 & b >= 0, ...) as two wheres: Tensor has no &
+                gb = g * F.where(b >= 0, F.where(a == 0, 0.0, out_log_a), out_log_a)
             gb = F.sum_to(gb, self.b_shape)
         return ga, gb
 
