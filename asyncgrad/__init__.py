@@ -106,3 +106,6 @@ from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
+
+# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+from asyncgrad.tensor import Size  # noqa: E402

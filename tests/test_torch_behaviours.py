@@ -143,3 +143,76 @@ async def test_disconnected_second_derivative_refuses_as_torch(torch):
     with pytest.raises(RuntimeError) as mine:
         await ag.grad(g.sum(), x)
     assert str(mine.value) == str(theirs.value)
+
+
+# --------------------------------------------------------------------------- tensor state
+def _raises_alike(mine_fn, theirs_fn):
+    with pytest.raises(Exception) as theirs:
+        theirs_fn()
+    with pytest.raises(type(theirs.value)) as mine:
+        mine_fn()
+    assert str(mine.value) == str(theirs.value)
+
+
+async def test_del_grad_sets_it_to_none(torch):
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    await (x * 2).sum().backward()
+    assert x.grad is not None
+    del x.grad
+    assert x.grad is None
+    await (x * 3).sum().backward()  # accumulates from nothing again
+    assert x.grad.tolist() == [3.0, 3.0]
+    tx = torch.tensor([1.0, 2.0], requires_grad=True)
+    (tx * 2).sum().backward()
+    del tx.grad
+    assert tx.grad is None
+
+
+def test_numpy_of_a_tensor_requiring_grad_is_allowed_under_no_grad(torch):
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    tx = torch.tensor([1.0, 2.0], requires_grad=True)
+    _raises_alike(x.numpy, tx.numpy)
+    with ag.no_grad():
+        assert x.numpy().tolist() == [1.0, 2.0]
+    with torch.no_grad():
+        assert tx.numpy().tolist() == [1.0, 2.0]
+    with ag.set_grad_enabled(False):
+        x.numpy()
+
+
+def test_data_assignment_takes_the_other_tensors_array(torch):
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    other = ag.tensor([4.0, 5.0, 6.0], dtype=ag.float64)
+    x.data = other
+    assert isinstance(x.data, np.ndarray) and x.data is other.data  # the array, shared, not a Tensor
+    assert x.shape == (3,) and x.dtype == ag.float64 and x.requires_grad and x.is_leaf
+    tx = torch.tensor([1.0, 2.0], requires_grad=True)
+    tx.data = torch.tensor([4.0, 5.0, 6.0])
+    assert tx.shape == (3,) and tx.requires_grad
+
+
+def test_data_assignment_checks_as_torch(torch):
+    x, tx = ag.tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
+    _raises_alike(lambda: setattr(x, "data", ag.tensor([1, 2])), lambda: setattr(tx, "data", torch.tensor([1, 2])))
+    _raises_alike(lambda: setattr(x, "data", 5), lambda: setattr(tx, "data", 5))
+    _raises_alike(lambda: setattr(x, "data", [1.0]), lambda: setattr(tx, "data", [1.0]))
+    plain = ag.tensor([1.0, 2.0])
+    plain.data = ag.tensor([1, 2])  # an integer array is fine when no gradient is required
+    assert plain.dtype == ag.int64
+    with pytest.raises(RuntimeError, match="incompatible tensor type"):
+        plain.data = ag.tensor([1.0], device="sim:0")
+
+
+async def test_data_assignment_then_backward_uses_the_new_values():
+    w = ag.tensor([1.0, 2.0], requires_grad=True)
+    w.data = ag.tensor([3.0, 4.0])
+    await (w * w).sum().backward()
+    assert w.grad.tolist() == [6.0, 8.0]
+
+
+def test_randint_high_size_form(torch):
+    for args in [(5, (3,)), (3, 10, (2, 2))]:
+        t, tt = ag.randint(*args), torch.randint(*args)
+        assert t.shape == tuple(tt.shape) and t.dtype == ag.int64
+        low, high = (0, args[0]) if len(args) == 2 else args[:2]
+        assert low <= t.min().item() and t.max().item() < high
