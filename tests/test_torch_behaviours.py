@@ -216,3 +216,128 @@ def test_randint_high_size_form(torch):
         assert t.shape == tuple(tt.shape) and t.dtype == ag.int64
         low, high = (0, args[0]) if len(args) == 2 else args[:2]
         assert low <= t.min().item() and t.max().item() < high
+
+
+# --------------------------------------------------------------------------- anomaly mode
+def _warnings_of(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fn()
+        except RuntimeError as exc:
+            return caught, exc
+    return caught, None
+
+
+ENABLED = ("Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for "
+           "debugging.")
+
+
+def test_detect_anomaly_warns_when_made_as_torch(torch):
+    mine, _ = _warnings_of(lambda: ag.detect_anomaly())
+    theirs, _ = _warnings_of(lambda: torch.autograd.detect_anomaly())
+    assert [(w.category, str(w.message)) for w in mine] == [(w.category, str(w.message)) for w in theirs] \
+        == [(UserWarning, ENABLED)]
+    assert mine[0].filename == __file__  # the user's line
+    assert _warnings_of(lambda: ag.set_detect_anomaly(False))[0] == []  # torch's set_detect_anomaly is silent
+    assert _warnings_of(lambda: torch.autograd.set_detect_anomaly(False))[0] == []
+
+
+def test_set_detect_anomaly_as_a_context_manager_restores_as_torch(torch):
+    assert not ag.is_anomaly_enabled()
+    with ag.set_detect_anomaly(True):
+        assert ag.is_anomaly_enabled()
+        with ag.set_detect_anomaly(False, check_nan=False):
+            assert not ag.is_anomaly_enabled()
+        assert ag.is_anomaly_enabled()
+    assert not ag.is_anomaly_enabled()
+    ag.set_detect_anomaly(True)  # as a function: it stays on
+    assert ag.is_anomaly_enabled()
+    ag.set_detect_anomaly(False)
+    with torch.autograd.set_detect_anomaly(True):
+        assert torch.is_anomaly_enabled()
+    assert not torch.is_anomaly_enabled()
+
+
+def _failing_backward(lib):
+    class Bad(lib.autograd.Function if lib is not ag else ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("Some error in backward")
+
+    return Bad
+
+
+async def test_an_error_in_backward_warns_and_raises_as_torch(torch):
+    def run_torch():
+        with torch.autograd.detect_anomaly():
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            _failing_backward(torch).apply(x).sum().backward()
+
+    theirs, their_exc = _warnings_of(run_torch)
+    with warnings.catch_warnings(record=True) as mine:
+        warnings.simplefilter("always")
+        with ag.detect_anomaly():
+            x = ag.tensor([1.0, 2.0], requires_grad=True)
+            out = _failing_backward(ag).apply(x).sum()  # the forward line the warning shows
+            with pytest.raises(RuntimeError) as my_exc:
+                await out.backward()
+    assert str(my_exc.value) == str(their_exc) == "Some error in backward"
+    prefix = "Error detected in BadBackward. Traceback of forward call that caused the error:\n"
+    their_detected = [str(w.message) for w in theirs if "Error detected" in str(w.message)]
+    my_detected = [w for w in mine if "Error detected" in str(w.message)]
+    assert len(their_detected) == len(my_detected) == 1 and their_detected[0].startswith(prefix)
+    assert my_detected[0].category is UserWarning and str(my_detected[0].message).startswith(prefix)
+    assert "_failing_backward(ag).apply(x).sum()" in str(my_detected[0].message)
+
+
+async def test_nan_in_backward_warns_and_raises_as_torch(torch):
+    def run_torch():
+        with torch.autograd.detect_anomaly():
+            x = torch.tensor([0.0, 2.0], requires_grad=True)
+            (x ** 0.5 * 0).sum().backward()
+
+    theirs, their_exc = _warnings_of(run_torch)
+    with warnings.catch_warnings(record=True) as mine:
+        warnings.simplefilter("always")
+        with ag.detect_anomaly():
+            x = ag.tensor([0.0, 2.0], requires_grad=True)
+            out = (x ** 0.5 * 0).sum()
+            with pytest.raises(RuntimeError) as my_exc:
+                await out.backward()
+    assert str(my_exc.value) == str(their_exc) == "Function 'PowBackward0' returned nan values in its 0th output."
+    their_detected = [str(w.message).split("\n")[0] for w in theirs if "Error detected" in str(w.message)]
+    my_detected = [str(w.message).split("\n")[0] for w in mine if "Error detected" in str(w.message)]
+    assert my_detected == their_detected == ["Error detected in PowBackward0. Traceback of forward call that caused "
+                                             "the error:"]
+
+
+CREATE_GRAPH_WARNING = ("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                        "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+                        "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+                        ".grad fields of your parameters to None after use to break the cycle and avoid the leak.")
+
+
+async def test_backward_with_create_graph_warns_once_as_torch(torch, monkeypatch):
+    from asyncgrad.autograd import api
+
+    monkeypatch.setattr(api, "_create_graph_warned", [])  # once per process, as torch's TORCH_WARN_ONCE
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await ag.grad((x * x).sum(), x, create_graph=True)  # grad(): no warning
+        assert caught == []
+        await (x * x).sum().backward(create_graph=True, inputs=[x])
+        await (x * x).sum().backward(create_graph=True)  # given once
+        await (x * x).sum().backward()
+    assert [(w.category, str(w.message), w.filename) for w in caught] == [(UserWarning, CREATE_GRAPH_WARNING,
+                                                                           __file__)]
+    tx = torch.tensor([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        (tx * tx).sum().backward(create_graph=True)
+    assert all(str(w.message).startswith(CREATE_GRAPH_WARNING) for w in theirs)  # once per process: maybe none
