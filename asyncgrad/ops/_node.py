@@ -362,3 +362,12 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
+
+    # ---- ops-index: the scans (cumsum's and cumprod's backwards)
+    @staticmethod
+    def cumsum(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_sum(g, axis=axis)
+
+    @staticmethod
+    def cumprod(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_prod(g, axis=axis)

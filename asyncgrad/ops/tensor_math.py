@@ -84,6 +84,9 @@ class TensorMath:
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
     threshold_backward = staticmethod(elementwise.threshold_backward)
+    # ops-index: the scans
+    cumsum = staticmethod(reduction.cumsum)
+    cumprod = staticmethod(reduction.cumprod)
 
 
 OpNode.graph_math = TensorMath
