@@ -107,3 +107,21 @@ def test_shape_and_size_are_sizes():
     assert repr(x.shape) == "asyncgrad.Size([2, 3])" and repr(ag.tensor(1.0).shape) == "asyncgrad.Size([])"
     assert x.reshape(x.shape[::-1]).shape == (3, 2)  # a Size is a shape argument like a tuple
     assert ag.zeros(x.shape).shape == (2, 3)
+
+
+def test_repr_of_random_arrays_is_torchs(torch32):
+    """Widths, signs, wrapping at 80 columns, summarizing above 1000 elements, all-zero tensors
+    (whose formatter keeps width 1 for the line length, as torch's)."""
+    rng = np.random.default_rng(0)
+    arrays = [np.zeros((3, 30), np.float32), rng.standard_normal((4, 13)).astype(np.float32),
+              rng.standard_normal((2, 3, 4)), (rng.standard_normal(2000) * 1e5).astype(np.float32),
+              np.arange(-5, 100, dtype=np.int64).reshape(3, 35), rng.standard_normal((40, 40)).astype(np.float32),
+              np.array([[1e-3, 1e3]], np.float32), np.array([True, False] * 30)]
+    for array in arrays:
+        assert repr(ag.tensor(array)) == repr(torch32.from_numpy(array)).replace("torch.", "asyncgrad.")
+
+
+def test_parameter_repr_is_torchs(torch32):
+    mine = repr(ag.nn.Parameter(ag.zeros(2, 3)))
+    assert mine == repr(torch32.nn.Parameter(torch32.zeros(2, 3)))
+    assert mine.startswith("Parameter containing:\ntensor([[0., 0., 0.],")
