@@ -33,6 +33,8 @@ Jacobian product with itself and check nothing, so it is refused with a NotImple
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -73,6 +75,18 @@ _NO_BATCHED_GRAD = (
     "check_batched_grad=False")
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning given by this function's caller point at the
+    innermost line outside asyncgrad (the user's call of gradcheck, however deep the check is)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _as_tuple(value: Any) -> tuple:
     if isinstance(value, tuple):
         return value
@@ -108,7 +122,7 @@ def _check_inputs(inputs: tuple) -> None:
                 warnings.warn(
                     f"Input #{i} requires gradient and is not a double precision floating point or complex. This "
                     "check will likely fail if all the inputs are not of double precision floating point or complex. ",
-                    UserWarning, stacklevel=4)
+                    UserWarning, stacklevel=_user_stacklevel())
             any_requiring = True
     if not any_requiring:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
@@ -232,7 +246,7 @@ def _warn_bc_breaking() -> None:
     warnings.warn(
         "Backwards compatibility: New undefined gradient support checking feature is enabled by default, but it may "
         "break existing callers of this function. If this is true for you, you can call this function with "
-        '"check_undefined_grad=False" to disable the feature', UserWarning, stacklevel=5)
+        '"check_undefined_grad=False" to disable the feature', UserWarning, stacklevel=_user_stacklevel())
 
 
 async def _check_undefined_grad(fn: Callable, inputs: tuple, diff: list[Tensor]) -> None:

@@ -225,6 +225,15 @@ async def test_messages_in_words():
         await ag.gradcheck(lambda t: t, (_x(ag, False),), raise_exception=False)  # not a GradcheckError: raised
 
 
+async def test_warnings_point_at_the_callers_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await ag.gradcheck(lambda t: t * 2, (ag.tensor([1.0], dtype=ag.float32, requires_grad=True),), atol=0.1)
+        await ag.gradgradcheck(lambda t: t * t, (ag.tensor([1.0], dtype=ag.float32, requires_grad=True),), atol=1e-1,
+                               rtol=1e-1)
+    assert len(caught) >= 2 and all(w.filename == __file__ for w in caught), [(w.filename, w.message) for w in caught]
+
+
 async def test_check_batched_grad_is_refused_clearly():
     with pytest.raises(NotImplementedError, match="needs vmap.*asyncgrad does not have.*check_batched_grad=False"):
         await ag.gradcheck(lambda t: t * 2, (_x(ag),), check_batched_grad=True)
