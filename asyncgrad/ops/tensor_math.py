@@ -77,6 +77,10 @@ class TensorMath:
         """Zeros that record nothing, as torch's ``zeros_like(grad)`` in its formulas."""
         return Tensor._make(g.device.xp.zeros_like(g.data), g.device, False, None, 0, [0])
 
+    @staticmethod
+    def cat(gs: list, axis: int) -> Tensor:  # views and shape ops (ops/views.py, ops/shape.py)
+        return shape_ops.cat(gs, axis)
+
     where = staticmethod(elementwise.where)
     exp = staticmethod(elementwise.exp)
     log = staticmethod(elementwise.log)
