@@ -172,3 +172,6 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var_mean,
 )
 from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+
+# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+from asyncgrad.tensor import Size  # noqa: E402

@@ -12,6 +12,8 @@ import asyncio
 import atexit
 import contextvars
 import functools
+import os
+import sys
 import threading
 import warnings
 from typing import Any, Callable, Mapping, Sequence
@@ -150,6 +152,33 @@ def _input_edge(t: Tensor) -> Edge:
     return Edge(acc, 0) if acc is not None else NO_EDGE
 
 
+_create_graph_warned: list = []
+"""Non-empty once the warning below was given: torch gives it once per process (TORCH_WARN_ONCE)."""
+
+
+def _warn_create_graph() -> None:
+    """torch's warning for ``backward(create_graph=True)``, whatever the roots and ``inputs`` (the
+    gradient that accumulates into a leaf's ``.grad`` then holds a graph through the leaf)."""
+    _create_graph_warned.append(True)
+    warnings.warn(
+        "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+        "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+        "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
+        "after use to break the cycle and avoid the leak.", UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost frame outside asyncgrad, for a warning given from the
+    caller of this function: the user's line that called ``backward``, however it got here."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph: bool | None, create_graph: bool,
                       inputs: TensorOrTensors | None) -> tuple:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
@@ -158,6 +187,8 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
         inputs = _inputs(inputs, "backward")
     retain_graph, create_graph = _flag(retain_graph, "backward", "retain_graph"), _flag(create_graph, "backward",
                                                                                          "create_graph")
+    if create_graph and not _create_graph_warned:
+        _warn_create_graph()
     grads = _gradients(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")

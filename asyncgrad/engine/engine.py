@@ -62,7 +62,7 @@ import time
 import weakref
 from typing import Any, Callable
 
-from asyncgrad.autograd.anomaly import anomaly_enabled
+from asyncgrad.autograd.anomaly import anomaly_enabled, warn_error_detected
 from asyncgrad.autograd.grad_mode import multithreading_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.autograd.hook_calls import run_tensor_pre
@@ -160,6 +160,7 @@ class Engine:
         if node is not None and isinstance(exc, Exception):
             exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
             if graph_task.anomaly and node._metadata and "traceback_" in node._metadata:
+                warn_error_detected(node.name(), node._metadata["traceback_"])  # torch warns, then raises
                 exc.add_note(
                     f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
                     + node._metadata["traceback_"]
