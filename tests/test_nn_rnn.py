@@ -122,6 +122,16 @@ def test_initialisation_bound():
         assert np.all(np.abs(values) <= bound) and values.std() > bound / 4
 
 
+@pytest.mark.parametrize("kwargs", [{"proj_size": 2}, {"proj_size": 3, "num_layers": 2, "bidirectional": True}])
+async def test_lstm_projections_match_torch(torch, kwargs):
+    module, reference = _pair(torch, "LSTM", **kwargs)
+    assert "weight_hr_l0" in module.state_dict()
+    await _compare(torch, module, reference, RNG.standard_normal((5, 2, 3)))
+    layers = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    states = [RNG.standard_normal((layers, 2, kwargs["proj_size"])), RNG.standard_normal((layers, 2, 4))]
+    await _compare(torch, module, reference, RNG.standard_normal((5, 2, 3)), states)
+
+
 def test_recurrent_errors_as_torch():
     check_raises(lambda lib: lib.nn.LSTM(3, 4)(lib.randn(5, 2, 4)), RuntimeError,
                  "input.size\\(-1\\) must be equal to input_size. Expected 3, got 4")
@@ -132,5 +142,8 @@ def test_recurrent_errors_as_torch():
                  "zeroed")
     check_raises(lambda lib: lib.nn.GRU(3, 4)(lib.randn(5, 3), lib.randn(1, 2, 4)), RuntimeError,
                  "For unbatched 2-D input, hx should also be 2-D but got 3-D tensor")
+    check_raises(lambda lib: lib.nn.LSTM(3, 4)(lib.randn(5, 2, 3), (lib.randn(1, 2, 4), lib.randn(1, 3, 4))),
+                 RuntimeError, r"Expected hidden\[1\] size \(1, 2, 4\), got \[1, 3, 4\]")
+    check_raises(lambda lib: lib.nn.LSTM(3, 4, proj_size=4), ValueError, "proj_size has to be smaller than hidden_size")
     with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
         ag.nn.LSTM(3, 4, dropout=0.2)

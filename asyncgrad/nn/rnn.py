@@ -30,15 +30,19 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 class RNNBase(Module):
-    """The stack of layers and directions shared by RNN, LSTM and GRU (torch's RNNBase, without
-    ``proj_size``)."""
+    """The stack of layers and directions shared by RNN, LSTM and GRU (torch's RNNBase; ``proj_size``
+    for LSTM only, as in torch)."""
 
     mode = "RNN_TANH"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 device: Any = None, dtype: Any = None) -> None:
+                 proj_size: int = 0, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1):
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
                              "being zeroed")
@@ -59,16 +63,20 @@ class RNNBase(Module):
         self.batch_first = batch_first
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
+        self.proj_size = proj_size
         num_directions = 2 if bidirectional else 1
         gate_size = _GATES[self.mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names: list[str] = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                layer_input = input_size if layer == 0 else real_hidden * num_directions
                 suffix = "_reverse" if direction == 1 else ""
-                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, hidden_size))]
+                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
                 for name, shape in shapes:
                     full = f"{name}_l{layer}{suffix}"
                     setattr(self, full, Parameter(empty(*shape, dtype=dtype, device=device)))
@@ -81,13 +89,14 @@ class RNNBase(Module):
         for name in self._flat_weights_names:
             init.uniform_(getattr(self, name), -stdv, stdv)
 
-    def _weights(self, layer: int, direction: int) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+    def _weights(self, layer: int, direction: int) -> tuple[Any, ...]:
+        """weight_ih, weight_hh, bias_ih, bias_hh, weight_hr of a layer and direction (None where absent)."""
         suffix = "_reverse" if direction == 1 else ""
-        get = lambda name: getattr(self, f"{name}_l{layer}{suffix}", None)  # noqa: E731
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        return tuple(getattr(self, f"{name}_l{layer}{suffix}", None)
+                     for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
 
-    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None
-              ) -> tuple[Tensor, Tensor | None]:
+    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+              w_hr: Tensor | None) -> tuple[Tensor, Tensor | None]:
         gh = linear(h, w_hh, b_hh)
         if self.mode == "RNN_TANH":
             return tanh(gi + gh), None
@@ -105,8 +114,9 @@ class RNNBase(Module):
             if not batched and h.ndim != 2:
                 raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {h.ndim}-D tensor")
 
-    def _hidden_shape(self, batch: int) -> tuple[int, int, int]:
-        return (self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size)
+    def _hidden_shape(self, batch: int, cell: bool = False) -> tuple[int, int, int]:
+        size = self.proj_size if self.proj_size > 0 and not cell else self.hidden_size
+        return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
         if input.ndim not in (2, 3):
@@ -122,12 +132,16 @@ class RNNBase(Module):
             input = input.transpose(0, 1)
         batch = input.shape[1]
         expected = self._hidden_shape(batch)
+        cell_shape = self._hidden_shape(batch, cell=True)
         if hx is None:
             h0 = zeros(*expected, dtype=input.dtype, device=input.device)
-            hx = (h0, h0) if lstm else h0
-        for h in (hx if lstm else (hx,)):
-            if tuple(h.shape) != expected:
-                raise RuntimeError(f"Expected hidden size {expected}, got {list(h.shape)}")
+            hx = (h0, zeros(*cell_shape, dtype=input.dtype, device=input.device)) if lstm else h0
+        if lstm:  # torch names the two states
+            for i, (h, shape) in enumerate(zip(hx, (expected, cell_shape))):
+                if tuple(h.shape) != shape:
+                    raise RuntimeError(f"Expected hidden[{i}] size {shape}, got {list(h.shape)}")
+        elif tuple(hx.shape) != expected:
+            raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
         h_all, c_all = (hx[0], hx[1]) if lstm else (hx, None)
         num_directions = 2 if self.bidirectional else 1
         layer_input = input
@@ -137,7 +151,7 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(num_directions):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, direction)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
                 index = layer * num_directions + direction
                 h = h_all[index]
                 c = c_all[index] if c_all is not None else None
@@ -145,7 +159,7 @@ class RNNBase(Module):
                 out_steps: list[Tensor] = [None] * steps  # type: ignore[list-item]
                 order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
                 for t in order:
-                    h, c = self._cell(gi_all[t], h, c, w_hh, b_hh)
+                    h, c = self._cell(gi_all[t], h, c, w_hh, b_hh, w_hr)
                     out_steps[t] = h
                 outputs.append(stack(out_steps, 0))
                 h_n.append(h)
@@ -166,6 +180,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
@@ -189,16 +205,18 @@ class RNN(RNNBase):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         self.nonlinearity = nonlinearity
         self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, device, dtype)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0, device,
+                         dtype)
 
 
 class LSTM(RNNBase):
-    """Gates i, f, g, o (torch's order in the weights): c' = f c + i g, h' = o tanh(c')."""
+    """Gates i, f, g, o (torch's order in the weights): c' = f c + i g, h' = o tanh(c'), projected
+    by ``weight_hr`` to ``proj_size`` features when that is not 0."""
 
     mode = "LSTM"
 
-    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None
-              ) -> tuple[Tensor, Tensor | None]:
+    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+              w_hr: Tensor | None) -> tuple[Tensor, Tensor | None]:
         gates = gi + linear(h, w_hh, b_hh)
         n = self.hidden_size
         i = sigmoid(gates[..., :n])
@@ -206,7 +224,8 @@ class LSTM(RNNBase):
         g = tanh(gates[..., 2 * n:3 * n])
         o = sigmoid(gates[..., 3 * n:])
         c = f * c + i * g
-        return o * tanh(c), c
+        h = o * tanh(c)
+        return (h if w_hr is None else linear(h, w_hr)), c
 
 
 class GRU(RNNBase):
@@ -214,8 +233,14 @@ class GRU(RNNBase):
 
     mode = "GRU"
 
-    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None
-              ) -> tuple[Tensor, Tensor | None]:
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0, device,
+                         dtype)
+
+    def _cell(self, gi: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+              w_hr: Tensor | None) -> tuple[Tensor, Tensor | None]:
         gh = linear(h, w_hh, b_hh)
         n = self.hidden_size
         r = sigmoid(gi[..., :n] + gh[..., :n])
