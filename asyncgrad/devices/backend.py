@@ -135,6 +135,13 @@ class ArrayBackend:
             out = np.lib.stride_tricks.as_strided(array, out.shape, out.strides)
         return out
 
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+        """A read-only view of ``array``'s memory with this shape and these strides (bytes), which
+        may overlap itself: the sliding windows that convolution and pooling read (ops/conv.py, Note
+        [Windows are strided views]). The standard has no word for it; numpy and CuPy share
+        ``as_strided``."""
+        return np.lib.stride_tricks.as_strided(array, shape, strides, writeable=False)
+
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
         return array.copy(order=order)
@@ -292,6 +299,9 @@ class StrictBackend(ArrayBackend):
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self._wrap(NUMPY.broadcast_view(array._array, shape), device=array.device)
 
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+        return self._wrap(NUMPY.strided_view(array._array, shape, strides), device=array.device)
+
     def copy(self, array: Any, order: str = "K") -> Any:
         return self._wrap(array._array.copy(order=order), device=array.device)
 
@@ -382,6 +392,9 @@ class CupyBackend(ArrayBackend):
     # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
+
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+        return self.cupy.lib.stride_tricks.as_strided(array, shape, strides)  # no read-only flag in CuPy
 
     def copy(self, array: Any, order: str = "K") -> Any:
         with self.cupy.cuda.Device(self.index):
