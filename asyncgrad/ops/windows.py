@@ -23,6 +23,8 @@ import itertools
 import math
 from typing import Any
 
+import numpy as np
+
 from asyncgrad.devices.backend import backend_of
 
 Params = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
@@ -173,15 +175,28 @@ PoolInfo = tuple  # (kernel, stride, pads, dilation, x_shape, out, extra): extra
 
 def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
              dilation: tuple[int, ...], low: Any) -> tuple[Any, Any, tuple[int, ...]]:
-    """Each window's largest value and its position in the window (C order, the first of ties; a
-    NaN wins, as in torch); the padding is ``low`` (-inf), so it is never picked."""
+    """Each window's largest value and its position in the window (C order), by torch's rule: a
+    later element replaces the maximum when it is larger or NaN, so ties keep the first and a NaN
+    wins. One pass per kernel position over strided slices (no im2col copy: an ``argmax`` over a
+    middle axis of one costs more than these few elementwise passes); the padding is ``low``."""
     backend = backend_of(x)
     xp = backend.xp
     xpad = pad(x, pads, low)
     out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
-    flat = xp.reshape(windows(xpad, kernel, stride, dilation, out), x.shape[:2] + (math.prod(kernel),) + out)
-    arg = xp.argmax(flat, axis=2)
-    return xp.max(flat, axis=2), arg, out
+    floating = backend.dtype(x).kind == "f"
+    best = arg = None
+    for index, offset in enumerate(itertools.product(*(range(k) for k in kernel))):
+        part = backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
+        if best is None:
+            best = backend.copy(part, "C")
+            arg = backend.zeros(best.shape, np.int64)
+            continue
+        take = part > best
+        if floating:
+            take = xp.logical_or(take, xp.isnan(part))
+        best = xp.where(take, part, best)
+        arg = xp.where(take, backend.full(best.shape, index, np.int64), arg)
+    return best, arg, out
 
 
 def pool(kind: str, a: Any, info: PoolInfo) -> Any:
