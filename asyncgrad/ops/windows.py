@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+import numpy as np
+
 from asyncgrad.devices.backend import backend_of
 
 Params = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
@@ -175,27 +177,26 @@ PoolInfo = tuple  # (kernel, stride, pads, dilation, x_shape, out, extra): extra
 
 def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
              dilation: tuple[int, ...], low: Any) -> tuple[Any, Any, tuple[int, ...]]:
-    """Each window's largest value and its position in the window (C order), by torch's rule: a
-    later element replaces the maximum when it is larger or NaN, so ties keep the first and a NaN
-    wins. One pass per kernel position over strided slices (no im2col copy: an ``argmax`` over a
-    middle axis of one costs more than these few elementwise passes); the padding is ``low``."""
+    """Each window's largest value and its position in the window (C order), as torch picks it: the
+    first of equal maxima, and in a window holding NaN (the maximum then) the last NaN. Elementwise
+    passes over one strided slice per kernel position (an ``argmax`` over a short axis of an
+    im2col copy costs several times more): the maxima, then the positions that hold them, last
+    to first; the padding is ``low``, never picked."""
     backend = backend_of(x)
     xp = backend.xp
     xpad = pad(x, pads, low)
     out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
-    floating = backend.dtype(x).kind == "f"
-    best = arg = None
-    for index, offset in enumerate(itertools.product(*(range(k) for k in kernel))):
-        part = backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
-        if best is None:
-            best = backend.copy(part, "C")
-            arg = backend.zeros(best.shape, np.int64)
-            continue
-        take = part > best
-        if floating:
-            take = xp.logical_or(take, xp.isnan(part))
-        best = xp.where(take, part, best)
-        arg = xp.where(take, backend.full(best.shape, index, np.int64), arg)
+    parts = [backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
+             for offset in itertools.product(*(range(k) for k in kernel))]
+    best = backend.copy(parts[0], "C")
+    for part in parts[1:]:
+        best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
+    arg = backend.zeros(best.shape, np.int64)
+    for index in range(len(parts) - 1, 0, -1):
+        arg = xp.where(parts[index] == best, backend.full((), index, np.int64), arg)
+    if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
+        for index, part in enumerate(parts):
+            arg = xp.where(xp.isnan(part), backend.full((), index, np.int64), arg)
     return best, arg, out
 
 
