@@ -26,9 +26,7 @@ from asyncgrad.ops._node import OpNode, record, same_device
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC
 from asyncgrad.ops.shape import squeeze, unsqueeze
 from asyncgrad.ops.windows import Params, convolution, out_size
-from asyncgrad.tensor import Tensor
-
-_TORCH_TYPES = {"float64": "torch.DoubleTensor", "float32": "torch.FloatTensor", "float16": "torch.HalfTensor"}
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 
 class _Convolution(OpNode):
@@ -112,10 +110,6 @@ def _tuple(value: Any, d: int, name: str) -> tuple[int, ...]:
     return items
 
 
-def _torch_type(t: Tensor) -> str:
-    return _TORCH_TYPES.get(t.dtype.name, f"torch.{t.dtype.name}")
-
-
 def conv_nd(d: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any, dilation: Any,
             groups: int) -> Tensor:
     """``conv1d`` (``d=1``) and ``conv2d`` (``d=2``): torch's checks and words, then ``convolution_op``."""
@@ -170,12 +164,13 @@ def conv_nd(d: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: 
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[0]):
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
-    if input.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
-        other = weight if input.dtype != weight.dtype else bias
-        raise RuntimeError(f"Input type ({_torch_type(input)}) and {'weight' if other is weight else 'bias'} type "
-                           f"({_torch_type(other)}) should be the same"
-                           + (" or input should be a MKLDNN tensor and weight is a dense tensor"
-                              if other is weight else ""))
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} but found "
+                           f"{scalar_type_name(weight.dtype)}")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({input.dtype.name.replace('float64', 'double').replace('float32', 'float')}) "
+                           f"and bias type ({bias.dtype.name.replace('float64', 'double').replace('float32', 'float')}"
+                           ") should be the same")
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"slow_conv2d_cpu" not implemented for \'{input.dtype.name.capitalize()}\'')
     padded = [n + b + a for n, (b, a) in zip(input.shape[2:], pads)]

@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 
-import numpy as np
-
 from asyncgrad.devices.backend import backend_of
 
 Params = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
@@ -192,7 +190,7 @@ def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     for part in parts[1:]:
         best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
     arg = backend.zeros(best.shape, np.int64)
-    for index in range(len(parts) - 1, 0, -1):
+    for index in range(len(parts) - 1, -1, -1):
         arg = xp.where(parts[index] == best, backend.full((), index, np.int64), arg)
     if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
         for index, part in enumerate(parts):
