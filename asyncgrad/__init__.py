@@ -106,3 +106,31 @@ from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
+
+# ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
+# the others so that merging areas' blocks never interleaves)
+from asyncgrad.ops.indexing import (  # noqa: E402
+    gather,
+    index_add,
+    index_select,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+)
+from asyncgrad.ops.reduction import (  # noqa: E402
+    all,
+    amax,
+    amin,
+    any,
+    cumprod,
+    cumsum,
+    logsumexp,
+    prod,
+    std,
+    std_mean,
+    var,
+    var_mean,
+)
+from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402

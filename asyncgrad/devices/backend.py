@@ -115,6 +115,28 @@ class ArrayBackend:
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
 
+    # ---- ops-index: what the standard lacks for scatter, sorting and unique (numpy's own words)
+    def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
+        """``out`` with its entries at the advanced ``index`` multiplied by ``values`` (repeats multiply
+        up), in place."""
+        np.multiply.at(out, index, values)
+        return out
+
+    def argsort(self, array: Any, axis: int, descending: bool) -> Any:
+        """Stable argsort along ``axis`` as torch sorts: NaN above every number (last ascending,
+        first descending), ties in their original order either way. Descending is the ascending
+        stable sort of the reversed array, reversed back, so equal elements keep their order."""
+        if not descending:
+            return np.argsort(array, axis=axis, kind="stable")
+        n = array.shape[axis]
+        flipped = np.flip(array, axis=axis)
+        return (n - 1) - np.flip(np.argsort(flipped, axis=axis, kind="stable"), axis=axis)
+
+    def unique(self, array: Any) -> tuple[Any, Any, Any]:
+        """The sorted distinct values of ``array`` (flattened), each element's position among them, and their counts."""
+        values, inverse, counts = np.unique(array.reshape(-1), return_inverse=True, return_counts=True)
+        return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
+
     def owns_memory(self, array: Any) -> bool:
         """Whether ``array``'s memory is its own: no view of another array's, and writable, so an
         in-place write into it changes no other array. Gradient stealing asks this
@@ -285,6 +307,17 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
+    # ---- ops-index: the simulated device's kernels are numpy's, on the arrays inside
+    def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
+        NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
+        return out
+
+    def argsort(self, array: Any, axis: int, descending: bool) -> Any:
+        return self._wrap(NUMPY.argsort(array._array, axis, descending), device=array.device)
+
+    def unique(self, array: Any) -> tuple[Any, Any, Any]:
+        return tuple(self._wrap(np.asarray(a), device=array.device) for a in NUMPY.unique(array._array))  # type: ignore[return-value]
+
     def owns_memory(self, array: Any) -> bool:
         # the memory is the numpy array inside: its own (no base, writable), and held by this wrapper
         # alone (``xp.asarray(a)`` makes a second wrapper around the same numpy array)
@@ -383,6 +416,27 @@ class CupyBackend(ArrayBackend):
 
     def any_nan(self, array: Any) -> bool:
         return bool(self.cupy.isnan(array).any())
+
+    # ---- ops-index: CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
+    def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
+        host = self.to_host(out)
+        host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)
+        np.multiply.at(host, host_index, self.to_host(values) if self.is_array(values) else values)
+        out[...] = self.from_host(host)
+        return out
+
+    def argsort(self, array: Any, axis: int, descending: bool) -> Any:
+        cupy = self.cupy
+        with cupy.cuda.Device(self.index):
+            if not descending:
+                return cupy.argsort(array, axis=axis)
+            n = array.shape[axis]
+            return (n - 1) - cupy.flip(cupy.argsort(cupy.flip(array, axis=axis), axis=axis), axis=axis)
+
+    def unique(self, array: Any) -> tuple[Any, Any, Any]:
+        with self.cupy.cuda.Device(self.index):
+            values, inverse, counts = self.cupy.unique(array.reshape(-1), return_inverse=True, return_counts=True)
+        return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
 
     def owns_memory(self, array: Any) -> bool:
         # CuPy arrays have no read-only flag; memory CuPy did not allocate (another library's, through

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape, tensor_math
+from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape, sorting, tensor_math
 from asyncgrad.tensor import Tensor
 
-__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "tensor_math", "_node"]
+__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "sorting", "tensor_math",
+           "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -119,6 +120,19 @@ _METHODS = {
     "clamp_": _inplace_method(elementwise.clamp, "clamp_"), "relu_": _inplace_method(elementwise.relu, "relu_"),
     "fill_": _inplace_method(inplace.filled, "fill_"), "zero_": _inplace_method(inplace.zeroed, "zero_"),
     "copy_": _inplace_method(inplace.copied, "copy_"),
+    # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
+    "gather": indexing.gather, "scatter": indexing.scatter, "scatter_add": indexing.scatter_add,
+    "scatter_": _inplace_method(indexing.scatter, "scatter_"),
+    "scatter_add_": _inplace_method(indexing.scatter_add, "scatter_add_"),
+    "index_select": indexing.index_select, "index_add": indexing.index_add,
+    "index_add_": _inplace_method(indexing.index_add, "index_add_"),
+    "masked_fill": indexing.masked_fill, "masked_fill_": _inplace_method(indexing.masked_fill, "masked_fill_"),
+    "masked_select": indexing.masked_select, "nonzero": indexing.nonzero,
+    "sort": sorting.sort, "argsort": sorting.argsort, "topk": sorting.topk, "kthvalue": sorting.kthvalue,
+    "median": sorting.median, "unique": sorting.unique,
+    "cumsum": reduction.cumsum, "cumprod": reduction.cumprod, "prod": reduction.prod,
+    "var": reduction.var, "std": reduction.std, "logsumexp": reduction.logsumexp,
+    "amax": reduction.amax, "amin": reduction.amin, "any": reduction.any, "all": reduction.all,
 }
 
 for _name, _fn in _METHODS.items():

@@ -361,3 +361,12 @@ class ArrayMath:
     # convolution and pooling (ops/conv.py, ops/pooling.py): their formulas' kernels on raw arrays
     convolution = staticmethod(windows.convolution)
     pool = staticmethod(windows.pool)
+
+    # ---- ops-index: the scans (cumsum's and cumprod's backwards)
+    @staticmethod
+    def cumsum(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_sum(g, axis=axis)
+
+    @staticmethod
+    def cumprod(g: Any, axis: int) -> Any:
+        return backend_of(g).xp.cumulative_prod(g, axis=axis)

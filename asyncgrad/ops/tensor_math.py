@@ -82,6 +82,9 @@ class TensorMath:
     # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
     convolution = staticmethod(conv.convolution_op)
     pool = staticmethod(pooling.pool_op)
+    # ops-index: the scans
+    cumsum = staticmethod(reduction.cumsum)
+    cumprod = staticmethod(reduction.cumprod)
 
 
 OpNode.graph_math = TensorMath
