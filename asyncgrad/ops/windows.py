@@ -7,8 +7,10 @@ along an output axis the input's times the stride, so windows overlap in memory 
 copied (``backend.strided_view``: numpy's and CuPy's ``as_strided``; the standard has none).
 Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
 it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
-``fold`` adds each kernel offset's slab of columns into a zero (padded) input, one strided slice
-per offset, so overlapping windows add up without a scatter; then the padding is cut off.
+``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
+a 0/1 band matrix, so overlapping windows add up without a scatter; pooling's backwards, whose
+columns are cheap to give slab by slab, use ``fold_slabs`` (one strided slice-add per kernel
+position). Then the padding is cut off.
 
 Everything here takes and returns the arrays of one device, through its backend (Note [One
 array backend per device]), so ``ArrayMath`` (``_node.py``) can run a backward formula's
@@ -19,6 +21,7 @@ pad a ``(before, after)`` pair (``padding='same'`` with an even kernel pads one 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any
@@ -71,11 +74,44 @@ def _offset_key(offset: tuple[int, ...], stride: tuple[int, ...], dilation: tupl
 def fold(cols: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
          dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Any:
     """The adjoint of ``windows``: ``cols`` ``(N, C, *kernel, *out)`` added back into an input of
-    ``shape`` (overlaps add up), its padding cut off."""
+    ``shape`` (overlaps add up), its padding cut off.
+
+    One spatial dim at a time, as a matmul with a 0/1 band matrix (row ``k * out + o`` has its one
+    at ``o * stride + k * dilation``): BLAS does the adding, where one strided slice-add per kernel
+    position (``fold_slabs``) runs numpy's loops over rows only ``out`` elements long."""
     backend = backend_of(cols)
-    lead = (slice(None), slice(None))
-    return fold_slabs(lambda index, offset: backend.getitem(cols, lead + offset), cols, shape, kernel, stride,
-                      dilation, pads, cols.shape[2 + len(kernel):])
+    xp = backend.xp
+    d = len(kernel)
+    out = cols.shape[2 + d:]
+    padded = tuple(n + b + a for n, (b, a) in zip(shape[2:], pads))
+    acc = cols
+    labels = ["n", "c"] + [f"k{j}" for j in range(d)] + [f"o{j}" for j in range(d)]
+    for j in range(d):  # (k_j, o_j) moved last and merged, times the band: p_j, appended last
+        keep = [i for i, name in enumerate(labels) if name not in (f"k{j}", f"o{j}")]
+        order = tuple(keep) + (labels.index(f"k{j}"), labels.index(f"o{j}"))
+        moved = xp.permute_dims(acc, order)
+        merged = xp.reshape(moved, moved.shape[:-2] + (kernel[j] * out[j],))
+        acc = xp.matmul(merged, _band(kernel[j], out[j], padded[j], stride[j], dilation[j], backend,
+                                      backend.dtype(cols)))
+        labels = [labels[i] for i in keep] + [f"p{j}"]
+    return crop(acc, shape, pads)
+
+
+def _band(kernel: int, out: int, size: int, stride: int, dilation: int, backend: Any, dtype: Any) -> Any:
+    """The ``(kernel * out, size)`` matrix adding each (kernel position, output) column at the input
+    position it read (``fold``), on the backend's device."""
+    return backend.from_host(_band_rows(kernel, out, size, stride, dilation), dtype=dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _band_rows(kernel: int, out: int, size: int, stride: int, dilation: int) -> tuple:
+    rows = []
+    for k in range(kernel):
+        for o in range(out):
+            row = [0.0] * size
+            row[o * stride + k * dilation] = 1.0
+            rows.append(row)
+    return tuple(map(tuple, rows))
 
 
 def fold_slabs(slab: Any, like: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
