@@ -92,7 +92,38 @@ from asyncgrad.ops.elementwise import (
 )
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
-from asyncgrad.ops.shape import cat, clone, flatten, permute, reshape, squeeze, stack, transpose, unsqueeze
+
+# views and shape ops (ops/views.py, ops/shape.py)
+from asyncgrad.ops.shape import (
+    cat,
+    clone,
+    diag,
+    flatten,
+    flip,
+    permute,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    tril,
+    triu,
+    unsqueeze,
+)
+from asyncgrad.ops.views import (
+    as_strided,
+    chunk,
+    diagonal,
+    moveaxis,
+    movedim,
+    narrow,
+    select,
+    split,
+    split_with_sizes,
+    unbind,
+    unflatten,
+)
 from asyncgrad.random import (
     Generator,
     default_generator,

@@ -45,7 +45,8 @@ def scalar_type_name(dtype: np.dtype) -> str:
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
-    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name")
+    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name",
+                 "creation")
 
     def __init__(self) -> None:
         self.hooks: dict | None = None
@@ -55,6 +56,8 @@ class _Extra:
         self.base: Tensor | None = None
         self.views: weakref.WeakSet | None = None
         self.name: str | None = None
+        self.creation: tuple | None = None
+        """How a view was made, when in-place ops through it are refused (Note [View creation] in ops/_node.py)."""
 
 
 class Tensor:
@@ -191,6 +194,8 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{_validate.type_label(value)}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
                                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same "
@@ -205,6 +210,24 @@ class Tensor:
                                    f"tensor with device type '{self.device.type}'. Please ensure that the gradient and "
                                    "the tensor are on the same device")
         self._grad = value
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """torch's: a leaf's value, ``requires_grad`` and a copy of its ``.grad``; never its hooks,
+        views or place in a graph (a non-leaf refuses, with torch's words)."""
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the "
+                "moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = Tensor._make(self.device.backend.copy(self.data, "C"), self.device, False, None, 0, [0])
+        memo[id(self)] = new
+        if self._requires_grad:
+            new.requires_grad_(True)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        return new
 
     def _extras(self) -> _Extra:
         if self._extra is None:

@@ -55,7 +55,7 @@ async def test_a_huge_inline_threshold_never_inlines_async_or_reentrant_backward
     ag.set_inline_threshold("cpu", threshold)
     x = ag.tensor([0.5, -1.0], dtype=ag.float64, requires_grad=True)
     # checkpoint: an async def backward running a reentrant backward
-    y = await ag.checkpoint(_block, x)
+    y = await ag.checkpoint(_block, x, use_reentrant=True)
     await y.sum().backward()
     expected = ag.tensor([0.5, -1.0], dtype=ag.float64, requires_grad=True)
     await _block(expected).sum().backward()
@@ -83,7 +83,7 @@ async def test_placement_of_each_node_kind():
     assert node.placement is Placement.PORTAL
     assert node.work == 2, "a plain-def custom backward's work is its real size, its outputs' elements"
     assert ag.checkpoint  # checkpoint's node is an async def backward's:
-    y = await ag.checkpoint(_block, x)
+    y = await ag.checkpoint(_block, x, use_reentrant=True)
     assert y.grad_fn.placement is Placement.OWN_TASK
 
 

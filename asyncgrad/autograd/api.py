@@ -22,34 +22,34 @@ import numpy as np
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
-from asyncgrad.autograd.graph import NO_EDGE, Edge
+from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.tensor import Tensor
 
-TensorOrTensors = Tensor | Sequence[Tensor]
+TensorOrTensors = Tensor | GradientEdge | Sequence[Tensor] | Sequence[GradientEdge]  # torch takes GradientEdges too
 _get_running_loop = asyncio._get_running_loop
 
 
 def _tuple(tensors: Any, what: str) -> tuple:
-    """The roots (``tensors``, ``outputs``): a Tensor or an iterable of Tensors."""
-    if isinstance(tensors, Tensor):
+    """The roots (``tensors``, ``outputs``): a Tensor or an iterable of Tensors (or GradientEdges)."""
+    if isinstance(tensors, (Tensor, GradientEdge)):
         return (tensors,)
     result = tuple(tensors)  # None: torch's "'NoneType' object is not iterable"
     for i, t in enumerate(result):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, (Tensor, GradientEdge)):
             raise TypeError(f"{what} must be Tensors, but got {type_label(t)} at index {i}")
     return result
 
 
 def _inputs(inputs: Any, fn: str) -> tuple:
     """``inputs=`` of backward() and grad(), with torch's words for what is not a Tensor."""
-    result = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    result = (inputs,) if isinstance(inputs, (Tensor, GradientEdge)) else tuple(inputs)
     if not result:
         raise RuntimeError(f"`inputs` argument to `{fn}()` cannot be empty.")
     for t in result:
-        if not isinstance(t, Tensor):
+        if not isinstance(t, (Tensor, GradientEdge)):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type_label(t)}")
     return result
 
@@ -74,6 +74,8 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
     """The initial gradient of each root, as the engine moves it (array or Tensor)."""
     result = []
     for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if isinstance(out, GradientEdge):  # its node's metadata stands for the output (torch)
+            out = _EdgeOutput(out)
         if grad is None:
             if out._requires_grad:
                 if out.numel() != 1:
@@ -103,6 +105,21 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
     return result
 
 
+class _EdgeOutput:
+    """A GradientEdge as an output: shape, dtype and device from its node's input metadata."""
+
+    _requires_grad = True
+
+    def __init__(self, edge: GradientEdge) -> None:
+        self.shape, self.dtype, self.device = edge.node._input_meta[edge.output_nr]
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape))
+
+    def is_floating_point(self) -> bool:
+        return np.dtype(self.dtype).kind in "fc"
+
+
 def _size(shape: tuple[int, ...]) -> str:
     return f"asyncgrad.Size({list(shape)})"
 
@@ -110,6 +127,9 @@ def _size(shape: tuple[int, ...]) -> str:
 def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
     edges = []
     for i, t in enumerate(tensors):
+        if isinstance(t, GradientEdge):
+            edges.append(Edge(t.node, t.output_nr))
+            continue
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         edges.append(gradient_edge(t))
@@ -118,6 +138,8 @@ def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
 
 def _input_edge(t: Tensor) -> Edge:
     """The edge whose incoming gradient is ``t``'s (None when ``t`` is a leaf no graph used)."""
+    if isinstance(t, GradientEdge):
+        return Edge(t.node, t.output_nr)
     if t.grad_fn is not None:
         return Edge(t.grad_fn, t.output_nr)
     extra = t._extra
@@ -144,6 +166,9 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
     if inputs is not None:
         outputs = []
         for t in inputs:
+            if isinstance(t, GradientEdge):
+                outputs.append(Edge(t.node, t.output_nr))
+                continue
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             if t.grad_fn is not None:
@@ -174,7 +199,7 @@ def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_output
     retain_graph, create_graph = _flag(retain_graph, "grad", "retain_graph"), _flag(create_graph, "grad",
                                                                                      "create_graph")
     for t in inputs:
-        if not t._requires_grad:
+        if not isinstance(t, GradientEdge) and not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     grads = _gradients(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
     if len(grads) != len(outputs):
@@ -200,15 +225,18 @@ async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_g
                     "Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:  # torch: zeros_like(input, requires_grad=create_graph)
+                if isinstance(t, GradientEdge):
+                    raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
                 g = Tensor._make(t.device.backend.zeros(t.shape, t.dtype), t.device, create_graph, None, 0, [0])
             result.append(g)
         elif isinstance(g, Tensor):
             result.append(g)
         else:
-            backend = t.device.backend
+            device = t.node._input_meta[t.output_nr][2] if isinstance(t, GradientEdge) else t.device
+            backend = device.backend
             if not backend.owns_memory(g):
                 g = backend.copy(g, "C")
-            result.append(Tensor._make(g, t.device, False, None, 0, [0]))
+            result.append(Tensor._make(g, device, False, None, 0, [0]))
     return tuple(result)
 
 

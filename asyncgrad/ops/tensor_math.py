@@ -72,6 +72,10 @@ class TensorMath:
         """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
         return Tensor._make(value, like.device, False, None, 0, [0])
 
+    @staticmethod
+    def cat(gs: list, axis: int) -> Tensor:  # views and shape ops (ops/views.py, ops/shape.py)
+        return shape_ops.cat(gs, axis)
+
     where = staticmethod(elementwise.where)
     exp = staticmethod(elementwise.exp)
     log = staticmethod(elementwise.log)

@@ -4,7 +4,7 @@ Note [Windows are strided views]: a convolution or a pooling reads, for every ou
 a window of its (padded) input. Those windows are one strided view of the input, shaped
 ``(N, C, *kernel, *out)``: along a kernel axis the stride is the input's times the dilation,
 along an output axis the input's times the stride, so windows overlap in memory and nothing is
-copied (``backend.strided_view``: numpy's and CuPy's ``as_strided``; the standard has none).
+copied (``backend.strided_view``, which the standard has no word for; nothing writes through it).
 Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
 it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
 ``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
@@ -61,7 +61,7 @@ def windows(xp_: Any, kernel: tuple[int, ...], stride: tuple[int, ...], dilation
     st = backend.strides(xp_)
     spatial = st[2:]
     strides = st[:2] + tuple(s * d for s, d in zip(spatial, dilation)) + tuple(s * k for s, k in zip(spatial, stride))
-    return backend.strided_view(xp_, xp_.shape[:2] + kernel + out, strides)
+    return backend.strided_view(xp_, xp_.shape[:2] + kernel + out, strides, 0)
 
 
 def _offset_key(offset: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
