@@ -257,3 +257,18 @@ def test_batch_norm_updates_running_statistics_on_the_device(torch, op_device):
 def test_batch_norm_of_a_vector_as_torch():
     check_raises(lambda lib: lib.nn.functional.batch_norm(lib.ones(3), None, None, training=True), IndexError,
                  r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)")
+
+
+async def test_to_moves_and_casts_buffers_too():
+    layer = ag.nn.BatchNorm1d(3)
+    layer.double()
+    assert layer.running_mean.dtype == ag.float64 and layer.running_var.dtype == ag.float64
+    assert layer.num_batches_tracked.dtype == ag.int64  # integers keep their dtype, as in torch
+    layer.to("sim:0")
+    for name, buf in layer.named_buffers():
+        assert buf.device is ag.device("sim:0"), name
+    x = ag.randn(4, 3, dtype=ag.float64, device="sim:0", requires_grad=True)
+    out = layer(x)
+    (g,) = await ag.grad(out.sum(), [x])
+    assert g.device is ag.device("sim:0")
+    assert layer.num_batches_tracked.item() == 1
