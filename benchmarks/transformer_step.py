@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--ff", type=int, default=256, help="dim_feedforward (4 x d_model)")
     parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--activation", choices=("relu", "gelu"), default="relu")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args(argv)
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     shape = dict(d_model=args.d_model, nhead=args.heads, dim_feedforward=args.ff, dropout=args.dropout,
-                 batch_first=True)
+                 activation=args.activation, batch_first=True)
     reference = torch.nn.TransformerEncoderLayer(**shape, dtype=torch.float32)
     layer = ag.nn.TransformerEncoderLayer(**shape, dtype=ag.float32)
     layer.load_state_dict({k: ag.tensor(v.detach().numpy().copy()) for k, v in reference.state_dict().items()})
@@ -112,7 +113,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     t_all, a_all = times["torch"], times["asyncgrad"]
     t_best, a_best = min(t_all), min(a_all)
     print(f"TransformerEncoderLayer step: d_model {args.d_model}, {args.heads} heads, seq {args.seq}, "
-          f"batch {args.batch}, ff {args.ff}, dropout {args.dropout}, float32, BLAS threads {blas_threads}; "
+          f"batch {args.batch}, ff {args.ff}, {args.activation}, dropout {args.dropout}, float32, "
+          f"BLAS threads {blas_threads}; "
           f"min of {args.repeats} after {args.warmup} warm-up")
     print(f"  torch     {t_best * 1e3:8.2f} ms  (median {np.median(t_all) * 1e3:.2f})")
     print(f"  asyncgrad {a_best * 1e3:8.2f} ms  (median {np.median(a_all) * 1e3:.2f})")
