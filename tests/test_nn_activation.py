@@ -27,14 +27,47 @@ ACTIVATIONS = [
     ("leaky_relu", lambda F, x: F.leaky_relu(x, 0.2), "LeakyReluBackward0"),
     ("hardtanh", lambda F, x: F.hardtanh(x, -2.0, 2.5), "HardtanhBackward0"),
     ("relu6", lambda F, x: F.relu6(x), "HardtanhBackward0"),
+    ("hardsigmoid", lambda F, x: F.hardsigmoid(x), "HardsigmoidBackward0"),
+    ("hardswish", lambda F, x: F.hardswish(x), "HardswishBackward0"),
+    ("logsigmoid", lambda F, x: F.logsigmoid(x), "LogSigmoidBackward0"),
 ]
+
+NO_TORCH_SECOND = {"hardsigmoid"}
 
 
 @DEVICES
 @pytest.mark.parametrize("name, fn, node", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
 async def test_activation_first_and_second_order(name, fn, node):
     await check_op(lambda lib, x: fn(lib.nn.functional, x), X, name=node)
-    await check_gradgrad(lambda lib, x: fn(lib.nn.functional, x), X)
+    # torch has no second derivative of hardsigmoid: finite differences alone check ours (0 a.e.)
+    await check_gradgrad(lambda lib, x: fn(lib.nn.functional, x), X, torch_check=name not in NO_TORCH_SECOND)
+
+
+@DEVICES
+@pytest.mark.parametrize("w_shape", [(1,), (4,)])
+@pytest.mark.parametrize("x_shape", [(3, 4), (2, 4, 3)])
+async def test_prelu(x_shape, w_shape):
+    x = np.random.default_rng(2).standard_normal(x_shape)
+    w = np.array([0.3]) if w_shape == (1,) else np.array([0.1, -0.4, 0.7, 1.3])
+    await check_op(lambda lib, x, w: lib.nn.functional.prelu(x, w), x, w, name="PreluKernelBackward0")
+    await check_gradgrad(lambda lib, x, w: lib.nn.functional.prelu(x, w), x, w)
+
+
+async def test_prelu_module_matches_torch(torch):
+    ag.set_default_dtype(ag.float64)
+    module, reference = ag.nn.PReLU(4, init=0.1), torch.nn.PReLU(4, init=0.1)
+    assert repr(module) == repr(reference) and list(module.state_dict()) == ["weight"]
+    xa = ag.tensor(X[:, :4].copy() if X.shape[1] >= 4 else X, requires_grad=True)
+    xt = torch.tensor(xa.detach().numpy(), requires_grad=True)
+    out, expected = module(xa), reference(xt)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+    grads = await ag.grad(out.sum(), [xa, module.weight])
+    expected_grads = torch.autograd.grad(expected.sum(), [xt, reference.weight])
+    for g, e in zip(grads, expected_grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-14)
+    check_raises(lambda lib: lib.nn.functional.prelu(lib.ones(3, 4), lib.ones(3)), RuntimeError,
+                 "Mismatch of parameter numbers and input channel size. Found parameter numbers = 3 and channel "
+                 "size = 4.")
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -90,7 +123,7 @@ MODULES = [
     ("SiLU", (), {}), ("Mish", (), {}), ("ELU", (0.5,), {}), ("CELU", (), {}), ("SELU", (), {}),
     ("Softplus", (), {"beta": 2.0, "threshold": 3.0}), ("Hardtanh", (-0.5, 0.5), {}), ("ReLU6", (), {}),
     ("Softmax", (1,), {}), ("LogSoftmax", (0,), {}), ("Tanh", (), {}), ("Sigmoid", (), {}), ("ReLU", (), {}),
-    ("Dropout", (0.25,), {}),
+    ("Dropout", (0.25,), {}), ("Hardswish", (), {}), ("Hardsigmoid", (), {}), ("LogSigmoid", (), {}),
 ]
 
 

@@ -26,10 +26,14 @@ from asyncgrad.nn.activation import (  # noqa: E402
     ELU,
     GELU,
     SELU,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU6,
     SiLU,
     Softmax,
@@ -52,7 +56,7 @@ from asyncgrad.nn.transformer import MultiheadAttention, TransformerEncoderLayer
 
 __all__ += [
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Dropout", "ELU", "GELU",
-    "GRU", "GroupNorm", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "LeakyReLU",
-    "LogSoftmax", "Mish", "MultiheadAttention", "NLLLoss", "RNN", "ReLU6", "SELU", "SiLU", "SmoothL1Loss", "Softmax",
-    "Softplus", "TransformerEncoderLayer",
+    "GRU", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM",
+    "LayerNorm", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "MultiheadAttention", "NLLLoss", "PReLU", "RNN",
+    "ReLU6", "SELU", "SiLU", "SmoothL1Loss", "Softmax", "Softplus", "TransformerEncoderLayer",
 ]

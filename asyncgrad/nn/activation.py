@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
+from asyncgrad.factories import full
 from asyncgrad.nn.module import Module
+from asyncgrad.nn.parameter import Parameter
 from asyncgrad.ops import activation as A
 from asyncgrad.ops.reduction import log_softmax, softmax
 from asyncgrad.tensor import Tensor
 
-__all__ = ["CELU", "ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU6", "SELU", "SiLU", "Softmax",
-           "Softplus"]
+__all__ = ["CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax",
+           "Mish", "PReLU", "ReLU6", "SELU", "SiLU", "Softmax", "Softplus"]
 
 
 def _inplace_str(inplace: bool, first: bool = False) -> str:
@@ -166,3 +169,42 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Hardsigmoid(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return A.hardsigmoid(input, self.inplace)
+
+
+class Hardswish(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return A.hardswish(input, self.inplace)
+
+
+class LogSigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return A.logsigmoid(input)
+
+
+class PReLU(Module):
+    """A learned negative slope: one, or one per channel (``num_parameters``), starting at ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
+
+    def forward(self, input: Tensor) -> Tensor:
+        return A.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

@@ -33,19 +33,23 @@ from asyncgrad.nn.loss import (  # noqa: E402
     kl_div,
     l1_loss,
     normalize,
-    smooth_l1_loss,  # noqa: E402
+    smooth_l1_loss,
 )
 from asyncgrad.ops.activation import (  # noqa: E402
     celu,
     elu,
     gelu,
+    hardsigmoid,
+    hardswish,
     hardtanh,
     leaky_relu,
+    logsigmoid,
     mish,
+    prelu,
     relu6,
     selu,
     silu,
-    softplus,  # noqa: E402
+    softplus,
 )
 from asyncgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 from asyncgrad.ops.dropout import dropout  # noqa: E402
@@ -53,7 +57,9 @@ from asyncgrad.ops.elementwise import sigmoid, tanh  # noqa: E402
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits  # noqa: E402
 from asyncgrad.ops.norm import batch_norm, group_norm, layer_norm  # noqa: E402
 
-__all__ += ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cosine_similarity",
-            "dropout", "elu", "gelu", "group_norm", "hardtanh", "huber_loss", "kl_div", "l1_loss", "layer_norm",
-            "leaky_relu", "mish", "multi_head_attention_forward", "normalize", "relu6",
-            "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softplus", "tanh"]
+__all__ += [
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cosine_similarity", "dropout",
+    "elu", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "kl_div", "l1_loss",
+    "layer_norm", "leaky_relu", "logsigmoid", "mish", "multi_head_attention_forward", "normalize", "prelu", "relu6",
+    "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softplus", "tanh",
+]

@@ -356,3 +356,106 @@ def _inplace(input: Tensor, fn: Any, *args: Any) -> Tensor:
     grad is refused by ``copy_``, as by torch). The node saves the clone, which nothing changes, so
     overwriting ``input`` leaves its backward valid, to any order."""
     return input.copy_(fn(input.clone(), *args))
+
+
+# --------------------------------------------------------------------------- hardsigmoid, hardswish, logsigmoid, prelu
+class HardsigmoidBackward0(OpNode):
+    """1/6 strictly inside (-3, 3), else 0 (torch's hardsigmoid_backward)."""
+
+    __slots__ = ()
+    work_per_element = 3
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        zero = g * 0
+        return (F.where(x <= -3, zero, F.where(x >= 3, zero, g * (1 / 6))),)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    _floating(input, "hardsigmoid", "hardsigmoid_cpu")
+    if inplace:
+        return _inplace(input, hardsigmoid)
+    out = input.device.xp.clip(input.data + 3, 0.0, 6.0) / 6
+    return record(HardsigmoidBackward0, (input,), out, input.device, saved=(input,))
+
+
+class HardswishBackward0(OpNode):
+    """0 below -3, x / 3 + 1/2 up to 3, 1 above (torch's hardswish_backward)."""
+
+    __slots__ = ()
+    work_per_element = 4
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (F.where(x < -3, g * 0, F.where(x <= 3, g * (x * (1 / 3) + 0.5), g)),)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    _floating(input, "hardswish", "hardswish_cpu")
+    if inplace:
+        return _inplace(input, hardswish)
+    x = input.data
+    out = x * input.device.xp.clip(x + 3, 0.0, 6.0) / 6
+    return record(HardswishBackward0, (input,), out, input.device, saved=(input,))
+
+
+class LogSigmoidBackward0(OpNode):
+    """log(sigmoid(x)) = -softplus(-x): d/dx = sigmoid(-x)."""
+
+    __slots__ = ()
+    work_per_element = 6
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (g * _sigmoid(F, -x),)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    _floating(input, "log_sigmoid_forward", "log_sigmoid_forward_cpu")
+    out = -_softplus(ArrayMath, -input.data)
+    return record(LogSigmoidBackward0, (input,), out, input.device, saved=(input,))
+
+
+class PreluKernelBackward0(OpNode):
+    """prelu(x, w) = x where x > 0, else w x (w per channel, dim 1): d/dx = 1 or w, d/dw = the sum of
+    x g over the non-positive x of each channel."""
+
+    __slots__ = ("w_view", "w_shape")
+    work_per_element = 4
+
+    def backward(self, F, g):
+        x, w = F.unpack(self)
+        wb = F.reshape(w, self.w_view)
+        positive = x > 0
+        gx = F.where(positive, g, g * wb) if self.needs(0) else None
+        gw = None
+        if self.needs(1):
+            gw = F.reshape(F.sum_to(F.where(positive, g * 0, g * x), self.w_view), self.w_shape)
+        return gx, gw
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """torch's prelu: ``weight`` holds one slope, or one per channel (dim 1 of the input)."""
+    tensor_arg(input, "prelu", "input", 1)
+    tensor_arg(weight, "prelu", "weight", 2)
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {channels}.")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {scalar_type_name(input.dtype)} and "
+                           f"{scalar_type_name(weight.dtype)}")
+    dev = input.device
+    if weight.device is not dev:
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{dev} and {weight.device}!")
+    view = (1, weight.numel()) + (1,) * (input.ndim - 2) if input.ndim >= 2 and weight.numel() > 1 else (1,) * max(
+        input.ndim, 1)
+    if input.ndim == 0:
+        view = ()
+    x = input.data
+    w = dev.xp.reshape(weight.data, view)
+    out = dev.xp.where(x > 0, x, x * w)
+    return record(PreluKernelBackward0, (input, weight), out, dev, view, tuple(weight.shape), saved=(input, weight))
