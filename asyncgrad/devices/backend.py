@@ -43,6 +43,10 @@ import numpy as np
 
 _getrefcount = sys.getrefcount
 
+STREAMS_ACTIVE = [False]
+"""Whether a stream other than a device's default may be current (``devices/streams.py``'s ``ACTIVE``):
+a cuda device sets it, since CuPy's current stream can be changed by CuPy itself."""
+
 
 class ArrayBackend:
     """numpy on the host; the base of the others."""
@@ -377,8 +381,10 @@ class CupyBackend(ArrayBackend):
             raise RuntimeError(
                 "cuda devices need CuPy: install asyncgrad with the 'cuda' extra (pip install 'asyncgrad[cuda]')"
             ) from exc
+        _check_ordinal(cupy, index)
         from array_api_compat import cupy as compat
 
+        STREAMS_ACTIVE[0] = True  # Note [Streams per device]: CuPy's current stream is looked up from now on
         self.cupy = cupy
         self._scatter_add = cupyx.scatter_add
         self.xp = compat
@@ -461,7 +467,9 @@ class CupyBackend(ArrayBackend):
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
 
     def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
-        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides)
+        # CuPy's strided arrays (and its as_strided) keep no ``base``: ``.view()`` gives one, so that
+        # owns_memory never takes this view of another array's memory for memory of its own
+        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides).view()
 
     def copy(self, array: Any, order: str = "K") -> Any:
         with self.cupy.cuda.Device(self.index):
@@ -472,6 +480,18 @@ class CupyBackend(ArrayBackend):
 
     def may_share_memory(self, a: Any, b: Any) -> bool:
         return bool(self.cupy.may_share_memory(a, b))
+
+
+def _check_ordinal(cupy: Any, index: int) -> None:
+    """torch's errors for a cuda device that this machine does not have (no GPU, or too few)."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError:  # no driver, or no device the driver can use
+        count = 0
+    if count == 0:
+        raise RuntimeError("No CUDA GPUs are available")
+    if index >= count:
+        raise RuntimeError("CUDA error: invalid device ordinal")
 
 
 NUMPY = ArrayBackend()
