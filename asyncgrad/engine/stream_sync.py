@@ -21,6 +21,21 @@ thread for a large one). Where a gradient produced on one stream is consumed on 
   engine's loop) waits for it, so ``.grad`` and captured gradients are safe to read there.
 
 The cpu worker never comes here (Note [Per-node cost] in worker.py): cpu streams are no-ops.
+
+Where this differs from torch, and why:
+* an ``async def`` custom backward (OWN_TASK) and a plain-def one in a greenback portal (PORTAL)
+  await on the loop: their stream cannot stay current across the await without leaking into
+  every other coroutine of the loop thread, so only their waits, routing and events are on their
+  stream; a kernel they launch goes to the loop thread's current stream (a PORTAL node in a
+  kernel thread runs with its stream current, like any large kernel);
+* the "caller's current stream" of the leaf sync is the finishing thread's (the engine's loop)
+  when the graph task finishes, not the streams current when ``backward`` was called: the
+  engine does not see the caller's thread (a ``backward_sync`` from another thread);
+* a gradient that ``route`` copies between devices, or that a cpu node sends to a device, is
+  copied on that device's current stream of the loop thread. With CuPy's default (legacy null)
+  stream, which every ``Stream`` (blocking, as torch's) synchronises with, that copy is ordered
+  with the consumer's stream; with ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` only the event
+  recorded on it after a producer on another device orders it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ BY_COST and ``work`` is below the threshold read when the graph task changed; an
 special entry), that is 214 more instructions per node, 0.7% of W1's backward (Note [Measuring
 the hot path]): Python 3.11 does not specialize the load of a class attribute through an
 instance (``LOAD_ATTR_ADAPTIVE``, where ``node.work`` is a ``LOAD_ATTR_SLOT``); 3.12 does.
+A non-cpu worker runs each node through ``stream_sync.evaluator`` (Note [Streaming backwards] in
+stream_sync.py), chosen when the worker starts: the cpu worker's loop is the same as without streams.
 
 Note [Measuring the hot path]: per-node costs quoted in the engine's notes are instruction counts
 from cachegrind (``valgrind --tool=cachegrind``): W1 (a chain of 3000 tiny ops on a (4,) leaf,
