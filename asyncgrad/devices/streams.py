@@ -311,8 +311,8 @@ def enter(s: Stream) -> tuple:
         previous = cupy.cuda.get_current_stream()
         s._native.use()
         return (dev, previous, previous_device)
-    if dev.type != "cpu":
-        ACTIVE[0] = True
+    if not ACTIVE[0] and dev.type != "cpu" and s is not _DEFAULTS.get(dev):
+        ACTIVE[0] = True  # from now on ``record`` asks which stream is current
     current = getattr(_local, "streams", None)
     if current is None:
         current = _local.streams = {}

@@ -69,7 +69,7 @@ def before(graph_task: GraphTask, node: Node, s: Stream) -> None:
             s.wait_event(event)
         for fn, _ in node.next_edges:
             for event in table.get(fn, ()):
-                if event.stream is not s:
+                if event.stream != s:  # ``!=``: two wrappers of one CuPy stream are equal
                     s.wait_event(event)
     s.ready()
 
