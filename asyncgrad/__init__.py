@@ -141,6 +141,13 @@ from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
 
+# engine-reentry: torch's multithreading switch and inference mode
+from asyncgrad.autograd.grad_mode import (  # noqa: E402
+    inference_mode,
+    is_inference_mode_enabled,
+    set_multithreading_enabled,
+)
+
 # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
 # the others so that merging areas' blocks never interleaves)
 from asyncgrad.ops.indexing import (  # noqa: E402
@@ -168,3 +175,6 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var_mean,
 )
 from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+
+# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+from asyncgrad.tensor import Size  # noqa: E402

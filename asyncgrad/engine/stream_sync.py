@@ -23,11 +23,13 @@ thread for a large one). Where a gradient produced on one stream is consumed on 
 The cpu worker never comes here (Note [Per-node cost] in worker.py): cpu streams are no-ops.
 
 Where this differs from torch, and why:
-* an ``async def`` custom backward (OWN_TASK) and a plain-def one in a greenback portal (PORTAL)
-  await on the loop: their stream cannot stay current across the await without leaking into
-  every other coroutine of the loop thread, so only their waits, routing and events are on their
-  stream; a kernel they launch goes to the loop thread's current stream (a PORTAL node in a
-  kernel thread runs with its stream current, like any large kernel);
+* an ``async def`` custom backward (OWN_TASK) awaits on the loop: its stream cannot stay
+  current across the await without leaking into every other coroutine of the loop thread, so
+  only its waits, routing and events are on its stream; a kernel it launches goes to the loop
+  thread's current stream. A plain-def backward (PORTAL) runs like any node, its stream current;
+  if it reenters (``backward_sync``, Note [Servers] in worker.py) its server is suspended with
+  that stream still current in the loop thread, which the nested backward's nodes, entering and
+  leaving their own streams, restore in LIFO order;
 * the "caller's current stream" of the leaf sync is the finishing thread's (the engine's loop)
   when the graph task finishes, not the streams current when ``backward`` was called: the
   engine does not see the caller's thread (a ``backward_sync`` from another thread);

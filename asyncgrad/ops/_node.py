@@ -23,6 +23,7 @@ from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
+from asyncgrad.ops import windows
 from asyncgrad.tensor import Tensor
 
 _new = object.__new__
@@ -360,6 +361,12 @@ class ArrayMath:
         return backend_of(x).xp.sign(x)
 
     @staticmethod
+    def zeros_like(g: Any) -> Any:
+        """torch's ``zeros_like(grad)`` in a formula: a zero gradient that is no part of any graph
+        (Note [Zero derivatives are constants] in ops/elementwise.py)."""
+        return backend_of(g).xp.zeros_like(g)
+
+    @staticmethod
     def threshold_backward(g: Any, y: Any) -> Any:
         """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
         NaN result passes the gradient."""
@@ -387,6 +394,10 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
+
+    # convolution and pooling (ops/conv.py, ops/pooling.py): their formulas' kernels on raw arrays
+    convolution = staticmethod(windows.convolution)
+    pool = staticmethod(windows.pool)
 
     # views and shape ops (ops/views.py, ops/shape.py)
     @staticmethod
