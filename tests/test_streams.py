@@ -312,3 +312,22 @@ def test_accelerator_tensor_to_numpy_needs_cpu():
     with pytest.raises(TypeError, match=wording):
         x.numpy()
     np.testing.assert_array_equal(x.cpu().numpy(), [1.0, 2.0])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_working_lanes():
+    import os
+
+    s = ag.Stream("sim:0")
+    gate = threading.Event()
+    s.launch(gate.wait, WAIT_S)  # the parent's lane thread is busy at the fork
+    pid = os.fork()
+    if pid == 0:  # the child: the lane has no thread here; new work must still run
+        code = 1
+        try:
+            code = 0 if s.launch(lambda: 7).result(2.0) == 7 else 1
+        finally:
+            os._exit(code)  # never back into pytest
+    gate.set()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

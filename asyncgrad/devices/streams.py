@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import os
 import queue
 import threading
 import weakref
@@ -58,14 +59,19 @@ def _dev(spec: str | Device | None) -> Device:
 class _Lane:
     """A sim stream's FIFO: jobs run in submission order in one daemon thread of the lane's own."""
 
-    __slots__ = ("_lock", "_jobs", "_pending", "_running", "_name")
+    __slots__ = ("_lock", "_jobs", "_pending", "_running", "_name", "__weakref__")
 
     def __init__(self, name: str) -> None:
+        self._name = name
+        self._reset()
+        _LANES.add(self)
+
+    def _reset(self) -> None:
+        """Empty and without a thread: new, or in a forked child, where the parent's lane thread does not exist."""
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._pending = 0
         self._running = False
-        self._name = name
 
     def idle(self) -> bool:
         return self._pending == 0
@@ -97,6 +103,18 @@ class _Lane:
             with self._lock:
                 self._pending -= 1
             del fn, args, future
+
+
+_LANES: weakref.WeakSet = weakref.WeakSet()
+
+
+def _forget_lanes() -> None:
+    for lane in list(_LANES):
+        lane._reset()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_lanes)
 
 
 class Stream:
