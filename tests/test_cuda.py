@@ -83,7 +83,7 @@ async def test_cuda1_kernels_run_with_device_1_current(monkeypatch):
     monkeypatch.setattr(ag.device("cuda:1"), "inline_threshold", 0)
     x_np = np.linspace(-1, 1, 64).reshape(8, 8)
     x = ag.tensor(x_np, device="cuda:1", requires_grad=True)
-    with cupy.cuda.Device(1):  # forward ops compute on CuPy's current device (see the streams report)
+    with ag.stream(ag.current_stream("cuda:1")):  # forward ops compute on CuPy's current device: make it 1
         y = (x @ x).exp().sum()
     await y.backward()
     assert devices and set(devices) == {1}

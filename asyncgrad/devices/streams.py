@@ -357,7 +357,9 @@ def leave(token: tuple) -> None:
 def stream(s: Stream | None) -> Iterator[Stream | None]:
     """torch's ``torch.cuda.stream(s)``: ``s`` is this thread's current stream of its device inside
     the block; ops issued there run on it and their backward nodes run on it too (Note
-    [Streaming backwards]). ``None`` changes nothing."""
+    [Streaming backwards]). On cuda it also makes the stream's GPU CuPy's current device, which
+    forward ops on ``cuda:N`` (N > 0) need: they compute on the current device (the backward
+    sets it itself). ``None`` changes nothing."""
     if s is None:
         yield None
         return
