@@ -14,6 +14,9 @@ from asyncgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, 
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
+
+# streams: per-device streams and events (Note [Streams per device] in devices/streams.py)
+from asyncgrad.devices.streams import Event, Stream, current_stream, default_stream, stream, synchronize
 from asyncgrad.dtypes import (
     bool,
     double,

@@ -43,6 +43,10 @@ import numpy as np
 
 _getrefcount = sys.getrefcount
 
+STREAMS_ACTIVE = [False]
+"""Whether a stream other than a device's default may be current (``devices/streams.py``'s ``ACTIVE``):
+a cuda device sets it, since CuPy's current stream can be changed by CuPy itself."""
+
 
 class ArrayBackend:
     """numpy on the host; the base of the others."""
@@ -377,8 +381,10 @@ class CupyBackend(ArrayBackend):
             raise RuntimeError(
                 "cuda devices need CuPy: install asyncgrad with the 'cuda' extra (pip install 'asyncgrad[cuda]')"
             ) from exc
+        _check_ordinal(cupy, index)
         from array_api_compat import cupy as compat
 
+        STREAMS_ACTIVE[0] = True  # Note [Streams per device]: CuPy's current stream is looked up from now on
         self.cupy = cupy
         self._scatter_add = cupyx.scatter_add
         self.xp = compat
@@ -418,8 +424,11 @@ class CupyBackend(ArrayBackend):
     def getitem(self, array: Any, index: Any) -> Any:
         return array[index]
 
+    # Note [The array's own GPU]: every cuda:N's arrays are cupy.ndarray, so ``backend_of`` finds the first
+    # CupyBackend made, whatever the array's GPU: a primitive that gets an array works on that array's
+    # device (``array.device``), not on ``self.index``, or cuda:1's formulas would allocate on GPU 0
     def index_add(self, shape: tuple[int, ...], index: Any, basic: bool, values: Any) -> Any:
-        with self.cupy.cuda.Device(self.index):
+        with values.device:
             out = self.cupy.zeros(shape, dtype=values.dtype)
             if basic:
                 out[index] = values
@@ -428,26 +437,28 @@ class CupyBackend(ArrayBackend):
         return out
 
     def any_nan(self, array: Any) -> bool:
-        return bool(self.cupy.isnan(array).any())
+        with array.device:  # Note [The array's own GPU]
+            return bool(self.cupy.isnan(array).any())
 
     # ---- ops-index: CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         host = self.to_host(out)
         host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)
         np.multiply.at(host, host_index, self.to_host(values) if self.is_array(values) else values)
-        out[...] = self.from_host(host)
+        with out.device:  # Note [The array's own GPU]
+            out[...] = self.cupy.asarray(host)
         return out
 
     def argsort(self, array: Any, axis: int, descending: bool) -> Any:
         cupy = self.cupy
-        with cupy.cuda.Device(self.index):
+        with array.device:  # Note [The array's own GPU]
             if not descending:
                 return cupy.argsort(array, axis=axis)
             n = array.shape[axis]
             return (n - 1) - cupy.flip(cupy.argsort(cupy.flip(array, axis=axis), axis=axis), axis=axis)
 
     def unique(self, array: Any) -> tuple[Any, Any, Any]:
-        with self.cupy.cuda.Device(self.index):
+        with array.device:  # Note [The array's own GPU]
             values, inverse, counts = self.cupy.unique(array.reshape(-1), return_inverse=True, return_counts=True)
         return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
 
@@ -461,10 +472,12 @@ class CupyBackend(ArrayBackend):
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
 
     def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
-        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides)
+        # CuPy's strided arrays (and its as_strided) keep no ``base``: ``.view()`` gives one, so that
+        # owns_memory never takes this view of another array's memory for memory of its own
+        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides).view()
 
     def copy(self, array: Any, order: str = "K") -> Any:
-        with self.cupy.cuda.Device(self.index):
+        with array.device:  # Note [The array's own GPU]
             return array.copy(order=order)
 
     def address(self, array: Any) -> int:
@@ -472,6 +485,18 @@ class CupyBackend(ArrayBackend):
 
     def may_share_memory(self, a: Any, b: Any) -> bool:
         return bool(self.cupy.may_share_memory(a, b))
+
+
+def _check_ordinal(cupy: Any, index: int) -> None:
+    """torch's errors for a cuda device that this machine does not have (no GPU, or too few)."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError:  # no driver, or no device the driver can use
+        count = 0
+    if count == 0:
+        raise RuntimeError("No CUDA GPUs are available")
+    if index >= count:
+        raise RuntimeError("CUDA error: invalid device ordinal")
 
 
 NUMPY = ArrayBackend()
