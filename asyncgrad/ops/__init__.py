@@ -119,6 +119,24 @@ _METHODS = {
     "clamp_": _inplace_method(elementwise.clamp, "clamp_"), "relu_": _inplace_method(elementwise.relu, "relu_"),
     "fill_": _inplace_method(inplace.filled, "fill_"), "zero_": _inplace_method(inplace.zeroed, "zero_"),
     "copy_": _inplace_method(inplace.copied, "copy_"),
+    # ops-math
+    "reciprocal": elementwise.reciprocal, "expm1": elementwise.expm1, "rsqrt": elementwise.rsqrt,
+    "square": elementwise.square, "floor": elementwise.floor, "ceil": elementwise.ceil, "round": elementwise.round,
+    "trunc": elementwise.trunc, "tan": elementwise.tan, "atan": elementwise.atan, "asin": elementwise.asin,
+    "acos": elementwise.acos, "sinh": elementwise.sinh, "cosh": elementwise.cosh, "erf": elementwise.erf,
+    "erfc": elementwise.erfc, "erfinv": elementwise.erfinv, "log2": elementwise.log2, "log10": elementwise.log10,
+    "exp2": elementwise.exp2, "logit": elementwise.logit, "isnan": elementwise.isnan, "isinf": elementwise.isinf,
+    "isfinite": elementwise.isfinite, "atan2": elementwise.atan2, "arctan2": elementwise.atan2,
+    "clamp_min": elementwise.clamp_min, "clamp_max": elementwise.clamp_max, "lerp": elementwise.lerp,
+    "fmod": elementwise.fmod, "remainder": elementwise.remainder, "copysign": elementwise.copysign,
+    "__mod__": _operator(elementwise.remainder),
+    "gt": elementwise.gt, "lt": elementwise.lt, "ge": elementwise.ge, "le": elementwise.le, "eq": elementwise.eq,
+    "ne": elementwise.ne, "greater": elementwise.gt, "less": elementwise.lt, "greater_equal": elementwise.ge,
+    "less_equal": elementwise.le, "not_equal": elementwise.ne,
+    "isclose": elementwise.isclose, "allclose": elementwise.allclose, "equal": elementwise.equal,
+    "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv, "outer": linalg.outer,
+    "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "norm": linalg.norm,
+    "inverse": linalg.inv, "det": linalg.det, "slogdet": linalg.slogdet,
 }
 
 for _name, _fn in _METHODS.items():

@@ -9,7 +9,7 @@ import numpy as np
 
 from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
-from asyncgrad.ops import elementwise, indexing, reduction
+from asyncgrad.ops import elementwise, indexing, linalg, reduction
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, reduced_axes
 from asyncgrad.tensor import Tensor
@@ -79,6 +79,14 @@ class TensorMath:
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
     threshold_backward = staticmethod(elementwise.threshold_backward)
+    # ops-math
+    trunc = staticmethod(elementwise.trunc)
+    floor = staticmethod(elementwise.floor)
+    sinh = staticmethod(elementwise.sinh)
+    cosh = staticmethod(elementwise.cosh)
+    inv = staticmethod(linalg.inv)
+    solve = staticmethod(linalg.solve_matrix)
+    einsum = staticmethod(linalg.einsum_explicit)
 
 
 OpNode.graph_math = TensorMath
