@@ -7,8 +7,9 @@ from asyncgrad.ops.linalg import (
     matrix_norm,
     slogdet,
     solve,
+    svdvals,
     vector_norm,
 )
 from asyncgrad.ops.linalg import linalg_norm as norm
 
-__all__ = ["LinAlgError", "det", "inv", "matrix_norm", "norm", "slogdet", "solve", "vector_norm"]
+__all__ = ["LinAlgError", "det", "inv", "matrix_norm", "norm", "slogdet", "solve", "svdvals", "vector_norm"]

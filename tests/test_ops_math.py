@@ -500,11 +500,28 @@ def test_norm_errors(case):
     check_raises(*NORM_ERRORS[case])
 
 
-def test_singular_value_norms_are_refused_in_words():
-    """'nuc', 2 and -2 need a differentiable SVD, which asyncgrad lacks: refused, never wrong."""
-    for ord in ("nuc", 2, -2):
-        with pytest.raises(NotImplementedError, match="singular values"):
-            ag.linalg.matrix_norm(ag_tensor(np.eye(2)), ord)
+SINGULAR_VALUE_NORMS = {
+    "matrix_norm(nuc)": (lambda lib, x: lib.linalg.matrix_norm(x, "nuc"), "SumBackward1"),
+    "matrix_norm(2)": (lambda lib, x: lib.linalg.matrix_norm(x, 2), "AmaxBackward0"),
+    "matrix_norm(-2, dim=(2, 0))": (lambda lib, x: lib.linalg.matrix_norm(x, -2, dim=(2, 0)), "AminBackward0"),
+    "matrix_norm(nuc, keepdim)": (lambda lib, x: lib.linalg.matrix_norm(x, "nuc", dim=(0, 2), keepdim=True),
+                                  "PermuteBackward0"),
+    "norm(nuc)": (lambda x: x[0].norm(p="nuc"), "SumBackward1"),
+    "svdvals": (lambda lib, x: lib.linalg.svdvals(x), "LinalgSvdBackward0"),
+}
+
+
+@pytest.mark.parametrize("case", list(SINGULAR_VALUE_NORMS))
+async def test_singular_value_norms(case):
+    """First order only: the second derivative of singular values is refused (below)."""
+    fn, name = SINGULAR_VALUE_NORMS[case]
+    await check_op(fn, (2, 3, 4), name=name)
+
+
+async def test_second_order_through_singular_values_is_refused():
+    x = ag_tensor(np.random.default_rng(0).standard_normal((3, 3)), requires_grad=True)
+    with pytest.raises(NotImplementedError, match="second derivative of singular values"):
+        await ag.grad(ag.linalg.matrix_norm(x, "nuc"), [x], create_graph=True)
 
 
 # --------------------------------------------------------------------------- inv, det, slogdet, solve

@@ -11,6 +11,7 @@ import numpy as np
 
 from asyncgrad._validate import number_arg, tensor_arg, type_label
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.ops import reduction
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, plain, record, same_device
 from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul
@@ -646,30 +647,73 @@ def _matrix_dims(dim: Any, ndim: int, fn: str) -> tuple[int, int]:
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
-    """torch's ``linalg.matrix_norm``: 'fro', 1, -1, inf, -inf. The orders that need singular values
-    ('nuc', 2, -2) are refused: asyncgrad has no differentiable SVD yet."""
+    """torch's ``linalg.matrix_norm``: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf ('nuc', 2 and -2 through
+    ``svdvals``, first order only)."""
     tensor_arg(A, "linalg_matrix_norm", "input", 1)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     _float_input(A, "linalg.matrix_norm")
     d0, d1 = _matrix_dims(dim, A.ndim, "linalg.matrix_norm")
+    if dtype is not None:
+        A = shape_ops.to_dtype(A, np.dtype(dtype))
     if isinstance(ord, str):
         if ord == "fro":
-            return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
+            return vector_norm(A, 2, (d0, d1), keepdim)
         if ord == "nuc":
-            raise NotImplementedError("linalg.matrix_norm: ord='nuc' needs singular values, which asyncgrad does not "
-                                      "differentiate yet")
+            return _singular_value_norm(A, ord, d0, d1, keepdim)
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord in (2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord} needs singular values, which asyncgrad does not "
-                                  "differentiate yet")
+        return _singular_value_norm(A, ord, d0, d1, keepdim)
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {_order_text(ord)} not supported.")
     if abs(ord) == math.inf:
         d0, d1 = d1, d0
     if not keepdim and d0 < d1:
         d1 -= 1
-    return _amax(vector_norm(A, 1, d0, keepdim, dtype=dtype), d1, keepdim, ord > 0)
+    return _amax(vector_norm(A, 1, d0, keepdim), d1, keepdim, ord > 0)
+
+
+def _singular_value_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor:
+    """'nuc', 2 and -2, as torch composes them: the matrix dims moved last, the singular values
+    summed (or their max, min), the dims put back with keepdim."""
+    rest = [i for i in range(A.ndim) if i not in (d0, d1)]
+    order = rest + [d0, d1]
+    values = svdvals(A if order == list(range(A.ndim)) else shape_ops.permute(A, order))
+    last = values.ndim - 1
+    out = reduction.sum(values, last) if ord == "nuc" else _amax(values, last, False, ord > 0)
+    if not keepdim:
+        return out
+    out = shape_ops.unsqueeze(shape_ops.unsqueeze(out, -1), -1)
+    return shape_ops.permute(out, [order.index(i) for i in range(A.ndim)])
+
+
+class LinalgSvdBackward0(OpNode):
+    """svdvals: dσᵢ = uᵢᵀ dA vᵢ, so the gradient is ``U diag(g) Vᴴ`` (from the saved singular vectors).
+    That formula holds U and V constant: its own derivative would need theirs, which asyncgrad does
+    not compute, so a recorded (create_graph) backward through it is refused, never wrong."""
+
+    __slots__ = ()
+    work_per_element = 2
+
+    def backward(self, F, g):
+        u, vh = F.unpack(self)
+        if isinstance(u, Tensor):
+            raise NotImplementedError("the second derivative of singular values (svdvals, the 'nuc' and 2-norms) is "
+                                      "not implemented in asyncgrad")
+        xp = backend_of(g).xp
+        return (u @ (xp.reshape(g, g.shape + (1,)) * vh),)
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """torch's ``linalg.svdvals``: the singular values, in descending order."""
+    tensor_arg(A, "linalg_svdvals", "A", 1)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.svd")
+    dev = A.device
+    u, s, vh = dev.xp.linalg.svd(A.data, full_matrices=False)
+    return record(LinalgSvdBackward0, (A,), s, dev, saved=(plain(u, dev), plain(vh, dev)),
+                  work=A.data.size * min(A.shape[-2:]))
 
 
 def _order_text(ord: Any) -> str:
