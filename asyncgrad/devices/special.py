@@ -16,6 +16,8 @@ Note [erf to double precision]: piecewise approximations, each accurate to an ul
   points against 40-digit values.
 * ``|x| >= 8``: ``erfcx`` from its asymptotic series ``1/(x√π) Σ (-1)^n (2n-1)!!/(2x²)^n``, 17
   terms: the next is below 4e-17 at x = 8 and smaller beyond.
+* each piece computes only on its own elements (boolean masks: data-dependent shapes, which
+  numpy and array_api_strict have), so erf costs about one series per element.
 * ``exp(-x²)`` with ``x² = z² + (x - z)(x + z)``, ``z`` being ``x`` rounded to 1/4096 so ``z²``
   is exact: a rounded ``x²`` (absolute error up to 1e-14 at x = 8) would cost ``exp`` that much
   relative accuracy.
@@ -27,7 +29,7 @@ The Chebyshev coefficients are ``c_j = (2/N) Σ_k f(x_k) cos(j θ_k)`` at the N 
 Chebyshev points ``θ_k = π (k + 1/2) / N`` (``c_0`` halved), ``f`` evaluated with mpmath at 40
 digits, rounded to doubles, and are summed by Clenshaw's recurrence.
 
-erfinv starts from Winitzki's closed form (relative error under 2e-3) and takes three Halley
+erfinv starts from Winitzki's closed form (a few 1e-3 relative error) and takes three Halley
 steps on ``erf(x) = y`` (each cubes the error), written as ``erfc(x) = 1 - y`` where
 ``|y| > 0.5`` (``1 - y`` is exact there, and erfc keeps the tail's digits).
 """
@@ -73,6 +75,8 @@ _ERFCX = (
 """erfcx(x) = exp(x²) erfc(x) on each interval: (low, high, Chebyshev coefficients in x)."""
 
 _ASYMPTOTIC_TERMS = 17
+_HALLEY_STEPS = 3
+"""Each step cubes the relative error; from Winitzki's start, two are not always enough near |y| = 1."""
 
 
 def _clenshaw(xp: Any, coefficients: tuple[float, ...], t: Any) -> Any:
@@ -85,6 +89,17 @@ def _clenshaw(xp: Any, coefficients: tuple[float, ...], t: Any) -> Any:
     return t * b1 - b2 + coefficients[0]
 
 
+def _fill(xp: Any, out: Any, x: Any, mask: Any, fn: Any) -> None:
+    """``out[mask] = fn(x[mask])``: each piece computes only on its own elements (1-D arrays)."""
+    if bool(xp.any(mask)):
+        out[mask] = fn(x[mask])
+
+
+def _flat(xp: Any, fn: Any, x: Any) -> Any:
+    """``fn`` of a flattened copy of ``x`` (boolean masks then index every shape alike), reshaped back."""
+    return xp.reshape(fn(xp.reshape(x, (-1,))), x.shape)
+
+
 def _exp_minus_square(xp: Any, x: Any) -> Any:
     """exp(-x²) to full relative precision (Note [erf to double precision])."""
     z = xp.round(x * 4096.0) / 4096.0
@@ -92,67 +107,97 @@ def _exp_minus_square(xp: Any, x: Any) -> Any:
 
 
 def _erfcx(xp: Any, a: Any) -> Any:
-    """exp(a²) erfc(a) for float64 ``a >= 0.5`` (other values give finite garbage, masked by the caller)."""
-    out = xp.zeros_like(a)
+    """exp(a²) erfc(a) for a 1-D float64 ``a`` of values in [0.5, 30]."""
+    out = xp.empty_like(a)
     for low, high, coefficients in _ERFCX:
-        inside = (a >= low) & (a < high)
-        t = (2 * xp.clip(a, low, high) - (low + high)) / (high - low)
-        out = xp.where(inside, _clenshaw(xp, coefficients, t), out)
-    big = xp.clip(a, 8.0, None)
-    inv = 1 / (2 * big * big)
-    term = xp.ones_like(a)
-    total = xp.ones_like(a)
-    for n in range(1, _ASYMPTOTIC_TERMS):
-        term = term * (-(2 * n - 1) * inv)
-        total = total + term
-    return xp.where(a >= 8.0, total / (big * math.sqrt(math.pi)), out)
+        _fill(xp, out, a, (a >= low) & (a < high),
+              lambda v, low=low, high=high, c=coefficients: _clenshaw(xp, c, (2 * v - (low + high)) / (high - low)))
+
+    def asymptotic(v: Any) -> Any:
+        inv = 1 / (2 * v * v)
+        term = xp.ones_like(v)
+        total = xp.ones_like(v)
+        for n in range(1, _ASYMPTOTIC_TERMS):
+            term = term * (-(2 * n - 1) * inv)
+            total = total + term
+        return total / (v * math.sqrt(math.pi))
+
+    _fill(xp, out, a, a >= 8.0, asymptotic)
+    return out
 
 
 def _erf_small(xp: Any, x: Any) -> Any:
-    """erf(x) for float64 ``|x| <= 0.5``."""
-    small = xp.clip(x, -0.5, 0.5)
-    return small * _clenshaw(xp, _ERF_SMALL, 8 * (small * small) - 1)
+    """erf(x) for float64 ``|x| < 0.5``."""
+    return x * _clenshaw(xp, _ERF_SMALL, 8 * (x * x) - 1)
 
 
 def _erfc_abs(xp: Any, a: Any) -> Any:
-    """erfc(a) for float64 ``a >= 0.5`` (inf gives 0)."""
-    finite = xp.where(xp.isinf(a), 8.0, a)
-    return xp.where(xp.isinf(a), 0.0, _exp_minus_square(xp, finite) * _erfcx(xp, finite))
+    """erfc(a) for a 1-D float64 ``a >= 0.5`` (erfc(30) is below the smallest double: so is everything past it)."""
+    a = xp.clip(a, None, 30.0)
+    return _exp_minus_square(xp, a) * _erfcx(xp, a)
+
+
+def _erf_1d(xp: Any, x: Any) -> Any:
+    a = xp.abs(x)
+    out = xp.full_like(x, math.nan)
+    _fill(xp, out, x, a < 0.5, lambda v: _erf_small(xp, v))
+
+    def tail(v: Any) -> Any:
+        t = 1 - _erfc_abs(xp, xp.abs(v))
+        return xp.where(v < 0, -t, t)
+
+    _fill(xp, out, x, a >= 0.5, tail)
+    return out
+
+
+def _erfc_1d(xp: Any, x: Any) -> Any:
+    a = xp.abs(x)
+    out = xp.full_like(x, math.nan)
+    _fill(xp, out, x, a < 0.5, lambda v: 1 - _erf_small(xp, v))
+
+    def tail(v: Any) -> Any:
+        t = _erfc_abs(xp, xp.abs(v))
+        return xp.where(v < 0, 2 - t, t)
+
+    _fill(xp, out, x, a >= 0.5, tail)
+    return out
 
 
 def erf(xp: Any, x: Any) -> Any:
     """The error function of a float64 array (Note [erf to double precision])."""
-    a = xp.abs(x)
-    tail = 1 - _erfc_abs(xp, xp.clip(a, 0.5, None))
-    return xp.where(a < 0.5, _erf_small(xp, x), xp.where(x < 0, -tail, tail))
+    return _flat(xp, lambda v: _erf_1d(xp, v), x)
 
 
 def erfc(xp: Any, x: Any) -> Any:
     """The complementary error function of a float64 array (Note [erf to double precision])."""
-    tail = _erfc_abs(xp, xp.clip(xp.abs(x), 0.5, None))
-    return xp.where(xp.abs(x) < 0.5, 1 - _erf_small(xp, x), xp.where(x < 0, 2 - tail, tail))
+    return _flat(xp, lambda v: _erfc_1d(xp, v), x)
 
 
 def erfinv(xp: Any, y: Any) -> Any:
     """The inverse error function of a float64 array: ±inf at ±1, NaN outside [-1, 1]."""
+    return _flat(xp, lambda v: _erfinv_1d(xp, v), y)
+
+
+def _erfinv_1d(xp: Any, y: Any) -> Any:
+    out = xp.where(y == 1, math.inf, xp.where(y == -1, -math.inf, xp.full_like(y, math.nan)))
+    _fill(xp, out, y, xp.abs(y) <= 0.5, lambda v: _halley(xp, v, False))
+    _fill(xp, out, y, (xp.abs(y) > 0.5) & (xp.abs(y) < 1), lambda v: _halley(xp, v, True))
+    return out
+
+
+def _halley(xp: Any, y: Any, tail: bool) -> Any:
+    """erfinv of 1-D ``y`` inside (-1, 1): Winitzki's start, then Halley steps on ``erf(x) = y``, written
+    as ``erfc(|x|) = 1 - |y|`` in the ``tail`` (|y| > 0.5)."""
     a = 0.147
-    inside = xp.abs(y) < 1
-    safe = xp.where(inside, y, 0.0)
-    log_term = xp.log1p(-(safe * safe))  # log(1 - y²), exact near 0
+    log_term = xp.log1p(-(y * y))  # log(1 - y²), exact near 0
     first = 2 / (math.pi * a) + log_term / 2
     x = xp.sqrt(xp.sqrt(first * first - log_term / a) - first)
-    x = xp.where(safe < 0, -x, x)
-    tail = xp.abs(safe) > 0.5
-    sign = xp.sign(safe)  # 0 only at y = 0, outside the tails
-    target = 1 - xp.abs(safe)  # erfc(|x|) = 1 - |y| in the tails
-    for _ in range(3):
-        # f = erf(x) - y, or -(erfc(|x|) - (1 - |y|)) in the tails; f' = 2/√π exp(-x²); f''/f' = -2x
-        direct = erf(xp, x) - safe
-        tails = sign * (target - erfc(xp, xp.abs(x)))
-        f = xp.where(tail, tails, direct)
-        slope = _TWO_OVER_SQRT_PI * _exp_minus_square(xp, x)
-        ratio = f / slope
+    x = xp.where(y < 0, -x, x)
+    sign = xp.sign(y)
+    target = 1 - xp.abs(y)
+    for _ in range(_HALLEY_STEPS):
+        # f = erf(x) - y = sign(y) (1 - |y| - erfc(|x|)); f' = 2/√π exp(-x²); f''/f' = -2x
+        f = sign * (target - _erfc_1d(xp, xp.abs(x))) if tail else _erf_1d(xp, x) - y
+        ratio = f / (_TWO_OVER_SQRT_PI * _exp_minus_square(xp, x))
         x = x - ratio / (1 + x * ratio)
-    out = xp.where(inside, x, xp.nan)
-    out = xp.where(y == 1, xp.inf, out)
-    return xp.where(y == -1, -xp.inf, out)
+    return x
