@@ -193,6 +193,18 @@ async def test_fmod_remainder(op):
     await check_gradgrad(lambda a, b: getattr(a, op)(b), MOD_A, MOD_B)
 
 
+def test_bool_refusals_and_bool_bounds(torch):
+    check_raises(lambda lib: lib.fmod(lib.tensor([True]), lib.tensor([True])), NotImplementedError,
+                 "\"fmod_cpu\" not implemented for 'Bool'")
+    check_raises(lambda lib: lib.tensor([True]).remainder(True), NotImplementedError,
+                 "\"remainder_cpu\" not implemented for 'Bool'")
+    check_raises(lambda lib: lib.tensor([True]).clamp_max(True), NotImplementedError,
+                 "\"clamp_max_scalar_cpu\" not implemented for 'Bool'")
+    mask = [True, False, True]
+    assert ag_tensor(mask).clamp_min(ag_tensor([False, True, False])).tolist() == torch.tensor(mask).clamp_min(
+        torch.tensor([False, True, False])).tolist()
+
+
 def test_fmod_remainder_values_and_refusals(torch):
     a, b = [5, -5, 7, -7], [3, 3, -2, -2]
     for op in ("fmod", "remainder"):

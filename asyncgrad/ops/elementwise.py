@@ -1104,10 +1104,14 @@ def _clamp_side(x: Tensor, bound: Any, is_min: bool) -> Tensor:
     name = "clamp_min" if is_min else "clamp_max"
     ta, tb, da, db, dev = _binary(name, x, bound, False)
     xp = dev.xp
+    if db.__class__ in _PLAIN_NUMBERS and _dtype_of(da) == np.bool_:
+        raise NotImplementedError(f'"{name}_scalar_cpu" not implemented for \'Bool\'')
     try:  # maximum/minimum propagate a NaN of either side, as torch's clamp
         out = xp.maximum(da, db) if is_min else xp.minimum(da, db)
     except ValueError:
         raise broadcast_error(*_shapes(da, db)) from None
+    except TypeError as exc:  # of bools: or / and (the Array API orders no bools)
+        out = _on_bools(xp.logical_or if is_min else xp.logical_and, da, db, exc)
     if tb is None and db.__class__ in _PLAIN_NUMBERS:
         return record(ClampMinBackward0 if is_min else ClampMaxBackward0, (ta,), out, dev, db, saved=(ta,))
     if not recording(ta, tb):
@@ -1229,6 +1233,8 @@ class RemainderBackward1(_TwoSided):
 
 def _modulo(name: str, a: Any, b: Any) -> Tensor:
     ta, tb, da, db, dev = _binary(name, a, b, False)
+    if _dtype_of(da) == np.bool_:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
     integral = _dtype_of(da if da.__class__ not in _PLAIN_NUMBERS else db).kind in "biu" and (
         db.__class__ is not float)
     if integral and (bool((db == 0) if db.__class__ in _PLAIN_NUMBERS else dev.xp.any(db == 0))):
