@@ -1164,8 +1164,8 @@ def lerp(start: Tensor, end: Tensor, weight: Any) -> Tensor:
     tensor_arg(start, "lerp", "input", 1)
     tensor_arg(end, "lerp", "end", 2)
     if start.dtype != end.dtype:
-        raise RuntimeError(f"expected dtype {type_name_of(start.dtype)} for `end` but got dtype "
-                           f"{type_name_of(end.dtype)}")
+        raise RuntimeError(f"expected dtype {_c_type_name(start.dtype)} for `end` but got dtype "
+                           f"{_c_type_name(end.dtype)}")
     if start.dtype.kind != "f":
         raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for \'{scalar_type_name(start.dtype)}\'')
     dev = same_device(start, end)
@@ -1173,8 +1173,8 @@ def lerp(start: Tensor, end: Tensor, weight: Any) -> Tensor:
     a, b = start.data, end.data
     if isinstance(weight, Tensor):
         if weight.dtype != start.dtype:
-            raise RuntimeError(f"expected dtype {type_name_of(start.dtype)} for `weight` but got dtype "
-                               f"{type_name_of(weight.dtype)}")
+            raise RuntimeError(f"expected dtype {_c_type_name(start.dtype)} for `weight` but got dtype "
+                               f"{_c_type_name(weight.dtype)}")
         same_device(start, weight)
         w = weight.data
         try:
@@ -1192,7 +1192,7 @@ def lerp(start: Tensor, end: Tensor, weight: Any) -> Tensor:
     return record(LerpBackward0, (start, end), out, dev, a.shape, b.shape, w)
 
 
-def type_name_of(dtype: Any) -> str:
+def _c_type_name(dtype: Any) -> str:
     """torch's C type name of a dtype in its dtype-mismatch messages (``double``, ``float``, ``long int``)."""
     return {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int", "int32": "int",
             "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[np.dtype(dtype).name]
