@@ -92,7 +92,38 @@ from asyncgrad.ops.elementwise import (
 )
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
-from asyncgrad.ops.shape import cat, clone, flatten, permute, reshape, squeeze, stack, transpose, unsqueeze
+
+# views and shape ops (ops/views.py, ops/shape.py)
+from asyncgrad.ops.shape import (
+    cat,
+    clone,
+    diag,
+    flatten,
+    flip,
+    permute,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    tril,
+    triu,
+    unsqueeze,
+)
+from asyncgrad.ops.views import (
+    as_strided,
+    chunk,
+    diagonal,
+    moveaxis,
+    movedim,
+    narrow,
+    select,
+    split,
+    split_with_sizes,
+    unbind,
+    unflatten,
+)
 from asyncgrad.random import (
     Generator,
     default_generator,
@@ -168,3 +199,31 @@ from asyncgrad.ops.linalg import (  # noqa: E402
 from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
 
 arctan2 = atan2
+
+# ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
+# the others so that merging areas' blocks never interleaves)
+from asyncgrad.ops.indexing import (  # noqa: E402
+    gather,
+    index_add,
+    index_select,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+)
+from asyncgrad.ops.reduction import (  # noqa: E402
+    all,
+    amax,
+    amin,
+    any,
+    cumprod,
+    cumsum,
+    logsumexp,
+    prod,
+    std,
+    std_mean,
+    var,
+    var_mean,
+)
+from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402

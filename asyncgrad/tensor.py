@@ -45,7 +45,8 @@ def scalar_type_name(dtype: np.dtype) -> str:
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
-    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name")
+    __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name",
+                 "creation")
 
     def __init__(self) -> None:
         self.hooks: dict | None = None
@@ -55,6 +56,8 @@ class _Extra:
         self.base: Tensor | None = None
         self.views: weakref.WeakSet | None = None
         self.name: str | None = None
+        self.creation: tuple | None = None
+        """How a view was made, when in-place ops through it are refused (Note [View creation] in ops/_node.py)."""
 
 
 class Tensor:

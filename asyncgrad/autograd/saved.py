@@ -9,6 +9,12 @@ from asyncgrad.tensor import Tensor, type_name
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
 
+DETACHED_IN_PLACE = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not "
+                     "supported, please use out-of-place `.detach()` instead")
+"""torch's refusal to unpack a saved input that was not a leaf when saved and has been detached in place
+since (its grad_fn is gone); a saved output or leaf is not checked, as in torch's SavedVariable."""
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -32,6 +38,8 @@ class SavedTensor:
             self.grad_fn = tensor.grad_fn
 
     def check_version(self, node: Node) -> None:
+        if self.grad_fn is not None and self.tensor.grad_fn is None:
+            raise RuntimeError(DETACHED_IN_PLACE)
         if self.vc[0] != self.version:
             raise RuntimeError(self._modified_message(node))
 
@@ -66,6 +74,8 @@ def unpack_arrays(node: Node) -> list[Any]:
     for saved in node.saved:
         if saved is None:
             out.append(None)
+        elif saved.grad_fn is not None and saved.tensor.grad_fn is None:
+            raise RuntimeError(DETACHED_IN_PLACE)
         elif saved.vc[0] != saved.version:
             raise RuntimeError(saved._modified_message(node))
         else:

@@ -159,6 +159,28 @@ class ArrayBackend:
                 matrix[k + 1:, k:] -= np.outer(matrix[k + 1:, k] / matrix[k, k], matrix[k, k:])
         return None
 
+    # ---- ops-index: what the standard lacks for scatter, sorting and unique (numpy's own words)
+    def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
+        """``out`` with its entries at the advanced ``index`` multiplied by ``values`` (repeats multiply
+        up), in place."""
+        np.multiply.at(out, index, values)
+        return out
+
+    def argsort(self, array: Any, axis: int, descending: bool) -> Any:
+        """Stable argsort along ``axis`` as torch sorts: NaN above every number (last ascending,
+        first descending), ties in their original order either way. Descending is the ascending
+        stable sort of the reversed array, reversed back, so equal elements keep their order."""
+        if not descending:
+            return np.argsort(array, axis=axis, kind="stable")
+        n = array.shape[axis]
+        flipped = np.flip(array, axis=axis)
+        return (n - 1) - np.flip(np.argsort(flipped, axis=axis, kind="stable"), axis=axis)
+
+    def unique(self, array: Any) -> tuple[Any, Any, Any]:
+        """The sorted distinct values of ``array`` (flattened), each element's position among them, and their counts."""
+        values, inverse, counts = np.unique(array.reshape(-1), return_inverse=True, return_counts=True)
+        return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
+
     def owns_memory(self, array: Any) -> bool:
         """Whether ``array``'s memory is its own: no view of another array's, and writable, so an
         in-place write into it changes no other array. Gradient stealing asks this
@@ -178,6 +200,11 @@ class ArrayBackend:
         if array.flags.writeable:
             out = np.lib.stride_tricks.as_strided(array, out.shape, out.strides)
         return out
+
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        """A writable view of ``array``'s memory: ``shape`` and ``strides`` (bytes) from ``offset`` bytes past
+        its first element (torch's as_strided, diagonal). The caller keeps it inside the memory."""
+        return _strided(array, shape, strides, offset)
 
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
@@ -213,6 +240,21 @@ class ArrayBackend:
         if (offsets < 0).any() or (offsets >= lookup.size).any() or (lookup[offsets] < 0).any():
             raise RuntimeError("a view's elements must lie in its base's memory")
         return self.from_host(lookup[offsets])
+
+
+class _Memory:
+    """What ``np.asarray`` reads a strided view from: an array interface, and the array whose memory it is."""
+
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> np.ndarray:
+    interface = dict(array.__array_interface__)
+    interface["data"] = (interface["data"][0] + offset, False)
+    interface["shape"], interface["strides"] = tuple(shape), tuple(strides)
+    return np.asarray(_Memory(interface, array))
 
 
 def _addresses(address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -330,6 +372,17 @@ class StrictBackend(ArrayBackend):
         out = np.einsum(equation, *(a._array for a in arrays), optimize=len(arrays) > 2)
         return self._wrap(np.asarray(out), device=arrays[0].device)
 
+    # ---- ops-index: the simulated device's kernels are numpy's, on the arrays inside
+    def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
+        NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
+        return out
+
+    def argsort(self, array: Any, axis: int, descending: bool) -> Any:
+        return self._wrap(NUMPY.argsort(array._array, axis, descending), device=array.device)
+
+    def unique(self, array: Any) -> tuple[Any, Any, Any]:
+        return tuple(self._wrap(np.asarray(a), device=array.device) for a in NUMPY.unique(array._array))  # type: ignore[return-value]
+
     def owns_memory(self, array: Any) -> bool:
         # the memory is the numpy array inside: its own (no base, writable), and held by this wrapper
         # alone (``xp.asarray(a)`` makes a second wrapper around the same numpy array)
@@ -343,6 +396,9 @@ class StrictBackend(ArrayBackend):
 
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self._wrap(NUMPY.broadcast_view(array._array, shape), device=array.device)
+
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        return self._wrap(_strided(array._array, shape, strides, offset), device=array.device)
 
     def copy(self, array: Any, order: str = "K") -> Any:
         return self._wrap(array._array.copy(order=order), device=array.device)
@@ -448,6 +504,27 @@ class CupyBackend(ArrayBackend):
     def einsum(self, equation: str, *arrays: Any) -> Any:
         return self.cupy.einsum(equation, *arrays)
 
+    # ---- ops-index: CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
+    def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
+        host = self.to_host(out)
+        host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)
+        np.multiply.at(host, host_index, self.to_host(values) if self.is_array(values) else values)
+        out[...] = self.from_host(host)
+        return out
+
+    def argsort(self, array: Any, axis: int, descending: bool) -> Any:
+        cupy = self.cupy
+        with cupy.cuda.Device(self.index):
+            if not descending:
+                return cupy.argsort(array, axis=axis)
+            n = array.shape[axis]
+            return (n - 1) - cupy.flip(cupy.argsort(cupy.flip(array, axis=axis), axis=axis), axis=axis)
+
+    def unique(self, array: Any) -> tuple[Any, Any, Any]:
+        with self.cupy.cuda.Device(self.index):
+            values, inverse, counts = self.cupy.unique(array.reshape(-1), return_inverse=True, return_counts=True)
+        return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
+
     def owns_memory(self, array: Any) -> bool:
         # CuPy arrays have no read-only flag; memory CuPy did not allocate (another library's, through
         # __cuda_array_interface__ or DLPack) is an UnownedMemory, shared with that library
@@ -456,6 +533,9 @@ class CupyBackend(ArrayBackend):
     # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
+
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides)
 
     def copy(self, array: Any, order: str = "K") -> Any:
         with self.cupy.cuda.Device(self.index):

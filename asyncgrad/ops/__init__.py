@@ -11,10 +11,23 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape, tensor_math
+from asyncgrad.ops import (
+    _node,
+    elementwise,
+    indexing,
+    inplace,
+    linalg,
+    nn,
+    reduction,
+    shape,
+    sorting,
+    tensor_math,
+    views,
+)
 from asyncgrad.tensor import Tensor
 
-__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "tensor_math", "_node"]
+__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "sorting", "tensor_math",
+           "views", "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -70,8 +83,8 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     overlap checks see only the written region; anything else is ``index_put_``."""
     if indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
-        if type(value) in _FILL_VALUES:
-            inplace.apply_inplace(view, inplace.filled, value, internal_overlap=False)
+        if type(value) in _FILL_VALUES:  # torch copies the number in: an expanded region is refused
+            inplace.apply_inplace(view, inplace.filled, value)
             return
         if isinstance(value, Tensor) and _broadcasts_to(value.shape, view.shape):
             inplace.apply_inplace(view, inplace.copied, value)
@@ -137,7 +150,36 @@ _METHODS = {
     "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv, "outer": linalg.outer,
     "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "norm": linalg.norm,
     "inverse": linalg.inv, "det": linalg.det, "slogdet": linalg.slogdet,
+    # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
+    "gather": indexing.gather, "scatter": indexing.scatter, "scatter_add": indexing.scatter_add,
+    "scatter_": _inplace_method(indexing.scatter, "scatter_"),
+    "scatter_add_": _inplace_method(indexing.scatter_add, "scatter_add_"),
+    "index_select": indexing.index_select, "index_add": indexing.index_add,
+    "index_add_": _inplace_method(indexing.index_add, "index_add_"),
+    "masked_fill": indexing.masked_fill, "masked_fill_": _inplace_method(indexing.masked_fill, "masked_fill_"),
+    "masked_select": indexing.masked_select, "nonzero": indexing.nonzero,
+    "sort": sorting.sort, "argsort": sorting.argsort, "topk": sorting.topk, "kthvalue": sorting.kthvalue,
+    "median": sorting.median, "unique": sorting.unique,
+    "cumsum": reduction.cumsum, "cumprod": reduction.cumprod, "prod": reduction.prod,
+    "var": reduction.var, "std": reduction.std, "logsumexp": reduction.logsumexp,
+    "amax": reduction.amax, "amin": reduction.amin, "any": reduction.any, "all": reduction.all,
 }
+
+# views, shape ops, in-place unary ops, new and data_ptr (ops/views.py, ops/shape.py, ops/inplace.py)
+_UNARY_INPLACE = ("neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "abs", "sign")
+"""The rows of elementwise's unary table with torch's in-place method (``relu_`` is above)."""
+
+_METHODS.update({
+    "narrow": views.narrow, "select": views.select, "unbind": views.unbind, "split": views.split,
+    "split_with_sizes": views.split_with_sizes, "chunk": views.chunk, "diagonal": views.diagonal,
+    "movedim": views.movedim, "moveaxis": views.movedim, "unflatten": views.unflatten, "view_as": views.view_as,
+    "as_strided": views.as_strided, "_base": property(views.base_of), "new": views.new, "__iter__": views.iterate,
+    "data_ptr": views.data_ptr,
+    "repeat": shape.repeat, "tile": shape.tile, "flip": shape.flip, "roll": shape.roll, "tril": shape.tril,
+    "triu": shape.triu, "diag": shape.diag,
+    "tril_": _inplace_method(shape.tril, "tril_"), "triu_": _inplace_method(shape.triu, "triu_"),
+    **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _UNARY_INPLACE},
+})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 from asyncgrad._convert import to_array
-from asyncgrad._validate import check_array_dtype, complex_error, is_complex, type_label
+from asyncgrad._validate import check_array_dtype, complex_error, is_complex, normalize_dim, tensor_arg, type_label
 from asyncgrad.autograd.graph import RELEASED
 from asyncgrad.ops._node import OpNode, SavesVariables, plain, record, recording, same_device
-from asyncgrad.ops.shape import expanded_shape, indexed
-from asyncgrad.tensor import Tensor, type_name
+from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.ops.shape import expanded_shape, indexed, reshape
+from asyncgrad.tensor import Tensor, scalar_type_name, type_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
 _INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
@@ -247,3 +248,433 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     backend.setitem(keep, idx, 0)
     return record(IndexPutBackward0, (x, tv), out, dev, _owned(backend, idx), tv.shape if tv is not None else (),
                   saved=(plain(keep, dev),))
+
+
+# --------------------------------------------------------------------------- gather / scatter / index_select
+# Note [Indices along a dim]: torch's gather, scatter, index_select, index_add and the sorting ops'
+# backwards address one element per index entry: entry (i, j, k) of ``index`` along dim 1 means
+# position (i, index[i, j, k], k). asyncgrad spells that as a numpy-style advanced index, the
+# tuple ``along(index, dim)`` of ``index`` at the dim and broadcast ``arange``s elsewhere, so that
+# the backends' ``getitem`` (gather), ``setitem`` (scatter) and ``index_add`` (scatter-add,
+# repeated indices adding up) do the work on every device, and the backward formulas need nothing
+# but ``F.index`` and ``F.index_add``, which are each other's gradients (second order for free).
+
+
+def along(index: Any, axis: int, backend: Any) -> tuple:
+    """The advanced index addressing, for each entry of the device array ``index``, the element at
+    that entry's position with ``axis`` replaced by the entry's value (Note [Indices along a dim])."""
+    xp = backend.xp
+    ndim = index.ndim
+    items = []
+    for k, n in enumerate(index.shape):
+        if k == axis:
+            items.append(index)
+        else:
+            items.append(xp.reshape(backend.arange(n, np.int64), tuple(n if i == k else 1 for i in range(ndim))))
+    return tuple(items)
+
+
+def _index_arg(index: Any, fn: str, pos: int, dtype_error: str) -> Tensor:
+    """The index tensor of gather/scatter/index_select/index_add: a Tensor of int32 or int64 (torch's words)."""
+    tensor_arg(index, fn, "index", pos)
+    if index.dtype not in (np.int64, np.int32):
+        raise RuntimeError(dtype_error.format(type=scalar_type_name(index.dtype)))
+    return index
+
+
+def _on_device(x: Tensor, t: Tensor) -> Any:
+    """``t``'s array on ``x``'s device (a CPU index is taken, as torch takes one for a CUDA tensor)."""
+    if t.device is x.device:
+        return t.data
+    if not t.device.is_cpu:
+        same_device(x, t)
+    return x.device.asarray(t.data)
+
+
+def _check_bounds(index: Any, size: int, dim: int, backend: Any, error: type[Exception] = RuntimeError,
+                  message: str | None = None) -> None:
+    """torch's refusal of an index outside ``[0, size)``, naming the first bad one (one host sync)."""
+    xp = backend.xp
+    if index.size == 0:
+        return
+    bad = xp.logical_or(index < 0, index >= size)
+    if bool(xp.any(bad)):
+        host = backend.to_host(index)
+        first = int(host[backend.to_host(bad)][0])
+        raise error(message or f"index {first} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_along(fn: str, x: Tensor, index: Tensor, axis: int, src: Tensor | None = None) -> None:
+    """gather/scatter's shape rules: the index has the input's number of dims, and is no larger
+    than it outside ``axis`` (and no larger than ``src`` anywhere)."""
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        which = "input" if fn == "gather" else "self"
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {which} tensor")
+    ishape, xshape = list(index.shape), list(x.shape)
+    if fn == "gather":
+        for k, (a, b) in enumerate(zip(ishape, xshape)):
+            if k != axis and a > b:
+                raise RuntimeError(f"Size does not match at dimension {k} expected index {ishape} to be no larger than "
+                                   f"self {xshape} apart from dimension {axis}")
+        return
+    bad_self = any(k != axis and a > b for k, (a, b) in enumerate(zip(ishape, xshape)))
+    bad_src = src is not None and any(a > b for a, b in zip(ishape, src.shape))
+    if bad_self or bad_src:
+        tail = f" and to be no larger size than src {list(src.shape)}" if src is not None else ""
+        raise RuntimeError(f"Expected index {ishape} to be no larger than self {xshape} apart from dimension "
+                           f"{axis}{tail}")
+
+
+class GatherBackward0(SavesVariables):
+    """gather: the gradient is added back where each entry came from (scatter-add into zeros)."""
+
+    __slots__ = ("shape", "index")
+
+    def backward(self, F, g):
+        return (F.index_add(self.shape, (self.index, False), g),)
+
+
+def _as_vector(fn: Any, x: Tensor, dim: Any, index: Any, *args: Any, **kwargs: Any) -> Tensor:
+    """A 0-d tensor's gather/scatter/index op: the op on its one-element vector, reshaped back."""
+    normalize_dim(dim, 0, fn.__name__)
+    if isinstance(index, Tensor) and index.ndim == 0:
+        index = reshape(index, (1,))
+    args = tuple(reshape(a, (1,)) if isinstance(a, Tensor) and a.ndim == 0 else a for a in args)
+    return reshape(fn(reshape(x, (1,)), 0, index, *args, **kwargs), ())
+
+
+def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """torch's ``gather``: ``out[i][j][k] = x[i][index[i][j][k]][k]`` along ``dim`` (Note [Indices along a dim])."""
+    tensor_arg(x, "gather")
+    if x.ndim == 0:
+        return _as_vector(gather, x, dim, index)
+    axis = normalize_dim(dim, x.ndim, "gather")
+    _index_arg(index, "gather", 2, "gather(): Expected dtype int32/int64 for index")
+    _check_along("gather", x, index, axis)
+    dev = x.device
+    backend = dev.backend
+    idx = _on_device(x, index)
+    _check_bounds(idx, x.shape[axis], axis, backend)
+    key = along(idx, axis, backend)
+    out = backend.getitem(x.data, key)
+    return record(GatherBackward0, (x,), out, dev, x.shape, _owned(backend, key) if recording(x) else key)
+
+
+def _src_part(src_shape: tuple[int, ...], index_shape: tuple[int, ...]) -> tuple | None:
+    """The basic index of ``src``'s entries that scatter reads (its leading ``index_shape`` block), or None for all."""
+    if src_shape == index_shape:
+        return None
+    return tuple(slice(0, n) for n in index_shape)
+
+
+class _Scatter(SavesVariables):
+    """scatter (ScatterBackward0: a src tensor; ScatterBackward1: a value): the input keeps its
+    gradient where nothing was written; src gets the gradient of the places it was written to.
+    torch refuses src larger than the index at backward (an invalid gradient's shape); asyncgrad
+    gives its unread entries zeros."""
+
+    __slots__ = ("index", "src_shape", "part")
+
+    def backward(self, F, g):
+        (keep,) = F.unpack(self)
+        gs = None
+        if len(self.next_edges) > 1 and self.needs(1):
+            gs = F.index(g, self.index)
+            if self.part is not None:
+                gs = F.index_add(self.src_shape, (self.part, True), gs)
+        return (F.where(keep, g, 0.0) if self.needs(0) else None, gs)[:len(self.next_edges)]
+
+
+class ScatterBackward0(_Scatter):
+    __slots__ = ()
+
+
+class ScatterBackward1(_Scatter):
+    __slots__ = ()
+
+
+class ScatterAddBackward0(SavesVariables):
+    """scatter_add: the input's gradient passes; src gets the gradient where each entry was added."""
+
+    __slots__ = ("index", "src_shape", "part")
+
+    def backward(self, F, g):
+        gs = None
+        if self.needs(1):
+            gs = F.index(g, self.index)
+            if self.part is not None:
+                gs = F.index_add(self.src_shape, (self.part, True), gs)
+        return (g if self.needs(0) else None, gs)
+
+
+def _scatter_args(fn: str, x: Tensor, dim: Any, index: Any, src: Any) -> tuple[int, Any, tuple, Tensor | None]:
+    axis = normalize_dim(dim, x.ndim, fn)
+    _index_arg(index, fn, 2, "scatter(): Expected dtype int32/int64 for index")
+    ts = src if isinstance(src, Tensor) else None
+    if ts is not None and ts.dtype != x.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _check_along(fn, x, index, axis, ts)
+    backend = x.device.backend
+    idx = _on_device(x, index)
+    _check_bounds(idx, x.shape[axis], axis, backend)
+    return axis, idx, along(idx, axis, backend), ts
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: str | None = None
+            ) -> Tensor:
+    """torch's ``scatter`` (out of place): ``out[i][index[i][j][k]][k] = src[i][j][k]`` along ``dim``,
+    or a number ``value`` there. ``reduce="add"``/``"multiply"`` combine instead of writing; torch
+    records no usable gradient for them (its node is NotImplemented), asyncgrad refuses them when
+    recording. Where indices repeat, which write wins is unspecified, as in torch."""
+    tensor_arg(x, "scatter")
+    if src is None:
+        src = value
+    if x.ndim == 0:
+        return _as_vector(scatter, x, dim, index, src, reduce=reduce)
+    if not isinstance(src, (Tensor, bool, int, float, np.number)):
+        raise TypeError(f"scatter() received an invalid combination of arguments - got (int, Tensor, "
+                            f"{type_label(src)}), but expected one of: (int dim, Tensor index, Tensor src) or "
+                            "(int dim, Tensor index, Number value)")
+    axis, idx, key, ts = _scatter_args("scatter", x, dim, index, src)
+    dev = x.device
+    backend = dev.backend
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if ts is not None:
+        part = _src_part(ts.shape, index.shape)
+        values = ts.data if part is None else backend.view(ts.data, indexed, part)
+        values = _on_device(x, ts) if ts.device is not dev else values
+    else:
+        part, values = None, src
+    if reduce is not None:
+        if recording(x, ts):
+            raise RuntimeError(f"the derivative for 'scatter' with reduce='{reduce}' is not implemented")
+        out = backend.copy(x.data, "C")
+        if reduce == "add":
+            added = values if ts is not None else backend.full(index.shape, values, x.dtype)
+            return plain(out + backend.index_add(x.shape, key, False, added), dev)
+        return plain(backend.scatter_multiply(out, key, values), dev)
+    out = backend.copy(x.data, "C")
+    backend.setitem(out, key, values)
+    if not recording(x, ts):
+        return plain(out, dev)
+    keep = backend.ones(x.shape, np.bool_)
+    backend.setitem(keep, key, False)
+    key = _owned(backend, key)
+    if ts is None:
+        return record(ScatterBackward1, (x,), out, dev, key, (), None, saved=(plain(keep, dev),))
+    return record(ScatterBackward0, (x, ts), out, dev, key, ts.shape, part, saved=(plain(keep, dev),))
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """torch's ``scatter_add`` (out of place): ``out[i][index[i][j][k]][k] += src[i][j][k]``, repeated
+    indices adding up."""
+    tensor_arg(x, "scatter_add")
+    tensor_arg(src, "scatter_add", "src", 3)
+    if x.ndim == 0:
+        return _as_vector(scatter_add, x, dim, index, src)
+    axis, idx, key, ts = _scatter_args("scatter_add", x, dim, index, src)
+    dev = x.device
+    backend = dev.backend
+    part = _src_part(src.shape, index.shape)
+    values = _on_device(x, src)
+    if part is not None:
+        values = backend.view(values, indexed, part)
+    out = x.data + backend.index_add(x.shape, key, False, values)
+    return record(ScatterAddBackward0, (x, src), out, dev, _owned(backend, key) if recording(x, src) else key,
+                  src.shape, part)
+
+
+class IndexSelectBackward0(SavesVariables):
+    """index_select: the gradient is added back at the selected positions (repeats add up)."""
+
+    __slots__ = ("shape", "index")
+
+    def backward(self, F, g):
+        return (F.index_add(self.shape, (self.index, False), g),)
+
+
+def _vector_index(x: Tensor, dim: Any, index: Any, fn: str, dtype_error: str) -> tuple[int, Any, tuple]:
+    """index_select/index_add's (axis, index array, ``x[key]`` selecting along ``axis``)."""
+    axis = normalize_dim(dim, x.ndim, fn)
+    _index_arg(index, fn, 2, dtype_error)
+    idx = _on_device(x, index)
+    if index.ndim > 1:
+        if fn == "index_select":
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{scalar_type_name(index.dtype)} and size: {list(index.shape)}")
+    if index.ndim == 0:
+        idx = x.device.xp.reshape(idx, (1,))
+    return axis, idx, (slice(None),) * axis + (idx,)
+
+
+def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """torch's ``index_select``: the entries of ``x`` at ``index`` (a vector) along ``dim``."""
+    tensor_arg(x, "index_select")
+    if x.ndim == 0:
+        return _as_vector(index_select, x, dim, index)
+    axis, idx, key = _vector_index(x, dim, index, "index_select",
+                                   "index_select(): Expected dtype int32 or int64 for index")
+    dev = x.device
+    backend = dev.backend
+    _check_bounds(idx, x.shape[axis], axis, backend, IndexError, "index out of range in self")
+    out = backend.getitem(x.data, key)
+    if not backend.is_contiguous(out):
+        out = backend.copy(out, "C")
+    return record(IndexSelectBackward0, (x,), out, dev, x.shape, _owned(backend, key) if recording(x) else key)
+
+
+class IndexAddBackward0(SavesVariables):
+    """index_add: the input's gradient passes; source gets ``alpha`` times the gradient it was added to."""
+
+    __slots__ = ("index", "alpha", "source_shape")
+
+    def backward(self, F, g):
+        gs = None
+        if self.needs(1):
+            gs = F.reshape(F.index(g, self.index), self.source_shape)
+            if self.alpha != 1:
+                gs = gs * self.alpha
+        return (g if self.needs(0) else None, gs)
+
+
+def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """torch's ``index_add`` (out of place): ``x`` with ``alpha * source`` added at ``index`` along ``dim``,
+    repeated indices adding up; ``x.index_add_`` writes it back in place."""
+    tensor_arg(x, "index_add")
+    tensor_arg(source, "index_add", "source", 3)
+    if x.ndim == 0:
+        return _as_vector(index_add, x, dim, index, source, alpha=alpha)
+    axis, idx, key = _vector_index(x, dim, index, "index_add",
+                                   "index_add_(): Expected dtype int32/int64 for index but got: {type}")
+    if source.dtype != x.dtype:
+        raise RuntimeError(f"index_add_(): self ({scalar_type_name(x.dtype)}) and source "
+                           f"({scalar_type_name(source.dtype)}) must have the same scalar type")
+    n = idx.shape[0]
+    src_n = source.shape[axis] if source.ndim > axis else 1
+    if n != src_n:
+        raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({src_n}), "
+                           f"for dim: {axis}")
+    target = tuple(n if k == axis else s for k, s in enumerate(x.shape))
+    if source.ndim and source.shape != target:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
+    dev = x.device
+    backend = dev.backend
+    _check_bounds(idx, x.shape[axis], axis, backend)
+    values = _on_device(x, source)
+    if alpha != 1:
+        values = values * alpha
+    out = x.data + backend.index_add(x.shape, key, False, backend.xp.reshape(values, target))
+    return record(IndexAddBackward0, (x, source), out, dev, _owned(backend, key) if recording(x, source) else key,
+                  alpha, source.shape)
+
+
+# --------------------------------------------------------------------------- masks
+class _MaskedFill(OpNode):
+    """masked_fill: the input keeps the gradient where the mask is False (summed back to its shape
+    where the mask broadcast it); a value tensor (MaskedFillBackward1) gets the sum of the rest."""
+
+    __slots__ = ("x_shape",)
+
+    def backward(self, F, g):
+        (mask,) = F.unpack(self)
+        gx = F.sum_to(F.where(mask, 0.0, g), self.x_shape) if self.needs(0) else None
+        if len(self.next_edges) == 1:
+            return (gx,)
+        return (gx, F.sum(F.where(mask, g, 0.0)) if self.needs(1) else None)
+
+
+class MaskedFillBackward0(_MaskedFill):
+    __slots__ = ()
+
+
+class MaskedFillBackward1(_MaskedFill):
+    __slots__ = ()
+
+
+_C_TYPE = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "float64": "double", "float32": "float", "float16": "c10::Half"}
+"""The C++ type torch's mask messages name a dtype by."""
+
+
+def _mask_arg(x: Tensor, mask: Any, fn: str, error: str) -> Any:
+    tensor_arg(mask, fn, "mask", 2)
+    if mask.dtype != np.bool_:
+        raise RuntimeError(error.format(type=_C_TYPE.get(mask.dtype.name, mask.dtype.name)))
+    return _on_device(x, mask)
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """torch's ``masked_fill`` (out of place): ``value`` where ``mask`` is True, broadcast together
+    with ``x``; ``value`` is a number or a 0-d tensor, cast to ``x``'s dtype."""
+    tensor_arg(x, "masked_fill")
+    m = _mask_arg(x, mask, "masked_fill", "masked_fill_ only supports boolean masks, but got mask with dtype {type}")
+    dev = x.device
+    backend = dev.backend
+    tv = None
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        tv = value
+        fill = backend.astype(_on_device(x, value), x.dtype)
+    elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        fill = backend.full((), value, x.dtype)
+    else:
+        raise TypeError(f"masked_fill() received an invalid combination of arguments - got (Tensor, "
+                        f"{type_label(value)}), but expected one of: (Tensor mask, Tensor value) or "
+                        "(Tensor mask, Number value)")
+    try:
+        out = dev.xp.where(m, fill, x.data)
+    except ValueError:
+        raise broadcast_error(mask.shape, x.shape) from None
+    if not backend.is_contiguous(out):
+        out = backend.copy(out, "C")
+    saved = (plain(m, dev) if recording(x, tv) else None,)
+    if tv is None:
+        return record(MaskedFillBackward0, (x,), out, dev, x.shape, saved=saved)
+    return record(MaskedFillBackward1, (x, tv), out, dev, x.shape, saved=saved)
+
+
+class MaskedSelectBackward0(SavesVariables):
+    """masked_select: the gradient goes back to the selected positions of the broadcast input."""
+
+    __slots__ = ("shape", "mask")
+
+    def backward(self, F, g):
+        return (F.sum_to(F.index_add(self.mask.shape, (self.mask, False), g), self.shape),)
+
+
+def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    """torch's ``masked_select``: the entries of ``x`` where ``mask`` is True (both broadcast), as a vector."""
+    tensor_arg(x, "masked_select")
+    m = _mask_arg(x, mask, "masked_select", "masked_select: expected BoolTensor for mask")
+    dev = x.device
+    xp = dev.xp
+    try:
+        shape = tuple(np.broadcast_shapes(tuple(mask.shape), tuple(x.shape)))
+    except ValueError:
+        raise broadcast_error(mask.shape, x.shape) from None
+    data = xp.broadcast_to(x.data, shape) if x.shape != shape else x.data
+    m = xp.broadcast_to(m, shape) if mask.shape != shape else m
+    out = dev.backend.getitem(data, m)
+    if not recording(x):
+        return plain(out, dev)
+    return record(MaskedSelectBackward0, (x,), out, dev, x.shape, dev.backend.copy(m, "C"))
+
+
+def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
+    """torch's ``nonzero``: the indices of the non-zero entries, one row each (int64, ``(n, ndim)``),
+    or with ``as_tuple=True`` one vector per dim (a 0-d tensor counts as a vector of one)."""
+    tensor_arg(x, "nonzero")
+    dev = x.device
+    xp = dev.xp
+    data = x.data if x.ndim else xp.reshape(x.data, (1,))
+    where = [dev.backend.astype(i, np.int64) for i in xp.nonzero(data)]
+    if as_tuple:
+        return tuple(plain(i, dev) for i in where)
+    if x.ndim == 0:
+        return plain(dev.backend.zeros((where[0].shape[0], 0), np.int64), dev)
+    return plain(xp.stack(where, axis=1), dev)

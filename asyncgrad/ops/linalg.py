@@ -602,39 +602,6 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
                   work=data.size * 4)
 
 
-class _AmaxBackward(OpNode):
-    """amax/amin over one dim: the gradient shared evenly among the elements equal to the result."""
-
-    __slots__ = ("axis", "keepdim", "in_shape")
-    saves_result = True
-    work_per_element = 3
-
-    def backward(self, F, g):
-        x, out = F.unpack(self)
-        if not self.keepdim:
-            kept = _kept_shape(self.in_shape, (self.axis,))
-            g, out = F.reshape(g, kept), F.reshape(out, kept)
-        hit = x == out
-        count = F.sum(F.cast(hit, x.dtype), (self.axis,), True)
-        return (F.where(hit, g / count, 0.0),)
-
-
-class AmaxBackward0(_AmaxBackward):
-    __slots__ = ()
-
-
-class AminBackward0(_AmaxBackward):
-    __slots__ = ()
-
-
-def _amax(x: Tensor, axis: int, keepdim: bool, is_max: bool) -> Tensor:
-    """amax/amin along one dim, as matrix_norm's 1- and inf-norms end (torch's AmaxBackward0)."""
-    xp = x.device.xp
-    out = (xp.max if is_max else xp.min)(x.data, axis=axis, keepdims=keepdim)
-    return record(AmaxBackward0 if is_max else AminBackward0, (x,), x.device.backend.array(out), x.device, axis,
-                  keepdim, x.shape, saved=(x,))
-
-
 def _matrix_dims(dim: Any, ndim: int, fn: str) -> tuple[int, int]:
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
         shown = " ".join(str(d) for d in dim) if isinstance(dim, (tuple, list)) else str(dim)
@@ -670,7 +637,8 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
         d0, d1 = d1, d0
     if not keepdim and d0 < d1:
         d1 -= 1
-    return _amax(vector_norm(A, 1, d0, keepdim), d1, keepdim, ord > 0)
+    reduced = vector_norm(A, 1, d0, keepdim)
+    return reduction.amax(reduced, d1, keepdim) if ord > 0 else reduction.amin(reduced, d1, keepdim)
 
 
 def _singular_value_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor:
@@ -680,7 +648,7 @@ def _singular_value_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -
     order = rest + [d0, d1]
     values = svdvals(A if order == list(range(A.ndim)) else shape_ops.permute(A, order))
     last = values.ndim - 1
-    out = reduction.sum(values, last) if ord == "nuc" else _amax(values, last, False, ord > 0)
+    out = reduction.sum(values, last) if ord == "nuc" else (reduction.amax if ord > 0 else reduction.amin)(values, last)
     if not keepdim:
         return out
     out = shape_ops.unsqueeze(shape_ops.unsqueeze(out, -1), -1)

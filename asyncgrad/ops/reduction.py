@@ -7,13 +7,16 @@ an op]); what only a node needs (max's gradient shares) is computed only when on
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from asyncgrad._validate import bool_arg, dtype_arg, int_list, normalize_dim, tensor_arg, type_label
-from asyncgrad.ops._node import ArrayMath, OpNode, plain, record, recording
+from asyncgrad.devices.backend import backend_of
+from asyncgrad.dtypes import get_default_dtype
+from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, plain, record, recording
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
@@ -340,3 +343,398 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
     shifted = data - xp.max(data, axis=axis, keepdims=True)
     out = _contiguous(shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True)), dev.backend)
     return record(LogSoftmaxBackward0, (x,), out, dev, axis)
+
+
+# --------------------------------------------------------------------------- ops-index: scans, products, spread
+# (cumsum, cumprod, prod, var/std and their _mean forms, logsumexp, amax/amin, any/all)
+def _int_as_long(x: Tensor, dtype: Any, fn: str) -> Any:
+    """The dtype a sum-like op computes in: ``dtype`` if given, int64 for integers and bools (torch)."""
+    if dtype is not None:
+        return dtype_arg(dtype, fn)
+    return np.dtype(np.int64) if x.dtype.kind in "biu" else None
+
+
+def _flip(axis: int) -> tuple:
+    """The basic index reversing ``axis``: reverse cumulative sums are flipped cumulative sums."""
+    return (slice(None),) * axis + (slice(None, None, -1),)
+
+
+def _revcumsum(F: Any, v: Any, axis: int) -> Any:
+    """``sum(v[k:])`` at each ``k`` along ``axis``, exactly (no total minus running sum)."""
+    flip = _flip(axis)
+    return F.index(F.cumsum(F.index(v, flip), axis), flip)
+
+
+class CumsumBackward0(OpNode):
+    """cumsum: each input feeds every later output, so its gradient is the reverse cumulative sum."""
+
+    __slots__ = ("dim", "dtype")
+
+    def backward(self, F, g):
+        grad = g if self.dim is None else _revcumsum(F, g, self.dim)
+        return (grad if self.dtype is None else F.cast(grad, self.dtype),)
+
+
+def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """torch's ``cumsum`` along ``dim``; integers and bools sum as int64 unless ``dtype`` says otherwise."""
+    tensor_arg(x, "cumsum")
+    axis = normalize_dim(dim, x.ndim, "cumsum")
+    dtype = _int_as_long(x, dtype, "cumsum")
+    dev = x.device
+    data = x.data if dtype is None else dev.backend.astype(x.data, dtype)
+    out = dev.xp.asarray(data, copy=True) if x.ndim == 0 else dev.xp.cumulative_sum(data, axis=axis)
+    back = None if dtype is None or dtype == x.dtype else x.dtype
+    return record(CumsumBackward0, (x,), out, dev, None if x.ndim == 0 else axis, back, work=2)
+
+
+def _cumprod_backward(F: Any, x: Any, out: Any, g: Any, axis: int) -> Any:
+    """Note [cumprod's gradient with zeros]: d out_i / d x_k = prod_{j <= i, j != k} x_j for i >= k.
+    Where ``x_k`` is not 0 that is ``out_i / x_k``, so the gradient is ``revcumsum(g * out) / x``,
+    torch's formula without zeros. Along a slice with zeros, z its first zero: before z the same
+    formula holds (x_k is not 0 there; the outputs from z on are 0 either way, and stay functions
+    of x through ``out``). From z on, the gradient is that of the cumulative product of x' (x with
+    x_z set to 1: fewer zeros, so the recursion ends), times x_z after z: 0 in value, but its
+    derivative in x_z is not, so the formula stays exact when differentiated again (second order
+    through ``F``, as torch's cumprod is twice differentiable)."""
+    raw = x.data if isinstance(x, Tensor) else x
+    backend = backend_of(raw)
+    xp = backend.xp
+    zero = raw == 0
+    if not bool(xp.any(zero)):  # torch's check too, on the host
+        return _revcumsum(F, g * out, axis) / x
+    seen = xp.cumulative_sum(backend.astype(zero, np.int64), axis=axis)
+    before = F.constant(seen == 0, x)
+    first = F.constant(xp.logical_and(zero, seen == 1), x)
+    early = _revcumsum(F, g * out, axis) / F.where(before, x, 1.0)
+    x1 = F.where(first, 1.0, x)
+    late = _cumprod_backward(F, x1, F.cumprod(x1, axis), g, axis)
+    x_z = F.sum(F.where(first, x, 0.0), axis, True)
+    return F.where(before, early, F.where(first, late, late * x_z))
+
+
+class CumprodBackward0(OpNode):
+    """cumprod: Note [cumprod's gradient with zeros]. torch saves the input and the result."""
+
+    __slots__ = ("dim", "dtype")
+    saves_result = True
+    work_per_element = 12
+
+    def backward(self, F, g):
+        x, out = F.unpack(self)
+        if self.dim is None:
+            grad = g
+        else:
+            xc = x if self.dtype is None else F.cast(x, out.dtype)
+            grad = _cumprod_backward(F, xc, out, g, self.dim)
+        return (grad if self.dtype is None else F.cast(grad, self.dtype),)
+
+
+def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """torch's ``cumprod`` along ``dim``; integers and bools multiply as int64 unless ``dtype`` says otherwise."""
+    tensor_arg(x, "cumprod")
+    axis = normalize_dim(dim, x.ndim, "cumprod")
+    dtype = _int_as_long(x, dtype, "cumprod")
+    dev = x.device
+    data = x.data if dtype is None else dev.backend.astype(x.data, dtype)
+    out = dev.xp.asarray(data, copy=True) if x.ndim == 0 else dev.xp.cumulative_prod(data, axis=axis)
+    back = None if dtype is None or dtype == x.dtype else x.dtype
+    return record(CumprodBackward0, (x,), out, dev, None if x.ndim == 0 else axis, back, saved=(x,))
+
+
+def _prod_backward(F: Any, x: Any, g_kept: Any, axis: int) -> Any:
+    """d prod / d x_k = prod_{j != k} x_j: the last cumulative product's gradient, so Note
+    [cumprod's gradient with zeros] serves (one zero: only it gets a gradient; two: none does)."""
+    n = x.shape[axis]
+    if n == 0:
+        return x * 0.0
+    last = F.index_add(tuple(x.shape), ((slice(None),) * axis + (slice(n - 1, n),), True), g_kept)
+    return _cumprod_backward(F, x, F.cumprod(x, axis), last, axis)
+
+
+class ProdBackward0(OpNode):
+    """prod() of all elements."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        flat = F.reshape(x, (-1,))
+        return (F.reshape(_prod_backward(F, flat, F.reshape(g, (1,)), 0), tuple(x.shape)),)
+
+
+class ProdBackward1(OpNode):
+    """prod(dim, keepdim)."""
+
+    __slots__ = ("dim", "kept")
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        if self.dim is None:  # a 0-d tensor's dim 0 is itself
+            return (g,)
+        return (_prod_backward(F, x, F.reshape(g, self.kept), self.dim),)
+
+
+def prod(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """torch's ``prod``: of all elements, or along one ``dim`` (torch takes no tuple of dims);
+    integers and bools multiply as int64; zeros in the input get torch's gradients."""
+    tensor_arg(x, "prod")
+    dtype = _int_as_long(x, dtype, "prod")
+    dev = x.device
+    data = x.data if dtype is None else dev.backend.astype(x.data, dtype)
+    if dim is None:
+        return record(ProdBackward0, (x,), dev.xp.prod(data), dev, saved=(x,), work=4 * x.numel())
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"prod() received an invalid combination of arguments - got ({type_label(dim)}), but expected "
+                        "one of: (*, torch.dtype dtype) or (int dim, bool keepdim, *, torch.dtype dtype)")
+    axis = normalize_dim(dim, x.ndim, "prod")
+    keepdim = bool_arg(keepdim, "prod", "keepdim")
+    if x.ndim == 0:
+        return record(ProdBackward1, (x,), dev.xp.asarray(data, copy=True), dev, None, (), saved=(x,))
+    out = dev.xp.prod(data, axis=axis, keepdims=keepdim)
+    return record(ProdBackward1, (x,), out, dev, axis, _kept_shape(x.shape, (axis,)), saved=(x,),
+                  work=12 * x.numel())
+
+
+# ---- var / std
+def _correction(fn: str, dim: Any, unbiased: Any, correction: Any) -> tuple[Any, float]:
+    """torch's three spellings: ``var(unbiased)``, ``var(dim, unbiased, keepdim)``, ``var(dim, correction=)``."""
+    if isinstance(dim, (bool, np.bool_)):  # var(False): the unbiased flag in dim's place
+        if unbiased is not None:
+            raise TypeError(f"{fn}() received an invalid combination of arguments")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (correction=int, unbiased=bool, ), "
+                        "but expected one of: (tuple of ints dim, bool unbiased, bool keepdim) or "
+                        "(tuple of ints dim, *, Number correction, bool keepdim)")
+    if unbiased is not None:
+        return dim, 1.0 if bool_arg(unbiased, fn, "unbiased") else 0.0
+    return dim, 1.0 if correction is None else float(correction)
+
+
+class _Spread(OpNode):
+    """var/std: d var / dx = 2 (x - mean) / (N - correction), through each reduced slice."""
+
+    __slots__ = ("axes", "kept", "count", "denom")
+
+    def _dvar(self, F: Any, x: Any, g: Any) -> Any:
+        """``g`` (the gradient of the variance, reduced shape) times d var / dx."""
+        centered = x - F.sum(x, self.axes, True) / self.count
+        return F.reshape(g, self.kept) * centered * (2.0 / self.denom)
+
+    def _std_grad(self, F: Any, std: Any, g: Any) -> Any:
+        """The gradient of the variance from that of the std: g / (2 std), 0 where std is 0 (torch's mask)."""
+        zero = std == 0
+        return F.where(zero, 0.0, g / (F.where(zero, 1.0, std) * 2.0))
+
+
+class VarBackward0(_Spread):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (self._dvar(F, x, g),)
+
+
+class StdBackward0(_Spread):
+    __slots__ = ()
+    saves_result = True
+
+    def backward(self, F, g):
+        x, std = F.unpack(self)
+        return (self._dvar(F, x, self._std_grad(F, std, g)),)
+
+
+class _SpreadMean(_Spread):
+    """var_mean/std_mean: one node, two outputs (the spread, output 0; the mean, output 1)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        return self.backward2(self.graph_math if create_graph else ArrayMath, grads[0], grads[1])
+
+    def backward2(self, F: Any, g_spread: Any, g_mean: Any) -> tuple:
+        saved = F.unpack(self)
+        x = saved[0]
+        grad = None
+        if g_spread is not None:
+            grad = self._dvar(F, x, g_spread if len(saved) == 1 else self._std_grad(F, saved[1], g_spread))
+        if g_mean is not None:
+            share = F.expand(F.reshape(g_mean, self.kept), tuple(x.shape)) / self.count
+            grad = share if grad is None else grad + share
+        return (grad,)
+
+
+class VarMeanBackward0(_SpreadMean):
+    __slots__ = ()
+
+
+class StdMeanBackward0(_SpreadMean):
+    __slots__ = ()
+    saves_result = True
+
+
+def _spread(fn: str, x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any, is_std: bool,
+            with_mean: bool) -> Any:
+    tensor_arg(x, fn)
+    if x.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    dim, corr = _correction(fn, dim, unbiased, correction)
+    axes = normalize_dims(dim, x.ndim, fn)
+    keepdim = bool_arg(keepdim, fn, "keepdim")
+    dev = x.device
+    xp = dev.xp
+    reduced = axes if x.ndim else None
+    count = x.numel() if reduced is None else math.prod(x.shape[a] for a in reduced)
+    out = xp.var(x.data, axis=reduced, correction=corr, keepdims=keepdim)
+    if is_std:
+        out = xp.sqrt(out)
+    fields = (reduced, _kept_shape(x.shape, reduced), count, count - corr)
+    if not with_mean:
+        return record(StdBackward0 if is_std else VarBackward0, (x,), out, dev, *fields, saved=(x,), work=6)
+    mean = xp.mean(x.data, axis=reduced, keepdims=keepdim)
+    spread = record(StdMeanBackward0 if is_std else VarMeanBackward0, (x,), out, dev, *fields, saved=(x,), work=7)
+    node = spread.grad_fn
+    if node is None:
+        return spread, plain(mean, dev)
+    node._input_meta = node._input_meta + input_meta(tuple(mean.shape), x.dtype, dev)
+    return spread, Tensor._make(mean, dev, True, node, 1, [0])
+
+
+def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Tensor:
+    """torch's ``var`` (``correction`` 1 unless ``unbiased=False`` or ``correction=`` say otherwise)."""
+    return _spread("var", x, dim, unbiased, keepdim, correction, False, False)
+
+
+def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Tensor:
+    """torch's ``std``: the square root of ``var``; its gradient is 0 where it is 0, as torch's."""
+    return _spread("std", x, dim, unbiased, keepdim, correction, True, False)
+
+
+def var_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """torch's ``var_mean``: ``(var, mean)``, two outputs of one VarMeanBackward0 node."""
+    return _spread("var_mean", x, dim, unbiased, keepdim, correction, False, True)
+
+
+def std_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """torch's ``std_mean``: ``(std, mean)``, two outputs of one StdMeanBackward0 node."""
+    return _spread("std_mean", x, dim, unbiased, keepdim, correction, True, True)
+
+
+# ---- logsumexp, amax/amin, any/all
+class LogsumexpBackward0(OpNode):
+    """logsumexp: the softmax of the input along the reduced dims, times the gradient."""
+
+    __slots__ = ("kept",)
+    saves_result = True
+    work_per_element = 3
+
+    def backward(self, F, g):
+        x, out = F.unpack(self)
+        return (F.reshape(g, self.kept) * F.exp(x - F.reshape(out, self.kept)),)
+
+
+def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """torch's ``logsumexp`` over ``dim`` (an int or a tuple; ``()`` is every dim), computed stably
+    (the largest term shifted to 0; infinite maxima not shifted); integers compute in the default float dtype."""
+    tensor_arg(x, "logsumexp")
+    axes = normalize_dims(dim, x.ndim, "logsumexp")
+    keepdim = bool_arg(keepdim, "logsumexp", "keepdim")
+    dev = x.device
+    xp = dev.xp
+    data = x.data
+    if x.dtype.kind != "f":
+        data = dev.backend.astype(data, get_default_dtype())
+    reduced = axes if x.ndim else None
+    if data.size == 0:
+        out = xp.log(xp.sum(xp.exp(data), axis=reduced, keepdims=keepdim))
+    else:
+        top = xp.max(data, axis=reduced, keepdims=True)
+        top = xp.where(xp.isinf(top), 0.0, top)
+        out = xp.log(xp.sum(xp.exp(data - top), axis=reduced, keepdims=True)) + top
+        if not keepdim:
+            out = xp.reshape(out, tuple(n for i, n in enumerate(x.shape) if reduced is not None and i not in reduced))
+    return record(LogsumexpBackward0, (x,), out, dev, _kept_shape(x.shape, reduced), saved=(x,))
+
+
+class _Amax(OpNode):
+    """amax/amin: the gradient shared evenly among the ties in each reduced slice (torch's rule;
+    NaN for a slice whose result is NaN, as torch's 0/0), a share saved by the forward."""
+
+    __slots__ = ("kept",)
+
+    def backward(self, F, g):
+        (share,) = F.unpack(self)
+        return (F.reshape(g, self.kept) * share,)
+
+
+class AmaxBackward0(_Amax):
+    __slots__ = ()
+
+
+class AminBackward0(_Amax):
+    __slots__ = ()
+
+
+def _amax(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Tensor:
+    fn = "amax" if is_max else "amin"
+    tensor_arg(x, fn)
+    axes = normalize_dims(dim, x.ndim, fn)
+    keepdim = bool_arg(keepdim, fn, "keepdim")
+    dev = x.device
+    xp = dev.xp
+    reduced = axes if x.ndim else None
+    if x.numel() == 0 and (reduced is None or builtins.any(x.shape[a] == 0 for a in reduced)):
+        if reduced is None:
+            raise RuntimeError(f"{fn}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                               "reduction dim with the 'dim' argument.")
+        bad = next(a for a in reduced if x.shape[a] == 0)
+        raise IndexError(f"{fn}(): Expected reduction dim {bad} to have non-zero size.")
+    reduce = xp.max if is_max else xp.min
+    kept = reduce(x.data, axis=reduced, keepdims=True)
+    out = kept if keepdim else xp.reshape(kept, tuple(n for i, n in enumerate(x.shape)
+                                                      if reduced is not None and i not in reduced))
+    if not recording(x):
+        return plain(out, dev)
+    ties = dev.backend.astype(x.data == kept, x.dtype)
+    count = xp.sum(ties, axis=reduced, keepdims=True)
+    share = xp.where(count == 0, float("nan"), ties / xp.where(count == 0, 1.0, count))
+    return record(AmaxBackward0 if is_max else AminBackward0, (x,), out, dev, kept.shape,
+                  saved=(plain(share, dev),))
+
+
+def amax(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """torch's ``amax`` over ``dim`` (``()``: every dim); ties share the gradient evenly."""
+    return _amax(x, dim, keepdim, True)
+
+
+def amin(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """torch's ``amin`` over ``dim`` (``()``: every dim); ties share the gradient evenly."""
+    return _amax(x, dim, keepdim, False)
+
+
+def _truth(x: Tensor, dim: Any, keepdim: bool, fn: str) -> Tensor:
+    """any/all: bool (uint8 for a uint8 input, as torch), over every dim or ``dim`` (an int or a
+    tuple; torch reduces nothing for ``()``); NaN counts as true."""
+    tensor_arg(x, fn)
+    keepdim = bool_arg(keepdim, fn, "keepdim")
+    dev = x.device
+    xp = dev.xp
+    data = x.data if x.dtype == np.bool_ else x.data != 0
+    if isinstance(dim, (tuple, list)) and not dim:
+        out = data
+    else:
+        axes = normalize_dims(dim, x.ndim, fn)
+        out = (xp.any if fn == "any" else xp.all)(data, axis=axes if x.ndim else None, keepdims=keepdim)
+    if x.dtype == np.uint8:
+        out = dev.backend.astype(out, np.uint8)
+    return plain(dev.xp.asarray(out, copy=True) if out is x.data else out, dev)
+
+
+def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return _truth(x, dim, keepdim, "any")
+
+
+def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return _truth(x, dim, keepdim, "all")

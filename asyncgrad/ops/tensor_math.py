@@ -72,6 +72,10 @@ class TensorMath:
         """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
         return Tensor._make(value, like.device, False, None, 0, [0])
 
+    @staticmethod
+    def cat(gs: list, axis: int) -> Tensor:  # views and shape ops (ops/views.py, ops/shape.py)
+        return shape_ops.cat(gs, axis)
+
     where = staticmethod(elementwise.where)
     exp = staticmethod(elementwise.exp)
     log = staticmethod(elementwise.log)
@@ -87,6 +91,9 @@ class TensorMath:
     inv = staticmethod(linalg.inv)
     solve = staticmethod(linalg.solve_matrix)
     einsum = staticmethod(linalg.einsum_explicit)
+    # ops-index: the scans
+    cumsum = staticmethod(reduction.cumsum)
+    cumprod = staticmethod(reduction.cumprod)
 
 
 OpNode.graph_math = TensorMath
