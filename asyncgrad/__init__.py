@@ -200,6 +200,13 @@ from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
 
 arctan2 = atan2
 
+# engine-reentry: torch's multithreading switch and inference mode
+from asyncgrad.autograd.grad_mode import (  # noqa: E402
+    inference_mode,
+    is_inference_mode_enabled,
+    set_multithreading_enabled,
+)
+
 # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
 # the others so that merging areas' blocks never interleaves)
 from asyncgrad.ops.indexing import (  # noqa: E402
@@ -227,3 +234,6 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var_mean,
 )
 from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+
+# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+from asyncgrad.tensor import Size  # noqa: E402

@@ -57,11 +57,50 @@ UNARY_MATH = {
 }
 
 
+ZERO_DERIVATIVE = {"floor", "ceil", "round", "round(decimals=2)", "round(decimals=-1)", "trunc", "sign"}
+
+
+async def check_constant_gradient(fn, *inputs, torch_check=True, **kw):
+    """Note [Zero derivatives are constants] (ops/elementwise.py): under create_graph the zero
+    gradient belongs to no graph, as torch's ``zeros_like(grad)``."""
+    arrays = helpers.make_inputs(inputs, 0, kw.get("low"), kw.get("high"))
+    xs = [ag_tensor(a, requires_grad=True) for a in arrays]
+    out = helpers.call(fn, helpers.AG, xs)
+    v = ag_tensor(np.ones(out.shape), requires_grad=True)
+    grads = await ag.grad(out, xs, grad_outputs=v, create_graph=True)
+    assert all(not g.requires_grad and not g.cpu().numpy().any() for g in grads)
+    if torch_check and has_torch():
+        import torch
+
+        txs = [torch.tensor(a, requires_grad=True) for a in arrays]
+        tout = helpers.run_torch(fn, txs)
+        tgrads = torch.autograd.grad(tout, txs, torch.ones(tout.shape, dtype=tout.dtype, requires_grad=True),
+                                     create_graph=True)
+        assert not any(g.requires_grad for g in tgrads)
+
+
+async def check_undefined_gradient(fn, shape):
+    """torch leaves some gradients undefined (the 0-norm's): the input was "not used", as in torch."""
+    x = ag_tensor(np.ones(shape), requires_grad=True)
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        await ag.grad(helpers.call(fn, helpers.AG, [x]).sum(), [x])
+    assert (await ag.grad(helpers.call(fn, helpers.AG, [x]).sum(), [x], allow_unused=True)) == (None,)
+    if has_torch():
+        import torch
+
+        tx = torch.ones(shape, dtype=torch.float64, requires_grad=True)
+        with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+            torch.autograd.grad(helpers.run_torch(fn, [tx]).sum(), [tx])
+
+
 @pytest.mark.parametrize("op", list(UNARY_MATH))
 async def test_unary_math(op):
     fn, name, kw = UNARY_MATH[op]
     await check_op(fn, (2, 3), name=name, **kw)
-    await check_gradgrad(fn, (2, 3), **kw)
+    if op in ZERO_DERIVATIVE:
+        await check_constant_gradient(fn, (2, 3), **kw)
+    else:
+        await check_gradgrad(fn, (2, 3), **kw)
 
 
 INTEGER_RESULTS = {
@@ -400,7 +439,11 @@ async def test_cdist(p):
     await check_op(lambda lib, a, b: lib.cdist(a, b, p=p), (3, 2), (4, 2), name="CdistBackward0")
     await check_op(lambda lib, a, b: lib.cdist(a, b, p=p), (2, 3, 2), (1, 4, 2), name="CdistBackward0")
     # torch has no derivative of _cdist_backward: second order against finite differences only
-    await check_gradgrad(lambda lib, a, b: lib.cdist(a, b, p=p), (3, 2), (4, 2), torch_check=False)
+    if p == 0:
+        # torch's gradient here requires grad, and its backward raises "not implemented"
+        await check_constant_gradient(lambda lib, a, b: lib.cdist(a, b, p=p), (3, 2), (4, 2), torch_check=False)
+    else:
+        await check_gradgrad(lambda lib, a, b: lib.cdist(a, b, p=p), (3, 2), (4, 2), torch_check=False)
 
 
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.5, math.inf])
@@ -441,7 +484,6 @@ NORMS = {
     "vector_norm()": (lambda lib, x: lib.linalg.vector_norm(x), "LinalgVectorNormBackward0"),
     "vector_norm(inf)": (lambda lib, x: lib.linalg.vector_norm(x, math.inf), "LinalgVectorNormBackward0"),
     "vector_norm(-inf, dim)": (lambda lib, x: lib.linalg.vector_norm(x, -math.inf, dim=1), "LinalgVectorNormBackward0"),
-    "vector_norm(0)": (lambda lib, x: lib.linalg.vector_norm(x, 0, dim=(0,)), "LinalgVectorNormBackward0"),
     "vector_norm(4, keepdim)": (lambda lib, x: lib.linalg.vector_norm(x, 4, dim=1, keepdim=True),
                                 "LinalgVectorNormBackward0"),
     "matrix_norm()": (lambda lib, x: lib.linalg.matrix_norm(x), "LinalgVectorNormBackward0"),
@@ -467,6 +509,21 @@ async def test_norms(case):
     fn, name = NORMS[case]
     await check_op(fn, (3, 4), name=name)
     await check_gradgrad(fn, (3, 4), torch_check=case not in PIECEWISE_LINEAR)
+
+
+async def test_zero_norm_counts_and_has_no_gradient(torch):
+    """torch's norm_backward leaves the 0-norm's gradient undefined: the input counts as unused."""
+    values = [[0.0, 1.5, -2.0], [0.0, 0.0, 3.0]]
+    for dim in (None, 0, 1):
+        expected = torch.linalg.vector_norm(torch.tensor(values), 0, dim=dim)
+        assert ag.linalg.vector_norm(ag_tensor(values), 0, dim=dim).tolist() == expected.tolist()
+
+    def fn(lib, x):
+        return lib.linalg.vector_norm(x, 0, dim=(0,))
+
+    out = fn(helpers.AG, ag_tensor(values, requires_grad=True))
+    assert out.grad_fn.name() == "LinalgVectorNormBackward0"
+    await check_undefined_gradient(fn, (3, 4))
 
 
 async def test_vector_norm_of_a_batch_and_ties():

@@ -387,6 +387,12 @@ class ArrayMath:
         return backend_of(operands[0]).einsum(equation, *operands)
 
     @staticmethod
+    def zeros_like(g: Any) -> Any:
+        """torch's ``zeros_like(grad)`` in a formula: a zero gradient that is no part of any graph
+        (Note [Zero derivatives are constants] in ops/elementwise.py)."""
+        return backend_of(g).xp.zeros_like(g)
+
+    @staticmethod
     def threshold_backward(g: Any, y: Any) -> Any:
         """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
         NaN result passes the gradient."""

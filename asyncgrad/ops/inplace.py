@@ -24,7 +24,7 @@ from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import Edge, Node
+from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
 from asyncgrad.ops._node import (
@@ -68,7 +68,12 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         return x
     if base is not None:
         return _inplace_on_view(x, base, compute, args)
-    result = compute(x, *args)
+    if hooks_in_use[0] and saved_hooks.get() is not None:
+        # Note [Packed saved tensors] (autograd/saved.py): a pack hook must see the old value,
+        # which the write below would change under it; torch packs a clone, as here.
+        result = compute(_snapshot(x), *args)
+    else:
+        result = compute(x, *args)
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
     for saved in node.saved:
@@ -208,9 +213,7 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     """Run the op on the view's value, write it through to the base, rebase the base on CopySlices."""
     backend = view.device.backend
     index = backend.view_index(base.data, view.data)
-    snapshot = plain(backend.copy(view.data, "C"), view.device)
-    snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = view.grad_fn, view.output_nr, view._requires_grad
-    result = compute(snapshot, *args)
+    result = compute(_snapshot(view), *args)
     _write(view, result.data)
     view._vc[0] += 1
     fn = result.grad_fn
@@ -223,6 +226,13 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     _rebase(base, node)
     _refresh_views(base, None)
     return view
+
+
+def _snapshot(x: Tensor) -> Tensor:
+    """A copy of ``x``'s value with its place in the graph: what the op saves as the old value."""
+    snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
+    snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = x.grad_fn, x.output_nr, x._requires_grad
+    return snapshot
 
 
 def _refresh_views(base: Tensor, skip: Tensor | None) -> None:

@@ -454,7 +454,7 @@ class CdistBackward0(OpNode):
         d = F.reshape(dist, dist.shape + (1,))
         zero = d == 0
         if p == 0:
-            term = diff * 0 * gd
+            term = F.zeros_like(diff)  # Note [Zero derivatives are constants] in elementwise.py
         elif p == 1:
             term = gd * F.sign(diff)
         elif p == 2:
@@ -539,7 +539,7 @@ class LinalgVectorNormBackward0(OpNode):
             g, norm = F.reshape(g, kept), F.reshape(norm, kept)
         p = self.ord
         if p == 0:
-            return (F.expand(g, self.in_shape) * 0.0,)
+            return (None,)  # torch's norm_backward leaves the 0-norm's gradient undefined
         sign = F.sign(x)
         if p == 1:
             return (g * sign,)

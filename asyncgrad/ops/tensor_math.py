@@ -73,6 +73,11 @@ class TensorMath:
         return Tensor._make(value, like.device, False, None, 0, [0])
 
     @staticmethod
+    def zeros_like(g: Tensor) -> Tensor:
+        """Zeros that record nothing, as torch's ``zeros_like(grad)`` in its formulas."""
+        return Tensor._make(g.device.xp.zeros_like(g.data), g.device, False, None, 0, [0])
+
+    @staticmethod
     def cat(gs: list, axis: int) -> Tensor:  # views and shape ops (ops/views.py, ops/shape.py)
         return shape_ops.cat(gs, axis)
 
