@@ -22,6 +22,7 @@ from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, N
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.ops import windows
 from asyncgrad.tensor import Tensor
 
 _new = object.__new__
@@ -420,6 +421,10 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
+
+    # convolution and pooling (ops/conv.py, ops/pooling.py): their formulas' kernels on raw arrays
+    convolution = staticmethod(windows.convolution)
+    pool = staticmethod(windows.pool)
 
     # views and shape ops (ops/views.py, ops/shape.py)
     @staticmethod

@@ -9,7 +9,7 @@ import numpy as np
 
 from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
-from asyncgrad.ops import elementwise, indexing, linalg, reduction
+from asyncgrad.ops import conv, elementwise, indexing, linalg, pooling, reduction
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, reduced_axes
 from asyncgrad.tensor import Tensor
@@ -96,6 +96,9 @@ class TensorMath:
     inv = staticmethod(linalg.inv)
     solve = staticmethod(linalg.solve_matrix)
     einsum = staticmethod(linalg.einsum_explicit)
+    # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
+    convolution = staticmethod(conv.convolution_op)
+    pool = staticmethod(pooling.pool_op)
     # ops-index: the scans
     cumsum = staticmethod(reduction.cumsum)
     cumprod = staticmethod(reduction.cumprod)
