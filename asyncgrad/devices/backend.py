@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad.devices import special
+
 _getrefcount = sys.getrefcount
 
 STREAMS_ACTIVE = [False]
@@ -118,6 +120,48 @@ class ArrayBackend:
 
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
+
+    # ops-math: the special functions and kernels the Array API has no word for
+    def erf(self, array: Any) -> Any:
+        """The error function, in the array's float dtype (Note [erf to double precision] in special.py)."""
+        return self._special(special.erf, array)
+
+    def erfc(self, array: Any) -> Any:
+        return self._special(special.erfc, array)
+
+    def erfinv(self, array: Any) -> Any:
+        return self._special(special.erfinv, array)
+
+    def _special(self, fn: Any, array: Any) -> Any:
+        """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back."""
+        dtype = self.dtype(array)
+        with np.errstate(all="ignore"):  # masked branches may overflow; torch warns of nothing
+            out = fn(self.xp, self.astype(array, np.dtype(np.float64)))
+        return out if dtype == np.float64 else self.astype(out, dtype)
+
+    def fmod(self, a: Any, b: Any) -> Any:
+        """C's fmod: the remainder of truncated division, with the dividend's sign (the standard's
+        ``remainder`` has the divisor's). ``b`` is an array or a Python number."""
+        return np.fmod(a, b)
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        """``einsum`` with explicit subscripts and output (no ellipsis), kept an array."""
+        return self.array(np.einsum(equation, *arrays, optimize=len(arrays) > 2))
+
+    def singular_pivot(self, array: Any) -> tuple[int, int] | None:
+        """For a batch of square matrices that LAPACK's LU (getrf) finds singular: (batch element,
+        1-based index of the first zero pivot), as torch's linalg errors name them; None if every
+        matrix factors. Row-pivoted elimination on the host, on the error path only."""
+        host = np.array(self.to_host(array), dtype=np.float64)
+        n = host.shape[-1]
+        for element, matrix in enumerate(host.reshape((-1, n, n))):
+            for k in range(n):
+                row = k + int(np.argmax(np.abs(matrix[k:, k])))
+                if matrix[row, k] == 0:
+                    return element, k + 1
+                matrix[[k, row]] = matrix[[row, k]]
+                matrix[k + 1:, k:] -= np.outer(matrix[k + 1:, k] / matrix[k, k], matrix[k, k:])
+        return None
 
     # ---- ops-index: what the standard lacks for scatter, sorting and unique (numpy's own words)
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
@@ -324,6 +368,14 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
+    # ops-math: the simulated device's kernels for fmod and einsum run numpy's on the memory inside
+    def fmod(self, a: Any, b: Any) -> Any:
+        return self._wrap(np.fmod(a._array, b._array if isinstance(b, self._array_type) else b), device=a.device)
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        out = np.einsum(equation, *(a._array for a in arrays), optimize=len(arrays) > 2)
+        return self._wrap(np.asarray(out), device=arrays[0].device)
+
     # ---- ops-index: the simulated device's kernels are numpy's, on the arrays inside
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
@@ -439,6 +491,28 @@ class CupyBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         with array.device:  # Note [The array's own GPU]
             return bool(self.cupy.isnan(array).any())
+
+    # ops-math: CuPy's own kernels for what the standard lacks
+    def erf(self, array: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special.erf(array)
+
+    def erfc(self, array: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special.erfc(array)
+
+    def erfinv(self, array: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special.erfinv(array)
+
+    def fmod(self, a: Any, b: Any) -> Any:
+        return self.cupy.fmod(a, b)
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        return self.cupy.einsum(equation, *arrays)
 
     # ---- ops-index: CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:

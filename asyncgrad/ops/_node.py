@@ -360,6 +360,36 @@ class ArrayMath:
     def sign(x: Any) -> Any:
         return backend_of(x).xp.sign(x)
 
+    # ops-math
+    @staticmethod
+    def trunc(x: Any) -> Any:
+        return backend_of(x).xp.trunc(x)
+
+    @staticmethod
+    def floor(x: Any) -> Any:
+        return backend_of(x).xp.floor(x)
+
+    @staticmethod
+    def sinh(x: Any) -> Any:
+        return backend_of(x).xp.sinh(x)
+
+    @staticmethod
+    def cosh(x: Any) -> Any:
+        return backend_of(x).xp.cosh(x)
+
+    @staticmethod
+    def inv(a: Any) -> Any:
+        return backend_of(a).xp.linalg.inv(a)
+
+    @staticmethod
+    def solve(a: Any, b: Any) -> Any:
+        """``a⁻¹ b`` for a batch of matrices ``b`` (never a vector: the caller makes it a column)."""
+        return backend_of(a).xp.linalg.solve(a, b)
+
+    @staticmethod
+    def einsum(equation: str, *operands: Any) -> Any:
+        return backend_of(operands[0]).einsum(equation, *operands)
+
     @staticmethod
     def zeros_like(g: Any) -> Any:
         """torch's ``zeros_like(grad)`` in a formula: a zero gradient that is no part of any graph
