@@ -86,22 +86,6 @@ async def test_gelu_third_order_matches_torch(torch, approximate):
     np.testing.assert_allclose(g3.numpy(), t3.numpy(), rtol=1e-9, atol=1e-12)
 
 
-@DEVICES
-def test_erf_matches_math_erf(op_device):
-    import math
-
-    from asyncgrad.ops.activation import erf_array
-
-    xs = np.concatenate([np.linspace(-7, 7, 281), [0.0, 1e-300, -5.9999, 25.0, -np.inf, np.inf]])
-    dev = ag.device(op_device)
-    got = dev.to_host(erf_array(dev.asarray(xs)))
-    np.testing.assert_allclose(got, [math.erf(v) for v in xs], rtol=2e-15, atol=1e-300)
-    assert np.isnan(dev.to_host(erf_array(dev.asarray(np.array([np.nan])))))[0]
-    got32 = dev.to_host(erf_array(dev.asarray(xs.astype(np.float32))))
-    assert got32.dtype == np.float32
-    np.testing.assert_allclose(got32, [math.erf(v) for v in xs.astype(np.float32)], rtol=2e-6, atol=1e-7)
-
-
 async def test_inplace_activations_keep_gradients_right(torch):
     for name, kwargs in (("elu", {}), ("leaky_relu", {"negative_slope": 0.3}), ("silu", {}), ("hardtanh", {})):
         x = ag.tensor(X, requires_grad=True)

@@ -2,9 +2,9 @@
 
 Each forward computes on the device's arrays and records one node named as torch names it; each
 backward is written once against ``F`` (Note [Two namespaces for one formula] in ``_node.py``), so
-second and higher orders come from the formulas themselves. GELU's exact form needs erf, which
-neither the Array API standard nor ``F`` has: its backward goes through ``gelu_backward``, an op
-of its own (torch's ``GeluBackwardBackward0``) whose derivative needs only ``exp`` and ``tanh``.
+second and higher orders come from the formulas themselves. GELU's exact form needs erf (the
+backend's ``erf``: the Array API standard has none): its backward goes through ``gelu_backward``,
+an op of its own (torch's ``GeluBackwardBackward0``) whose derivative needs only ``exp`` and ``tanh``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from asyncgrad import dtypes
 from asyncgrad._validate import tensor_arg
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
@@ -31,82 +30,12 @@ def _floating(x: Tensor, fn: str, kernel: str) -> None:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(x.dtype)}\'')
 
 
-_ERF_STEP = 0.5  # width of each piece of [0, 6)
-_ERF_PIECES = 12
-_ERF_DEGREE = 12  # 11 leaves 6e-15, 10 leaves 3e-13 (relative)
-
-
-def _erf_chebyshev() -> list[list[float]]:
-    """``table[0][k]``: erf at the middle of piece k, [k/2, (k+1)/2); ``table[1 + j][k]``: the j-th
-    Chebyshev coefficient of erf's deviation from that value on the piece, from ``math.erfc`` at
-    the piece's Chebyshev nodes (pure Python, once at import). Fitting the deviation, not erf
-    itself, keeps the coefficients' rounding relative to what varies: near erf = 1 that is 1e-15."""
-    n = _ERF_DEGREE + 1
-    half = _ERF_STEP / 2
-    table = [[0.0] * _ERF_PIECES for _ in range(n + 1)]
-    angles = [math.pi * (i + 0.5) / n for i in range(n)]
-    for k in range(_ERF_PIECES):
-        mid = (k + 0.5) * _ERF_STEP
-        table[0][k] = math.erf(mid)
-        deviations = [math.erfc(mid) - math.erfc(mid + half * math.cos(a)) for a in angles]
-        for j in range(n):
-            c = 2 / n * sum(d * math.cos(j * a) for d, a in zip(deviations, angles))
-            table[1 + j][k] = c / 2 if j == 0 else c
-    return table
-
-
-_ERF_TABLE = _erf_chebyshev()
-# erf's Maclaurin coefficients in x^2, for |x| < 1/2: there the 13th term is 1e-18 of erf
-_ERF_MACLAURIN = [2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13)]
-_ERF_ON_DEVICE: dict[tuple[int, Any], list[Any]] = {}
-
-
-def erf_array(x: Any) -> Any:
-    """erf on a device array, from the Array API alone (the standard has no erf).
-
-    Note [erf by Chebyshev pieces]: |x| in [0, 6) is cut into 12 pieces of width 1/2, each with
-    erf's degree-12 Chebyshev interpolant about its middle value (``_ERF_TABLE``: within an ulp or
-    two of ``math.erf``, a test says so); past 6, erf is +-1 to double precision; below 1/2 the
-    Maclaurin series keeps a tiny x's relative precision. Each element picks its
-    piece's coefficients (one ``take`` per coefficient) and Clenshaw's recurrence sums the series:
-    about 70 array operations, whatever the values.
-    """
-    backend = backend_of(x)
-    xp = backend.xp
-    dtype = backend.dtype(x)
-    key = (id(backend), dtype)
-    table = _ERF_ON_DEVICE.get(key)
-    if table is None:
-        table = _ERF_ON_DEVICE[key] = [backend.from_host(row, dtype) for row in _ERF_TABLE]
-    ax = xp.minimum(xp.abs(x), 6.0)
-    ax = xp.where(ax == ax, ax, 0.0)  # NaN: its own result is restored below
-    shape = ax.shape
-    flat = xp.reshape(ax, (-1,))
-    piece = backend.astype(xp.minimum(xp.floor(flat * (1 / _ERF_STEP)), _ERF_PIECES - 1), dtypes.int64)
-    t = flat * (2 / _ERF_STEP) - (2 * backend.astype(piece, dtype) + 1)  # the piece mapped onto [-1, 1]
-    t2 = 2 * t
-    b1 = b2 = xp.zeros_like(flat)
-    for j in range(_ERF_DEGREE, 0, -1):
-        b1, b2 = xp.take(table[1 + j], piece) + t2 * b1 - b2, b1
-    deviation = xp.take(table[1], piece) + t * b1 - b2
-    r = xp.reshape(xp.minimum(xp.take(table[0], piece) + deviation, 1.0), shape)
-    # below 1/2, erf's Maclaurin series in x^2 (terms falling by x^2 / n <= 1/4n), so that a tiny
-    # x keeps its relative precision (a middle value plus a deviation keeps the absolute one)
-    x2 = ax * ax
-    series = x2 * 0 + _ERF_MACLAURIN[-1]
-    for a in reversed(_ERF_MACLAURIN[:-1]):
-        series = series * x2 + a
-    r = xp.where(ax < _ERF_STEP, ax * series, r)
-    r = xp.where(x < 0, -r, r)
-    return xp.where(x == x, r, x)
-
-
 # --------------------------------------------------------------------------- gelu
 def _gelu_cdf(xp: Any, x: Any, approximate: str) -> Any:
     """gelu(x) = x * cdf(x): Phi(x) (erf), or 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     if approximate == "tanh":
         return 0.5 * (1 + xp.tanh(_TANH_BETA * (x + _TANH_KAPPA * x * x * x)))
-    return 0.5 * (1 + erf_array(x * _SQRT1_2))
+    return 0.5 * (1 + backend_of(x).erf(x * _SQRT1_2))
 
 
 def _gelu_derivative_array(x: Any, approximate: str, cdf: Any = None) -> Any:
