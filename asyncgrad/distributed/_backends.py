@@ -1,0 +1,258 @@
+"""Where workers live: threads of this process (``local``) or Ray actors (``ray``).
+
+Both answer ``call(index, method, args)`` with the worker's ``(ok, payload)`` (``WorkerState.dispatch``)
+and raise ``WorkerDied`` when the worker is gone or goes while the call is in flight, within a
+bounded time, never a hang (Note [Dying workers]).
+
+Note [Dying workers]: ``kill`` ends a worker abruptly. A local worker is marked dead and every
+call in flight to it is failed at once, under the lock that new calls take to register, so
+none slips in between; its loop is then stopped and what was running on it is cancelled (a
+process that dies does not finish its work either). A Ray worker is ``ray.kill``ed; Ray fails
+the calls in flight with ``RayActorError``, turned into ``WorkerDied`` here. A worker that
+raises is not dead: its exception comes back through ``dispatch``. ``restart`` starts a fresh,
+empty worker in the same slot: modules built on the old one are gone, and their handles say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import pickle
+import threading
+from typing import Any
+
+from asyncgrad.distributed._worker import WorkerState
+
+
+class WorkerError(RuntimeError):
+    """A worker raised while running a request; ``worker`` is its index."""
+
+    def __init__(self, message: str, worker: int, remote_type: str = "", remote_traceback: str = "") -> None:
+        super().__init__(message)
+        self.worker = worker
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+
+
+class WorkerDied(WorkerError):
+    """The worker is gone (killed, crashed, or its process ended)."""
+
+
+def died(index: int, why: str) -> WorkerDied:
+    return WorkerDied(f"worker {index} died: {why}; calls to it fail until `await cluster.restart({index})`", index)
+
+
+# ---------------------------------------------------------------------------- local: threads
+class _LocalWorker:
+    """A thread running an event loop of its own, with one WorkerState on it."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.state = WorkerState(index)
+        self.lock = threading.Lock()
+        self.pending: set[concurrent.futures.Future] = set()
+        self.dead: str | None = None
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._main, name=f"asyncgrad distributed worker {index}", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        loop = self.loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            # Stopped by kill() or close(): what was running is cancelled and wound down, briefly.
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=5.0))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _serve(self, blob: bytes) -> bytes:
+        try:
+            method, args = pickle.loads(blob)
+            result = await self.state.dispatch(method, args)
+            return pickle.dumps(result, protocol=5)
+        except Exception as exc:  # an unpicklable argument or result: reported like any worker error
+            return pickle.dumps((False, (type(exc).__name__, str(exc), "")), protocol=5)
+
+    def submit(self, coro_factory: Any) -> concurrent.futures.Future:
+        """Run ``coro_factory()`` on the worker's loop; the future is this side's, so that ``stop``
+        can fail it while the worker's task is still running (or never runs again)."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def settle(task: asyncio.Task) -> None:
+            with self.lock:
+                self.pending.discard(future)
+                if future.done():  # failed by stop(), or cancelled by the caller
+                    return
+                try:
+                    if task.cancelled():
+                        future.set_exception(died(self.index, self.dead or "its loop cancelled the call"))
+                    elif task.exception() is not None:
+                        future.set_exception(task.exception())
+                    else:
+                        future.set_result(task.result())
+                except concurrent.futures.InvalidStateError:  # the caller cancelled it meanwhile
+                    pass
+
+        def start() -> None:
+            self.loop.create_task(coro_factory()).add_done_callback(settle)
+
+        with self.lock:
+            if self.dead is not None:
+                raise died(self.index, self.dead)
+            self.pending.add(future)
+            self.loop.call_soon_threadsafe(start)
+        return future
+
+    def stop(self, why: str) -> None:
+        with self.lock:
+            if self.dead is not None:
+                return
+            self.dead = why
+            pending, self.pending = list(self.pending), set()
+            for future in pending:
+                try:
+                    future.set_exception(died(self.index, why))
+                except concurrent.futures.InvalidStateError:  # the caller cancelled it
+                    pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class LocalBackend:
+    """Workers as threads of this process, behind the same serialization boundary as Ray's."""
+
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = [_LocalWorker(i) for i in range(workers)]
+
+    async def call(self, index: int, method: str, args: tuple) -> tuple[bool, Any]:
+        worker = self.workers[index]
+        if method == "build":
+            # The class goes by reference (Ray would cloudpickle it); its arguments are pickled.
+            module_id, cls, cargs, ckwargs = args
+            blob = pickle.dumps((module_id, cargs, ckwargs), protocol=5)
+
+            def make() -> Any:
+                async def build() -> bytes:
+                    mid, a, k = pickle.loads(blob)
+                    return pickle.dumps(await worker.state.dispatch("build", (mid, cls, a, k)), protocol=5)
+                return build()
+        else:
+            blob = pickle.dumps((method, args), protocol=5)
+
+            def make() -> Any:
+                return worker._serve(blob)
+        future = worker.submit(make)
+        return pickle.loads(await asyncio.wrap_future(future))
+
+    def post(self, index: int, method: str, args: tuple) -> None:
+        """Fire and forget, from any thread (a collected node releasing its worker's graph)."""
+        worker = self.workers[index]
+        blob = pickle.dumps((method, args), protocol=5)
+        try:
+            worker.submit(lambda: worker._serve(blob))
+        except (WorkerDied, RuntimeError):  # a dead or closed worker holds nothing to release
+            pass
+
+    async def kill(self, index: int) -> None:
+        self.workers[index].stop("killed by cluster.kill()")
+
+    async def restart(self, index: int) -> None:
+        old = self.workers[index]
+        old.stop("restarted by cluster.restart()")
+        await asyncio.to_thread(old.thread.join, 10.0)
+        self.workers[index] = _LocalWorker(index)
+
+    async def close(self) -> None:
+        for worker in self.workers:
+            worker.stop("the cluster was closed")
+        for worker in self.workers:
+            await asyncio.to_thread(worker.thread.join, 10.0)
+
+
+# ---------------------------------------------------------------------------- ray: actors
+class RayWorkerActor:
+    """The body of a Ray async actor: one WorkerState on the actor's event loop."""
+
+    def __init__(self, index: int) -> None:
+        self.state = WorkerState(index)
+
+    async def call(self, method: str, args: tuple) -> tuple[bool, Any]:
+        return await self.state.dispatch(method, args)
+
+
+class RayBackend:
+    """Workers as Ray async actors; arrays travel through Ray's object store."""
+
+    name = "ray"
+
+    def __init__(self, workers: int, address: str | None, namespace: str | None, worker_options: dict,
+                 init_options: dict) -> None:
+        import ray  # the optional extra: pip install 'asyncgrad[ray]'
+
+        self.ray = ray
+        self.started_ray = False
+        if not ray.is_initialized():
+            options = dict(init_options)
+            if namespace is not None:
+                options.setdefault("namespace", namespace)
+            if address is None:
+                # Workers must import the asyncgrad this process runs, wherever it was imported from.
+                root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                env = dict(options.get("runtime_env") or {})
+                env_vars = dict(env.get("env_vars") or {})
+                path = env_vars.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
+                env_vars["PYTHONPATH"] = root if not path else root + os.pathsep + path
+                env["env_vars"] = env_vars
+                options["runtime_env"] = env
+                options.setdefault("include_dashboard", False)
+                options.setdefault("logging_level", "ERROR")
+            ray.init(address=address, **options)
+            self.started_ray = True
+        self.actor_class = ray.remote(RayWorkerActor)
+        self.worker_options = {"num_cpus": 0, "max_restarts": 0, **worker_options}
+        self.actors = [self._start(i) for i in range(workers)]
+        self.dead: dict[int, str] = {}
+
+    def _start(self, index: int) -> Any:
+        return self.actor_class.options(**self.worker_options).remote(index)
+
+    async def call(self, index: int, method: str, args: tuple) -> tuple[bool, Any]:
+        if index in self.dead:
+            raise died(index, self.dead[index])
+        ray = self.ray
+        try:
+            return await self.actors[index].call.remote(method, args)
+        except ray.exceptions.RayActorError as exc:
+            why = self.dead.get(index) or f"its Ray actor ended ({type(exc).__name__})"
+            raise died(index, why) from exc
+
+    def post(self, index: int, method: str, args: tuple) -> None:
+        if index not in self.dead:
+            self.actors[index].call.remote(method, args)
+
+    async def kill(self, index: int) -> None:
+        self.dead[index] = "killed by cluster.kill()"
+        self.ray.kill(self.actors[index], no_restart=True)
+
+    async def restart(self, index: int) -> None:
+        if index not in self.dead:
+            self.ray.kill(self.actors[index], no_restart=True)
+        self.actors[index] = self._start(index)
+        self.dead.pop(index, None)
+        await self.actors[index].call.remote("ping", ())
+
+    async def close(self) -> None:
+        for index, actor in enumerate(self.actors):
+            if index not in self.dead:
+                self.ray.kill(actor, no_restart=True)
+        self.dead = {i: "the cluster was closed" for i in range(len(self.actors))}
+        if self.started_ray:
+            self.ray.shutdown()
