@@ -58,7 +58,7 @@ class RemoteCallBackward(Node):
         graph_task = current_graph_task.get()
         retain = graph_task is not None and graph_task.keep_graph
         sent = []
-        for g, (shape, dtype, device) in zip(grads, self._input_meta):
+        for g, (_, _, device) in zip(grads, self._input_meta):
             if g is None:
                 sent.append(None)
             else:

@@ -25,7 +25,7 @@ class DistributedOptimizer:
             raise ValueError("optimizer got an empty parameter list")
         for m in modules:
             if not isinstance(m, RemoteModule):
-                raise TypeError(f"DistributedOptimizer takes RemoteModules (from cluster.remote), got {type(m).__name__}")
+                raise TypeError(f"DistributedOptimizer takes RemoteModules (cluster.remote), got {type(m).__name__}")
         self.optimizer_class = optimizer_class
         self.defaults = defaults
         self.id = next(_ids)
