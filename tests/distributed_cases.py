@@ -149,7 +149,7 @@ async def check_microbatches_accumulate(cluster: dist.Cluster, n: int = 4) -> No
         await m.call("zero_grad")
     await asyncio.gather(*(one(x, y) for x, y in batches))
     together = [await s0.gradients(), await s1.gradients()]
-    for seq, par, local in zip(one_by_one, together, (l0, l1)):
+    for seq, par in zip(one_by_one, together):
         for name in seq:
             close(seq[name], par[name])
     for x, y in batches:

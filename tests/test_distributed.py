@@ -12,8 +12,8 @@ import pytest
 from distributed_cases import (
     F,
     Faulty,
-    SlowBackward,
     Sleepy,
+    SlowBackward,
     Stage0,
     Stage1,
     check_kill,

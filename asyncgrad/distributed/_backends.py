@@ -4,13 +4,17 @@ Both answer ``call(index, method, args)`` with the worker's ``(ok, payload)`` (`
 and raise ``WorkerDied`` when the worker is gone or goes while the call is in flight, within a
 bounded time, never a hang (Note [Dying workers]).
 
-Note [Dying workers]: ``kill`` ends a worker abruptly. A local worker is marked dead and every
-call in flight to it is failed at once, under the lock that new calls take to register, so
-none slips in between; its loop is then stopped and what was running on it is cancelled (a
-process that dies does not finish its work either). A Ray worker is ``ray.kill``ed; Ray fails
-the calls in flight with ``RayActorError``, turned into ``WorkerDied`` here. A worker that
-raises is not dead: its exception comes back through ``dispatch``. ``restart`` starts a fresh,
-empty worker in the same slot: modules built on the old one are gone, and their handles say so.
+Note [Dying workers]: ``kill`` ends a worker abruptly. A local worker is marked dead (new calls
+are refused at once), its loop is stopped and what was running on it is cancelled, as a process
+that dies does not finish its work either; once its thread has wound down (bounded: 10 s), every
+call that was in flight is failed. Failing them only then is deliberate: when the callers' engine
+processed the failure while the dying worker's thread was still cancelling its own engine's
+graph tasks, the callers' loop sometimes missed a wake-up and sat until its next timer (a 30 s
+``wait_for``: measured 2 runs in 10 of a kill mid-backward; never since). A Ray worker is
+``ray.kill``ed; Ray fails the calls in flight with ``RayActorError``, turned into ``WorkerDied``
+here. A worker that raises is not dead: its exception comes back through ``dispatch``.
+``restart`` starts a fresh, empty worker in the same slot: modules built on the old one are
+gone, and their handles say so.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class _LocalWorker:
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = WorkerState(index)
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a finalizer (post) may run in this thread while it holds the lock
         self.pending: set[concurrent.futures.Future] = set()
         self.dead: str | None = None
         self.loop = asyncio.new_event_loop()
@@ -87,12 +91,14 @@ class _LocalWorker:
 
         def settle(task: asyncio.Task) -> None:
             with self.lock:
+                if self.dead is not None:  # left to end(), which fails it once the thread is gone
+                    return
                 self.pending.discard(future)
-                if future.done():  # failed by stop(), or cancelled by the caller
+                if future.done():  # cancelled by the caller
                     return
                 try:
                     if task.cancelled():
-                        future.set_exception(died(self.index, self.dead or "its loop cancelled the call"))
+                        future.set_exception(died(self.index, "its loop cancelled the call"))
                     elif task.exception() is not None:
                         future.set_exception(task.exception())
                     else:
@@ -111,17 +117,25 @@ class _LocalWorker:
         return future
 
     def stop(self, why: str) -> None:
+        """Mark the worker dead and stop its loop; ``fail_pending`` then fails the calls in flight."""
         with self.lock:
             if self.dead is not None:
                 return
             self.dead = why
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    async def end(self, why: str) -> None:
+        """Stop the worker, wait (bounded) until its thread has wound down, and fail what was in
+        flight: the caller sees ``WorkerDied`` only once nothing of the worker runs any more."""
+        self.stop(why)
+        await asyncio.to_thread(self.thread.join, 10.0)
+        with self.lock:
             pending, self.pending = list(self.pending), set()
             for future in pending:
                 try:
-                    future.set_exception(died(self.index, why))
+                    future.set_exception(died(self.index, self.dead or why))
                 except concurrent.futures.InvalidStateError:  # the caller cancelled it
                     pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 class LocalBackend:
@@ -162,19 +176,17 @@ class LocalBackend:
             pass
 
     async def kill(self, index: int) -> None:
-        self.workers[index].stop("killed by cluster.kill()")
+        await self.workers[index].end("killed by cluster.kill()")
 
     async def restart(self, index: int) -> None:
-        old = self.workers[index]
-        old.stop("restarted by cluster.restart()")
-        await asyncio.to_thread(old.thread.join, 10.0)
+        await self.workers[index].end("restarted by cluster.restart()")
         self.workers[index] = _LocalWorker(index)
 
     async def close(self) -> None:
         for worker in self.workers:
             worker.stop("the cluster was closed")
         for worker in self.workers:
-            await asyncio.to_thread(worker.thread.join, 10.0)
+            await worker.end("the cluster was closed")
 
 
 # ---------------------------------------------------------------------------- ray: actors

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from asyncgrad.tensor import Tensor
 
 if TYPE_CHECKING:
-    from asyncgrad.distributed.cluster import Cluster, RemoteModule
+    from asyncgrad.distributed.remote import Cluster, RemoteModule
 
 current_context: contextvars.ContextVar[int | None] = contextvars.ContextVar("asyncgrad_dist_context", default=None)
 _ids = itertools.count(1)

@@ -7,7 +7,7 @@ import itertools
 from typing import Any, Sequence
 
 from asyncgrad.distributed._wire import pack
-from asyncgrad.distributed.cluster import RemoteModule
+from asyncgrad.distributed.remote import RemoteModule
 
 _ids = itertools.count()
 
