@@ -11,8 +11,10 @@ call that was in flight is failed. Failing them only then is deliberate: when th
 processed the failure while the dying worker's thread was still cancelling its own engine's
 graph tasks, the callers' loop sometimes missed a wake-up and sat until its next timer (a 30 s
 ``wait_for``: measured 2 runs in 10 of a kill mid-backward; never since). A Ray worker is
-``ray.kill``ed; Ray fails the calls in flight with ``RayActorError``, turned into ``WorkerDied``
-here. A worker that raises is not dead: its exception comes back through ``dispatch``.
+``ray.kill``ed and the calls in flight to it are failed at once here: Ray fails their object refs
+with ``RayActorError`` too (turned into ``WorkerDied``), but on a loaded machine that took longer
+than 30 s in one run, and a worker that crashes on its own is only known through it.
+A worker that raises is not dead: its exception comes back through ``dispatch``.
 ``restart`` starts a fresh, empty worker in the same slot: modules built on the old one are
 gone, and their handles say so.
 """
@@ -190,6 +192,11 @@ class LocalBackend:
 
 
 # ---------------------------------------------------------------------------- ray: actors
+def _fail(waiter: asyncio.Future, exc: BaseException) -> None:
+    if not waiter.done():
+        waiter.set_exception(exc)
+
+
 class RayWorkerActor:
     """The body of a Ray async actor: one WorkerState on the actor's event loop."""
 
@@ -232,6 +239,8 @@ class RayBackend:
         self.worker_options = {"num_cpus": 0, "max_restarts": 0, **worker_options}
         self.actors = [self._start(i) for i in range(workers)]
         self.dead: dict[int, str] = {}
+        self.inflight: list[set[asyncio.Future]] = [set() for _ in range(workers)]
+        """Per worker, the callers' waiters: ``kill`` fails them at once (Note [Dying workers])."""
 
     def _start(self, index: int) -> Any:
         return self.actor_class.options(**self.worker_options).remote(index)
@@ -240,11 +249,31 @@ class RayBackend:
         if index in self.dead:
             raise died(index, self.dead[index])
         ray = self.ray
+        ref = self.actors[index].call.remote(method, args)
+        waiter = asyncio.get_running_loop().create_future()
+        self.inflight[index].add(waiter)
+
+        async def transfer() -> None:
+            try:
+                result = await ref
+            except ray.exceptions.RayActorError as exc:
+                outcome: Any = died(index, self.dead.get(index) or f"its Ray actor ended ({type(exc).__name__})")
+                outcome.__cause__ = exc
+            except Exception as exc:  # Ray's own failure (object lost, ...): the caller's to see
+                outcome = exc
+            else:
+                if not waiter.done():
+                    waiter.set_result(result)
+                return
+            if not waiter.done():
+                waiter.set_exception(outcome)
+
+        helper = asyncio.ensure_future(transfer())
         try:
-            return await self.actors[index].call.remote(method, args)
-        except ray.exceptions.RayActorError as exc:
-            why = self.dead.get(index) or f"its Ray actor ended ({type(exc).__name__})"
-            raise died(index, why) from exc
+            return await waiter
+        finally:
+            self.inflight[index].discard(waiter)
+            helper.cancel()
 
     def post(self, index: int, method: str, args: tuple) -> None:
         if index not in self.dead:
@@ -253,10 +282,18 @@ class RayBackend:
     async def kill(self, index: int) -> None:
         self.dead[index] = "killed by cluster.kill()"
         self.ray.kill(self.actors[index], no_restart=True)
+        self._fail_inflight(index)
+
+    def _fail_inflight(self, index: int) -> None:
+        for waiter in list(self.inflight[index]):
+            if not waiter.done():
+                waiter.get_loop().call_soon_threadsafe(_fail, waiter, died(index, self.dead[index]))
 
     async def restart(self, index: int) -> None:
         if index not in self.dead:
+            self.dead[index] = "restarted by cluster.restart()"
             self.ray.kill(self.actors[index], no_restart=True)
+            self._fail_inflight(index)
         self.actors[index] = self._start(index)
         self.dead.pop(index, None)
         await self.actors[index].call.remote("ping", ())

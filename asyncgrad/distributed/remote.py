@@ -199,9 +199,13 @@ class Cluster:
             if self.backend_name == "local":
                 self._backend = LocalBackend(self.num_workers)
             else:
+                # In this thread, not a helper thread: Ray ties the processes of the local cluster it
+                # starts to the life of the *thread* that started them (PR_SET_PDEATHSIG), so a cluster
+                # started from asyncio.to_thread died with the executor's thread (measured: the GCS
+                # was SIGKILLed when the first asyncio.run ended). It blocks the loop while Ray starts.
                 o = self._options
-                self._backend = await asyncio.to_thread(RayBackend, self.num_workers, o["address"], o["namespace"],
-                                                        o["worker_options"], o["init_options"])
+                self._backend = RayBackend(self.num_workers, o["address"], o["namespace"], o["worker_options"],
+                                           o["init_options"])
             await asyncio.gather(*(self._call(i, "ping", ()) for i in range(self.num_workers)))
         return self
 
