@@ -92,7 +92,38 @@ from asyncgrad.ops.elementwise import (
 )
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
-from asyncgrad.ops.shape import cat, clone, flatten, permute, reshape, squeeze, stack, transpose, unsqueeze
+
+# views and shape ops (ops/views.py, ops/shape.py)
+from asyncgrad.ops.shape import (
+    cat,
+    clone,
+    diag,
+    flatten,
+    flip,
+    permute,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    tril,
+    triu,
+    unsqueeze,
+)
+from asyncgrad.ops.views import (
+    as_strided,
+    chunk,
+    diagonal,
+    moveaxis,
+    movedim,
+    narrow,
+    select,
+    split,
+    split_with_sizes,
+    unbind,
+    unflatten,
+)
 from asyncgrad.random import (
     Generator,
     default_generator,
@@ -106,6 +137,13 @@ from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
+
+# engine-reentry: torch's multithreading switch and inference mode
+from asyncgrad.autograd.grad_mode import (  # noqa: E402
+    inference_mode,
+    is_inference_mode_enabled,
+    set_multithreading_enabled,
+)
 
 # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
 # the others so that merging areas' blocks never interleaves)
@@ -134,3 +172,6 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var_mean,
 )
 from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+
+# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+from asyncgrad.tensor import Size  # noqa: E402

@@ -215,7 +215,7 @@ async def build(kind: str, rng: np.random.Generator) -> Case:
         h = x
         steps = 4
         for _ in range(steps):
-            h = await ag.checkpoint(lambda t: (t * w).sin(), h)
+            h = await ag.checkpoint(lambda t: (t * w).sin(), h, use_reentrant=True)
         hs = [x0]
         for _ in range(steps):
             hs.append(np.sin(w0 * hs[-1]))

@@ -71,7 +71,7 @@ def rng():
     return np.random.default_rng(1234)
 
 
-OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace")
+OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace", "test_views")
 """Op test modules that run whole on ``cpu`` and on ``sim:0`` (helpers.DEVICE)."""
 
 

@@ -861,7 +861,8 @@ for _label, _value in {"float": lambda lib, x: 1.0, "None": lambda lib, x: None,
                        "ndarray": lambda lib, x: np.ones(2)}.items():
     case(f"Function forward returns {_label}", lambda lib, v=_value: _forward_returns(lib, v),
          match={"None": None}.get(_label, ".*"))
-ag_only("Function called directly", lambda lib: lib.Function()(X(lib)), TypeError, "not callable")
+ag_only("Function called directly", lambda lib: lib.Function()(X(lib)), RuntimeError,  # torch's text
+        "Legacy autograd function with non-static forward method is deprecated")
 
 
 # --------------------------------------------------------------------------- nn

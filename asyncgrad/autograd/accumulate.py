@@ -10,7 +10,9 @@ from __future__ import annotations
 import threading
 import weakref
 
-from asyncgrad.autograd.graph import NO_EDGE, Edge, Node, Placement
+from asyncgrad.autograd import graph
+from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
+from asyncgrad.autograd.hook_calls import type_name_of
 from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.tensor import Tensor, creation_lock
 
@@ -79,7 +81,11 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     extra = variable._extra
     if extra is not None and extra.post_accumulate_hooks:
         for fn in list(extra.post_accumulate_hooks.values()):
-            fn(variable)
+            result = fn(variable)
+            if result is not None:  # torch's words, for a non-Tensor and for a Tensor
+                if not isinstance(result, Tensor):
+                    raise TypeError(f"expected Variable, but hook returned '{type_name_of(result)}'")
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:
@@ -104,3 +110,18 @@ def gradient_edge(t: Tensor) -> Edge:
     if fn is not None:
         return _tuple_new(Edge, (fn, t.output_nr))
     return _tuple_new(Edge, (grad_accumulator(t), 0))
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """Where the gradient of ``tensor`` is computed (torch.autograd.graph.get_gradient_edge):
+    ``ag.grad(loss, get_gradient_edge(x))`` equals ``ag.grad(loss, x)``."""
+    if not tensor._requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    fn, output_nr = gradient_edge(tensor)
+    assert fn is not None  # a tensor that requires grad has a grad_fn or an AccumulateGrad
+    return GradientEdge(fn, output_nr)
+
+
+# Note [The public graph module] (graph.py): installed there, from here.
+graph.get_gradient_edge = get_gradient_edge

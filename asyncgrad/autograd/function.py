@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import warnings
 from typing import Any, Callable
 
 from asyncgrad._validate import type_label
@@ -27,7 +28,18 @@ from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Edge, Node, Placement
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
+from asyncgrad.devices.device import cpu
 from asyncgrad.tensor import Tensor
+
+CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
+                     "autograd.Function. Either access saved_tensors only once, or set "
+                     "clear_saved_tensors_on_access=False.")
+_CLEARED = ("cleared",)
+"""``FunctionNode.saved`` once ``clear_saved_tensors_on_access`` gave the saved tensors out."""
+
+_NO_OUTPUT_META = ((), None, cpu)
+"""The input metadata of a forward output that is not a Tensor: a slot no gradient reaches
+(Note [One gradient slot per output])."""
 
 
 class FunctionCtx:
@@ -42,11 +54,17 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
-        """Version-checked; raises torch's error once the graph was freed."""
+        """Version-checked; raises torch's error once the graph was freed. With the Function's
+        ``clear_saved_tensors_on_access``, the node lets go of them at the first access (torch 2.13)."""
         if self.saved is RELEASED:
             raise RuntimeError(SECOND_BACKWARD)
+        if self.saved is _CLEARED:
+            raise RuntimeError(CLEARED_ON_ACCESS)
         tensors = iter(unpack_tensors(self))
-        return tuple(None if slot is None else next(tensors) for slot in self._saved_layout)
+        result = tuple(None if slot is None else next(tensors) for slot in self._saved_layout)
+        if self._function.clear_saved_tensors_on_access:
+            self.saved = _CLEARED
+        return result
 
     def mark_dirty(self, *tensors: Tensor) -> None:
         self._dirty = tensors
@@ -78,9 +96,13 @@ class FunctionNode(FunctionCtx, Node):
         self._tensor_positions: tuple[int, ...] = ()
 
     def _grads_in(self, grads: list, create_graph: bool) -> list:
-        """Incoming gradients as the user's backward sees them: Tensors (zeros where undefined)."""
+        """Incoming gradients as the user's backward sees them: Tensors (zeros where undefined),
+        None for an output that is not a Tensor (Note [One gradient slot per output])."""
         out = []
         for (shape, dtype, device), grad in zip(self._input_meta, grads):
+            if dtype is None:
+                out.append(None)
+                continue
             if grad is None:
                 if self.materialize_grads:
                     grad = Tensor._make(device.backend.zeros(shape, dtype), device, False, None, 0, [0])
@@ -107,7 +129,7 @@ class FunctionNode(FunctionCtx, Node):
         return grads
 
     def apply(self, grads: list, create_graph: bool) -> Any:
-        backward = self._function.backward
+        backward = self._function._user_backward()
         if self._function._async_backward:
             return self._apply_async(backward, grads, create_graph)
         return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
@@ -115,16 +137,54 @@ class FunctionNode(FunctionCtx, Node):
     async def _apply_async(self, backward: Callable, grads: list, create_graph: bool) -> list:
         return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
 
+    def __call__(self, *grads: Any) -> Any:
+        """``y.grad_fn(g)``: the user's backward on ``g``, as torch's ``grad_fn.apply(g)`` (Note
+        [Calling a node] in graph.py); awaitable when the backward is an ``async def``."""
+        self._check_call(grads)
+        return self._function._user_backward()(self, *self._grads_in(list(grads), True))
+
 
 class Function:
-    """Base class of custom differentiable operations (torch.autograd.Function)."""
+    """Base class of custom differentiable operations (torch.autograd.Function).
+
+    Two styles, as torch: ``forward(ctx, *args)``, or ``forward(*args)`` with
+    ``setup_context(ctx, inputs, output)`` (``inputs`` with the forward's defaults bound). The
+    backward is ``backward`` or its alias ``vjp`` (defining both is torch's error, at backward).
+    """
 
     _async_backward = False
     _node_class: type[FunctionNode]
+    _forward_signature: inspect.Signature | None = None
+    """The forward's signature when the Function uses ``setup_context`` (its inputs are bound to it)."""
+    clear_saved_tensors_on_access = False
+    """Let go of the saved tensors at the first ``ctx.saved_tensors`` (torch 2.13); a second access raises."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, so you "
+            "should invoke them on the class itself. Instantiating an autograd function will raise an error in a "
+            "future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd "
+            "function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @classmethod
+    def _user_backward(cls) -> Callable:
+        """``backward`` or ``vjp``, whichever the subclass defines (torch's ``_get_user_fn``)."""
+        if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+                               "should only implement one of them.")
+        return cls.vjp if cls.vjp is not Function.vjp else cls.backward
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._async_backward = inspect.iscoroutinefunction(inspect.unwrap(cls.backward))
+        user = cls.vjp if cls.vjp is not Function.vjp else cls.backward
+        cls._async_backward = inspect.iscoroutinefunction(inspect.unwrap(user))
+        uses_setup_context = cls.setup_context is not Function.setup_context
+        cls._forward_signature = inspect.signature(cls.forward) if uses_setup_context else None
         # Note [Placement] in autograd/graph.py: an async def backward runs as a task of its own; a plain
         # one may block on a reentrant backward (backward_sync), so it never runs plainly inline.
         placement = Placement.OWN_TASK if cls._async_backward else Placement.PORTAL
@@ -136,14 +196,25 @@ class Function:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> Any:
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is Function:
             raise RuntimeError("Function.apply must be called on a subclass")
+        setup_context = cls._forward_signature is not None
+        if setup_context:  # torch binds the forward's defaults, so that setup_context sees every input
+            bound = cls._forward_signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         recording = grad_enabled.get() and any(args[i]._requires_grad for i in positions)
         edges = tuple(gradient_edge(args[i]) for i in positions) if recording else ()
@@ -151,7 +222,12 @@ class Function:
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)
         node._tensor_positions = positions
         with no_grad():
-            outputs = cls.forward(node, *args, **kwargs)
+            if setup_context:
+                outputs = cls.forward(*args, **kwargs)
+                if not inspect.isawaitable(outputs):
+                    cls.setup_context(node, args, outputs)
+            else:
+                outputs = cls.forward(node, *args, **kwargs)
         if inspect.isawaitable(outputs):
             raise TypeError(f"{cls.__name__}.forward must be a plain def; only backward may be async")
         single = not isinstance(outputs, tuple)
@@ -173,8 +249,9 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     wrapped = []
     metas = []
     for out in outputs:
-        if not isinstance(out, Tensor):
+        if not isinstance(out, Tensor):  # Note [One gradient slot per output]
             wrapped.append(out)
+            metas.append(_NO_OUTPUT_META)
             continue
         if id(out) in inputs and id(out) not in dirty:
             out = Tensor._make(out.data, out.device, False, None, 0, out._vc)
@@ -187,6 +264,9 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out.grad_fn = None
             out._requires_grad = False
         wrapped.append(out)
+    # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether
+    # Tensors or not (``(3, x * 2, "s")``: ``x * 2`` is output 1), and its backward gets one
+    # gradient per output, None for one that is not a Tensor; its slot's metadata says so.
     node._input_meta = tuple(metas)
     node.work = sum(math.prod(m[0]) for m in metas)
     outs = {id(o): o for o in wrapped if isinstance(o, Tensor)}
@@ -203,28 +283,57 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     return tuple(wrapped)
 
 
+class InplaceFunction(Function):
+    """torch's ``InplaceFunction``, kept for backward compatibility: a Function with an ``inplace`` flag."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+
 def once_differentiable(backward: Callable) -> Callable:
     """For backwards that are not themselves differentiable: run without recording, and make
-    any attempt to differentiate their result fail with torch's error."""
+    any attempt to differentiate their result fail with torch's error.
+
+    An ``async def`` backward gets an ``async def`` wrapper, which holds grad mode off for the
+    coroutine's whole run (grad mode is a context variable: switching it around the call that
+    only creates the coroutine would leave the body recording)."""
+    if inspect.iscoroutinefunction(backward):
+
+        @functools.wraps(backward)
+        async def async_wrapper(ctx: FunctionCtx, *grads: Any) -> Any:
+            token = grad_enabled.set(False)
+            try:
+                result = await backward(ctx, *grads)
+            finally:
+                grad_enabled.reset(token)
+            return _delay_error(result, grads)
+
+        return async_wrapper
 
     @functools.wraps(backward)
     def wrapper(ctx: FunctionCtx, *grads: Any) -> Any:
         with no_grad():
             result = backward(ctx, *grads)
-        if not grad_enabled.get() or not any(isinstance(g, Tensor) and g._requires_grad for g in grads):
-            return result
-        single = not isinstance(result, tuple)
-        edges = tuple(gradient_edge(g) for g in grads if isinstance(g, Tensor))
-        wrapped = []
-        for r in ((result,) if single else result):
-            if isinstance(r, Tensor):
-                err = DelayedError(edges)
-                err._input_meta = ((r.shape, r.dtype, r.device),)
-                r = Tensor._make(r.data, r.device, True, err, 0, [0])
-            wrapped.append(r)
-        return wrapped[0] if single else tuple(wrapped)
+        return _delay_error(result, grads)
 
     return wrapper
+
+
+def _delay_error(result: Any, grads: tuple) -> Any:
+    """``result`` as it is, or, when a graph is recorded, attached to a node that refuses to run."""
+    if not grad_enabled.get() or not any(isinstance(g, Tensor) and g._requires_grad for g in grads):
+        return result
+    single = not isinstance(result, tuple)
+    edges = tuple(gradient_edge(g) for g in grads if isinstance(g, Tensor))
+    wrapped = []
+    for r in ((result,) if single else result):
+        if isinstance(r, Tensor):
+            err = DelayedError(edges)
+            err._input_meta = ((r.shape, r.dtype, r.device),)
+            r = Tensor._make(r.data, r.device, True, err, 0, [0])
+        wrapped.append(r)
+    return wrapped[0] if single else tuple(wrapped)
 
 
 class DelayedError(Node):

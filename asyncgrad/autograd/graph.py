@@ -20,10 +20,20 @@ and its ``apply`` (``SavesVariables`` in ops/_node.py) refuses a RELEASED node b
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
+import functools
 import inspect
 import itertools
-from typing import Any, Callable, NamedTuple
+import threading
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+from asyncgrad.engine.graph_task import current_graph_task
+
+if TYPE_CHECKING:  # Note [The public graph module]: installed here by autograd/accumulate.py
+    from asyncgrad.autograd.accumulate import get_gradient_edge  # noqa: F401  (re-exported)
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -126,8 +136,9 @@ class Placement(enum.Enum):
     """A coroutine ``apply`` (an ``async def`` custom backward): a task of its own on the loop."""
     PORTAL = "portal"
     """A plain ``apply`` that may block on a reentrant backward (a plain-def custom backward):
-    a kernel thread when ``work`` reaches the threshold and a thread is free, else a greenback
-    portal on the loop; never plainly inline, where a nested backward would have no way back."""
+    a kernel thread when ``work`` reaches the threshold and a thread is free, else inline in its
+    device's server, a greenback portal through which a nested backward is awaited (Note [Servers]
+    in engine/worker.py)."""
 
 
 # Note [Placement]: each node kind says where it runs with the class attribute ``placement``, and
@@ -216,6 +227,25 @@ class Node:
         """Gradients for each next edge (None where there is none)."""
         raise NotImplementedError(f"{self.name()} does not implement apply")
 
+    def __call__(self, *grads: Any) -> Any:
+        """``y.grad_fn(g)``: this node's backward on the gradients of its forward outputs.
+
+        Note [Calling a node]: as torch, one argument per forward output; the result has one
+        entry per next edge (a single one is returned bare), and a graph of the computation is
+        recorded when grad mode is on, since the formulas run on Tensors (the create_graph path).
+        No hook runs and nothing is accumulated but by the node itself (an AccumulateGrad).
+        """
+        self._check_call(grads)
+        if all(g is None for g in grads) and not self.call_on_undefined:
+            result: Any = (None,) * len(self.next_edges)
+        else:
+            result = tuple(self.apply(list(grads), True))
+        return result[0] if len(result) == 1 else result
+
+    def _check_call(self, grads: tuple) -> None:
+        if len(grads) != len(self._input_meta):
+            raise TypeError(f"expected {len(self._input_meta)} arguments, got {len(grads)} instead")
+
     def release_variables(self) -> None:
         """Free what the forward saved (Note [Which nodes refuse a second pass])."""
         if self.saved or self.saves_variables:
@@ -238,3 +268,228 @@ class GraphRoot(Node):
 
     def apply(self, grads: list, create_graph: bool) -> list:
         return list(self.grads)
+
+
+# --------------------------------------------------------------------------- torch.autograd.graph
+# Note [The public graph module]: ``ag.autograd.graph`` is this module, as ``torch.autograd.graph``
+# is the module that holds ``Node``. Its public names live here and touch a tensor only through
+# its attributes and methods (``t._vc``, ``t.register_hook``, ``t.cpu()``), never by importing
+# Tensor, and the multi-grad hook reads the running graph task from ``engine/graph_task.py``,
+# which imports nothing (engine/__init__.py says so). One name needs a layer above:
+# ``get_gradient_edge`` returns a leaf's AccumulateGrad, which accumulate.py creates, so it is
+# defined there and installed onto this module from there, as the front door installs
+# ``Tensor.backward`` (Note [The front door installs Tensor.backward] in api.py); importing it
+# here, even inside a function, would close an import cycle through Tensor. Loading Tensor
+# loads accumulate.py (tensor.py's users all do), so it is here before user code runs.
+
+
+class GradientEdge(NamedTuple):
+    """Where a given tensor's gradient is computed: input ``output_nr`` of ``node``.
+
+    ``ag.grad(loss, get_gradient_edge(x))`` equals ``ag.grad(loss, x)``; edges are also accepted
+    as ``outputs`` of ``grad()``/``backward()`` (with an explicit gradient) and as ``inputs=``.
+    """
+
+    node: Node
+    output_nr: int
+    ownership_token: Node | None = None
+
+
+def increment_version(tensor: Any) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an in-place
+    change the library could not see: nodes that saved it then refuse to unpack it."""
+    for t in (tensor,) if hasattr(tensor, "_vc") else tensor:
+        t._vc[0] += 1
+
+
+SavedHooks = tuple  # (pack_hook, unpack_hook)
+
+saved_hooks: contextvars.ContextVar[SavedHooks | None] = contextvars.ContextVar(
+    "asyncgrad_saved_tensors_hooks", default=None)
+"""The innermost ``saved_tensors_hooks`` pair of this context (per asyncio task, as grad mode), or None."""
+
+saved_hooks_disabled: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "asyncgrad_saved_tensors_hooks_disabled", default=None)
+"""The message of the innermost ``disable_saved_tensors_hooks``, or None."""
+
+hooks_in_use = [False]
+"""Whether any ``saved_tensors_hooks`` was ever entered: until then recording reads one list item,
+not a context variable (Note [Packed saved tensors] in saved.py). It never goes back to False: a
+task created inside the block inherits the hooks in its context copy and may record after the
+block has exited, so a count of open blocks could not say that no context holds hooks."""
+
+
+class saved_tensors_hooks:
+    """Pack each tensor an op saves for backward with ``pack_hook(tensor)``; ``unpack_hook(packed)``
+    gives it back when the backward needs it (torch.autograd.graph.saved_tensors_hooks).
+
+    Only the innermost pair applies; the hooks hold for the asyncio task (context) that entered
+    them. A packed tensor is not version-checked on unpack: what the hooks return is used, as torch.
+    """
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+        self._tokens: list[contextvars.Token] = []
+
+    def __enter__(self) -> None:
+        message = saved_hooks_disabled.get()
+        if message is not None:
+            raise RuntimeError(message)
+        self._tokens.append(saved_hooks.set((self.pack_hook, self.unpack_hook)))
+        hooks_in_use[0] = True
+
+    def __exit__(self, *args: object) -> None:
+        saved_hooks.reset(self._tokens.pop())
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keep saved tensors on the CPU and move them back to their device for backward.
+
+    ``pin_memory`` is accepted for torch's signature: asyncgrad's copies to the CPU are synchronous,
+    so there is nothing to pin. ``device_type`` is accepted and unused, as in torch without that device.
+    """
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(tensor: Any) -> tuple:
+            # detach() first: on the CPU, cpu() is the tensor itself, whose grad_fn (for a saved
+            # output, the saving node) would hold the packed value that holds it, a cycle.
+            return (tensor.device, tensor.detach().cpu())
+
+        def unpack_from_cpu(packed: tuple) -> Any:
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str) -> Generator[None, None, None]:
+    """Refuse ``saved_tensors_hooks`` inside, with ``error_message`` (and refuse to start while
+    hooks are in effect, as torch does)."""
+    if saved_hooks.get() is not None:
+        raise RuntimeError(error_message)
+    token = saved_hooks_disabled.set(error_message)
+    try:
+        yield
+    finally:
+        saved_hooks_disabled.reset(token)
+
+
+class _MultiHandle(RemovableHandle):
+    """Removes every per-tensor hook of one ``register_multi_grad_hook``."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self, handles: tuple[RemovableHandle, ...]) -> None:
+        self.handles = handles
+        self.id = next(RemovableHandle._ids)
+        self._hooks = {}
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -> RemovableHandle:
+    """``fn`` once per backward over the gradients of several tensors (torch's modes).
+
+    ``"all"``: ``fn(grads)`` with one entry per tensor, None where this backward computed no
+    gradient for it; ``"any"``: ``fn(grad)`` with the first gradient computed among them.
+
+    Note [Multi-grad hooks at the end]: torch calls an ``"all"`` hook as soon as the last gradient
+    it expects has arrived, asking its engine which of the tensors' nodes will still run. Here
+    the hook gathers the gradients of one backward (keyed by its graph task) and calls ``fn`` as
+    that backward's final callback, before it returns: the same arguments, after the other nodes
+    of that backward rather than in their midst.
+    """
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    if mode == "all":
+        buffers: dict[int, list] = {}
+
+        def inner(idx: int) -> Callable:
+            def hook(grad: Any) -> None:
+                graph_task = current_graph_task.get()
+                if graph_task is None:
+                    raise AssertionError("expected this hook to be called inside a backward call")
+                key = id(graph_task)
+                with lock:
+                    buffer = buffers.get(key)
+                    if buffer is None:
+                        buffer = buffers[key] = [None] * len(tensors)
+                        graph_task.final_callbacks.append(lambda: fn(buffers.pop(key)))
+                buffer[idx] = grad
+
+            return hook
+
+        handles = tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors))
+    else:
+        ran: set[int] = set()
+
+        @functools.wraps(fn)
+        def wrapped(grad: Any) -> None:
+            graph_task = current_graph_task.get()
+            if graph_task is None:
+                raise AssertionError("expected this hook to be called inside a backward call")
+            key = id(graph_task)
+            with lock:
+                if key in ran:
+                    return
+                ran.add(key)
+                graph_task.final_callbacks.append(lambda: ran.discard(key))
+            fn(grad)
+
+        handles = tuple(t.register_hook(wrapped) for t in tensors if t._requires_grad)
+    return _MultiHandle(handles)
+
+
+_mutation_context: list = [None]
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one ``allow_mutation_on_saved_tensors`` block: the saved originals."""
+
+    def __init__(self) -> None:
+        self.saved: dict[int, Any] = {}
+
+    def clear(self) -> None:
+        self.saved.clear()
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors() -> Generator[_AllowMutationOnSavedContext, None, None]:
+    """Tensors saved for backward inside may be changed in place: the backward sees the values
+    they had when saved. Forward and backward must both run inside the block (torch's rule).
+
+    Note [Mutation on saved tensors]: torch clones a saved tensor when an in-place op is about to
+    change it (a dispatch mode watches every write); asyncgrad copies each tensor saved inside
+    the block when it is saved (through a pack hook), which costs the copies up front but gives
+    the backward the same values.
+    """
+    ctx = _AllowMutationOnSavedContext()
+
+    def pack(tensor: Any) -> int:
+        key = len(ctx.saved)
+        ctx.saved[key] = tensor.detach().clone()
+        return key
+
+    def unpack(key: int) -> Any:
+        error_msg = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+                     "in which the graph was originally recorded.")
+        if _mutation_context[0] is not ctx or key not in ctx.saved:
+            raise AssertionError(error_msg)
+        return ctx.saved[key]
+
+    with saved_tensors_hooks(pack, unpack):
+        try:
+            if _mutation_context[0] is not None:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _mutation_context[0] = ctx
+            yield ctx
+        finally:
+            ctx.clear()
+            _mutation_context[0] = None

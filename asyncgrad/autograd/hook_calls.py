@@ -19,7 +19,7 @@ def check_hook_value(fn: Callable, old: Tensor | None, new: Any) -> Tensor | Non
     if new is None:
         return None
     if not isinstance(new, Tensor):
-        raise TypeError(f"expected Variable, but hook returned '{_type_name(new)}'")
+        raise TypeError(f"expected Variable, but hook returned '{type_name_of(new)}'")
     if old is None:
         raise RuntimeError("can't replace a None gradient with a non-None value")
     if new.shape != old.shape:
@@ -33,7 +33,7 @@ def check_hook_value(fn: Callable, old: Tensor | None, new: Any) -> Tensor | Non
 def check_hook_values(fn: Callable, old: tuple, new: Any) -> tuple:
     """A node hook's replacement for a tuple of gradients: a tuple of the same length."""
     if not isinstance(new, tuple):
-        raise TypeError(f"expected tuple, but hook returned '{_type_name(new)}'")
+        raise TypeError(f"expected tuple, but hook returned '{type_name_of(new)}'")
     if len(new) != len(old):
         raise RuntimeError(
             f"hook '{hook_name(fn)}' has returned an incorrect number of values (got {len(new)}, but expected "
@@ -41,7 +41,7 @@ def check_hook_values(fn: Callable, old: tuple, new: Any) -> tuple:
     return tuple(check_hook_value(fn, o, n) for o, n in zip(old, new))
 
 
-def _type_name(value: Any) -> str:
+def type_name_of(value: Any) -> str:
     """As torch names it (CPython's ``tp_name``): ``float``, ``Tensor``, ``numpy.ndarray``."""
     if inspect.iscoroutine(value):
         value.close()  # never to be awaited: no "coroutine was never awaited" warning on top

@@ -1,13 +1,39 @@
-"""Saved tensors: what a node keeps from its forward, checked for in-place changes on unpack."""
+"""Saved tensors: what a node keeps from its forward, checked for in-place changes on unpack.
+
+Note [Packed saved tensors]: under ``ag.autograd.graph.saved_tensors_hooks(pack, unpack)`` a
+tensor saved while a graph is recorded goes through ``pack`` at once (grad mode off, as torch), and
+the node keeps only what ``pack`` returned: the saved entry becomes a ``PackedSavedTensor``, which
+holds neither the tensor nor its array. ``unpack`` runs each time the backward (or
+``ctx.saved_tensors``) needs the value; what it returns must be a Tensor, and is not
+version-checked (torch checks no version of a packed tensor: the hooks own the value). For a
+recorded backward the unpacked value is reconnected to the graph where the saved tensor was: its
+grad_fn, or its leaf's AccumulateGrad. ``pack`` must not change its input in place (torch's
+error). The check costs recording one list read (``hooks_in_use``) until hooks are first used,
+then one context-variable read per saved tensor.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
 
+from asyncgrad._validate import type_label
+from asyncgrad.autograd.accumulate import grad_accumulator
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.graph import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
+
+PACK_IN_PLACE = ("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
+                 "cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open "
+                 "an issue if you need to perform in-place operations on the input to a pack hook.")
+DETACHED_IN_PLACE = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not "
+                     "supported, please use out-of-place `.detach()` instead")
+"""torch's refusal to unpack a saved input that was not a leaf when saved and has been detached in place
+since (its grad_fn is gone); a saved output or leaf is not checked, as in torch's SavedVariable."""
+
 
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
@@ -16,7 +42,12 @@ class SavedTensor:
     cycle); ``unpack`` rebuilds it from the node that asks.
     """
 
-    __slots__ = ("data", "vc", "version", "tensor", "output_nr", "device", "grad_fn")
+    __slots__ = ("data", "vc", "version", "tensor", "output_nr", "device", "grad_fn", "packed", "unpack",
+                 "link")
+    packed: Any
+    """What the pack hook returned (a PackedSavedTensor's only; Note [Packed saved tensors])."""
+    unpack: Callable[[Any], Any]
+    link: Any
 
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor.data
@@ -30,8 +61,14 @@ class SavedTensor:
         else:
             self.tensor = tensor
             self.grad_fn = tensor.grad_fn
+        if hooks_in_use[0]:
+            hooks = saved_hooks.get()
+            if hooks is not None:
+                _pack(self, tensor, is_output, hooks)
 
     def check_version(self, node: Node) -> None:
+        if self.grad_fn is not None and self.tensor.grad_fn is None:
+            raise RuntimeError(DETACHED_IN_PLACE)
         if self.vc[0] != self.version:
             raise RuntimeError(self._modified_message(node))
 
@@ -59,13 +96,75 @@ class SavedTensor:
         )
 
 
+class PackedSavedTensor(SavedTensor):
+    """A saved tensor kept as its pack hook's result (Note [Packed saved tensors])."""
+
+    __slots__ = ()
+
+    def check_version(self, node: Node) -> None:
+        pass
+
+    def unpacked(self) -> Tensor:
+        value = self.unpack(self.packed)
+        if not isinstance(value, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type_label(value)}")
+        return value
+
+    def unpack_tensor(self, node: Node) -> Tensor:
+        value = self.unpacked()
+        link = self.link
+        if link is _OUTPUT:
+            return Tensor._make(value.data, value.device, True, node, self.output_nr, value._vc)
+        if self.grad_fn is not None:
+            return Tensor._make(value.data, value.device, True, self.grad_fn, self.output_nr, value._vc)
+        if link is None:
+            return value
+        leaf = Tensor._make(value.data, value.device, True, None, 0, value._vc)
+        leaf._extras().grad_accumulator = weakref.ref(link)
+        return leaf
+
+
+_OUTPUT = object()
+"""``PackedSavedTensor.link`` of a saved output of the node that unpacks it."""
+
+
+def _pack(saved: SavedTensor, tensor: Tensor, is_output: bool, hooks: tuple) -> None:
+    """Note [Packed saved tensors]: keep ``pack(tensor)`` instead of the tensor."""
+    pack, unpack = hooks
+    version = tensor._vc[0]
+    token = grad_enabled.set(False)
+    try:
+        packed = pack(tensor)
+    finally:
+        grad_enabled.reset(token)
+    if tensor._vc[0] != version:
+        raise RuntimeError(PACK_IN_PLACE)
+    saved.__class__ = PackedSavedTensor
+    saved.packed = packed
+    saved.unpack = unpack
+    saved.data = saved.tensor = None
+    # Where the unpacked value joins the graph: the unpacking node (a saved output), the saved
+    # grad_fn (None here), or a saved leaf's AccumulateGrad, kept alive with the node.
+    if is_output:
+        saved.link = _OUTPUT
+    elif tensor.grad_fn is None and tensor._requires_grad:
+        saved.link = grad_accumulator(tensor)
+    else:
+        saved.link = None
+
+
 def unpack_arrays(node: Node) -> list[Any]:
     """A node's saved tensors as raw arrays: the fast path when no backward graph is recorded.
     A None entry (a tensor the op did not need to save) unpacks as None."""
-    out = []
+    out: list[Any] = []
     for saved in node.saved:
         if saved is None:
             out.append(None)
+        elif saved.__class__ is PackedSavedTensor:
+            out.append(saved.unpacked().data)
+        elif saved.grad_fn is not None and saved.tensor.grad_fn is None:
+            raise RuntimeError(DETACHED_IN_PLACE)
         elif saved.vc[0] != saved.version:
             raise RuntimeError(saved._modified_message(node))
         else:

@@ -157,6 +157,11 @@ class ArrayBackend:
             out = np.lib.stride_tricks.as_strided(array, out.shape, out.strides)
         return out
 
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        """A writable view of ``array``'s memory: ``shape`` and ``strides`` (bytes) from ``offset`` bytes past
+        its first element (torch's as_strided, diagonal). The caller keeps it inside the memory."""
+        return _strided(array, shape, strides, offset)
+
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
         return array.copy(order=order)
@@ -191,6 +196,21 @@ class ArrayBackend:
         if (offsets < 0).any() or (offsets >= lookup.size).any() or (lookup[offsets] < 0).any():
             raise RuntimeError("a view's elements must lie in its base's memory")
         return self.from_host(lookup[offsets])
+
+
+class _Memory:
+    """What ``np.asarray`` reads a strided view from: an array interface, and the array whose memory it is."""
+
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> np.ndarray:
+    interface = dict(array.__array_interface__)
+    interface["data"] = (interface["data"][0] + offset, False)
+    interface["shape"], interface["strides"] = tuple(shape), tuple(strides)
+    return np.asarray(_Memory(interface, array))
 
 
 def _addresses(address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -325,6 +345,9 @@ class StrictBackend(ArrayBackend):
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self._wrap(NUMPY.broadcast_view(array._array, shape), device=array.device)
 
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        return self._wrap(_strided(array._array, shape, strides, offset), device=array.device)
+
     def copy(self, array: Any, order: str = "K") -> Any:
         return self._wrap(array._array.copy(order=order), device=array.device)
 
@@ -436,6 +459,9 @@ class CupyBackend(ArrayBackend):
     # view, is_contiguous and strides are numpy's: CuPy's ndarray views share memory as numpy's do
     def broadcast_view(self, array: Any, shape: tuple[int, ...]) -> Any:
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
+
+    def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides)
 
     def copy(self, array: Any, order: str = "K") -> Any:
         with self.cupy.cuda.Device(self.index):

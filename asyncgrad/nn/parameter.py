@@ -32,6 +32,13 @@ class Parameter(Tensor):
         self._extra = None
         self.requires_grad_(requires_grad)
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        """torch's: a Parameter over a copy of the value, with ``requires_grad``; no grad, no hooks."""
+        if id(self) in memo:
+            return memo[id(self)]
+        result = memo[id(self)] = type(self)(self.detach().clone(), self._requires_grad)
+        return result
+
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 

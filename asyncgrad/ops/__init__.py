@@ -11,11 +11,23 @@ from typing import Any
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad.ops import _node, elementwise, indexing, inplace, linalg, nn, reduction, shape, sorting, tensor_math
+from asyncgrad.ops import (
+    _node,
+    elementwise,
+    indexing,
+    inplace,
+    linalg,
+    nn,
+    reduction,
+    shape,
+    sorting,
+    tensor_math,
+    views,
+)
 from asyncgrad.tensor import Tensor
 
 __all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "sorting", "tensor_math",
-           "_node"]
+           "views", "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -71,8 +83,8 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     overlap checks see only the written region; anything else is ``index_put_``."""
     if indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
-        if type(value) in _FILL_VALUES:
-            inplace.apply_inplace(view, inplace.filled, value, internal_overlap=False)
+        if type(value) in _FILL_VALUES:  # torch copies the number in: an expanded region is refused
+            inplace.apply_inplace(view, inplace.filled, value)
             return
         if isinstance(value, Tensor) and _broadcasts_to(value.shape, view.shape):
             inplace.apply_inplace(view, inplace.copied, value)
@@ -134,6 +146,22 @@ _METHODS = {
     "var": reduction.var, "std": reduction.std, "logsumexp": reduction.logsumexp,
     "amax": reduction.amax, "amin": reduction.amin, "any": reduction.any, "all": reduction.all,
 }
+
+# views, shape ops, in-place unary ops, new and data_ptr (ops/views.py, ops/shape.py, ops/inplace.py)
+_UNARY_INPLACE = ("neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "abs", "sign")
+"""The rows of elementwise's unary table with torch's in-place method (``relu_`` is above)."""
+
+_METHODS.update({
+    "narrow": views.narrow, "select": views.select, "unbind": views.unbind, "split": views.split,
+    "split_with_sizes": views.split_with_sizes, "chunk": views.chunk, "diagonal": views.diagonal,
+    "movedim": views.movedim, "moveaxis": views.movedim, "unflatten": views.unflatten, "view_as": views.view_as,
+    "as_strided": views.as_strided, "_base": property(views.base_of), "new": views.new, "__iter__": views.iterate,
+    "data_ptr": views.data_ptr,
+    "repeat": shape.repeat, "tile": shape.tile, "flip": shape.flip, "roll": shape.roll, "tril": shape.tril,
+    "triu": shape.triu, "diag": shape.diag,
+    "tril_": _inplace_method(shape.tril, "tril_"), "triu_": _inplace_method(shape.triu, "triu_"),
+    **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _UNARY_INPLACE},
+})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

@@ -22,6 +22,7 @@ from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, N
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.ops import windows
 from asyncgrad.tensor import Tensor
 
 _new = object.__new__
@@ -218,11 +219,11 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         elif cls.saves_result:
             node.saved = (SavedTensor(result, True),)
         if view_of is not None:
-            mark_view(result, view_of)
+            mark_view(result, view_of, cls)
         return result
     result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
-        mark_view(result, view_of)
+        mark_view(result, view_of, cls)
     return result
 
 
@@ -231,11 +232,39 @@ def plain(out: Any, device: Device) -> Tensor:
     return _make(out, device, False, None, 0, [0])
 
 
-def mark_view(view: Tensor, base: Tensor) -> None:
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+
+
+def mark_view(view: Tensor, base: Tensor, cls: type | None = None, multi: bool = False) -> None:
     """Remember that ``view`` shares ``base``'s memory: in-place changes through either are seen
-    by the other's autograd (CopySlices, version checks)."""
-    root = base._extra.base if base._extra is not None and base._extra.base is not None else base
-    view._extras().base = root
+    by the other's autograd (CopySlices, version checks).
+
+    Note [View creation]
+    As torch's CreationMeta: a view made in no_grad mode, or one of several views a single op
+    returned (unbind, split, chunk), may not be modified in place where the in-place op would
+    record (``inplace.check_view_creation`` raises torch's words). A view of such a view inherits
+    the refusal unless it is one itself (torch's propagate_creation_meta). ``creation`` keeps
+    (kind, the creating node's name or None, the output's number): torch's message names the node
+    ("Output 0 of Unbind") where the view has a grad_fn in torch, i.e. it was made in grad mode
+    from a base that requires grad (a view requires grad when its base does).
+    """
+    extra = base._extra
+    root = extra.base if extra is not None and extra.base is not None else base
+    grad_mode = grad_enabled.get()
+    kind = MULTI_OUTPUT_VIEW if multi and grad_mode else NO_GRAD_VIEW if not grad_mode else None
+    creation = None
+    if kind is not None:
+        named = grad_mode and cls is not None and (base._requires_grad or root._requires_grad)
+        creation = (kind, cls.__name__ if named else None, view.output_nr)
+    elif extra is not None and extra.creation is not None:
+        inherited = extra.creation
+        named = cls is not None and (base._requires_grad or root._requires_grad)
+        creation = (inherited[0], cls.__name__ if named else None, view.output_nr)
+    view_extra = view._extras()
+    view_extra.base = root
+    if creation is not None:
+        view_extra.creation = creation
     extra = root._extras()
     if extra.views is None:
         extra.views = weakref.WeakSet()
@@ -329,6 +358,12 @@ class ArrayMath:
         return backend_of(x).xp.sign(x)
 
     @staticmethod
+    def zeros_like(g: Any) -> Any:
+        """torch's ``zeros_like(grad)`` in a formula: a zero gradient that is no part of any graph
+        (Note [Zero derivatives are constants] in ops/elementwise.py)."""
+        return backend_of(g).xp.zeros_like(g)
+
+    @staticmethod
     def threshold_backward(g: Any, y: Any) -> Any:
         """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
         NaN result passes the gradient."""
@@ -356,6 +391,15 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
+
+    # convolution and pooling (ops/conv.py, ops/pooling.py): their formulas' kernels on raw arrays
+    convolution = staticmethod(windows.convolution)
+    pool = staticmethod(windows.pool)
+
+    # views and shape ops (ops/views.py, ops/shape.py)
+    @staticmethod
+    def cat(gs: list, axis: int) -> Any:
+        return backend_of(gs[0]).xp.concat(gs, axis=axis)
 
     # ---- ops-index: the scans (cumsum's and cumprod's backwards)
     @staticmethod

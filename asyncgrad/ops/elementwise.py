@@ -426,14 +426,15 @@ class PowBackward0(OpNode):
     def backward(self, F, g):
         (x,) = F.unpack(self)
         p = self.exponent
-        if p == 0:
-            return (g * 0,)
+        if p == 0:  # Note [Zero derivatives are constants]
+            return (F.zeros_like(g),)
         return (g * (p * x ** (p - 1)),)
 
 
 class PowBackward1(OpNode):
-    """tensor ** tensor: d/da is 0 where b == 0 (not 0 * a ** -1, nan at a == 0), and d/db is
-    masked to 0 where a == 0, as torch."""
+    """tensor ** tensor: d/da is 0 where b == 0 (not 0 * a ** -1, nan at a == 0); d/db is
+    torch's ``where(a == 0 & b >= 0, 0, out * log(a))``: 0 at a == 0 for b >= 0 (by continuity
+    from a > 0), and ``inf * log(0) = -inf`` for b < 0 (the limit as a -> +0), never nan there."""
 
     __slots__ = ("a_shape", "b_shape", "a_const")
     work_per_element = 20  # a ** (b - 1) and log(a): two transcendentals
@@ -445,12 +446,14 @@ class PowBackward1(OpNode):
         if self.needs(0):
             ga = F.sum_to(g * (b * a ** F.where(b == 0, 1.0, b - 1)), self.a_shape)
         if self.needs(1):
-            if a is None:  # a number base (PowBackward2)
+            if a is None:  # a number base (PowBackward2): torch masks only a zero base
                 a = self.a_const
-                log_a = math.log(a) if a > 0 else 0.0 if a == 0 else math.nan
+                log_a = math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
+                gb = g * (F.where(b >= 0, 0.0, out * log_a) if a == 0 else out * log_a)
             else:
-                log_a = F.log(F.where(a == 0, 1.0, a))
-            gb = F.sum_to(g * out * log_a, self.b_shape)
+                out_log_a = out * F.log(a)  # where(a == 0 & b >= 0, ...) as two wheres: Tensor has no &
+                gb = g * F.where(b >= 0, F.where(a == 0, 0.0, out_log_a), out_log_a)
+            gb = F.sum_to(gb, self.b_shape)
         return ga, gb
 
 
@@ -549,7 +552,7 @@ _UNARY = (
     ("abs",        "AbsBackward0",        lambda xp, x: xp.abs(x),                       False, "input",  7,
         lambda F, g, x: g * F.sign(x),                          _ABS_BOOL),
     ("sign",       "SignBackward0",       lambda xp, x: xp.sign(x),                      False, None,     1,
-        lambda F, g, _: g * 0,                                  _bool_sign),
+        lambda F, g, _: F.zeros_like(g),                        _bool_sign),
 )
 
 
@@ -608,6 +611,14 @@ assert set(_FORWARDS) == {"neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "t
                           "abs", "sign"}, "a row of _UNARY needs its name assigned above"
 
 
+# Note [Zero derivatives are constants]: where torch's formula is ``zeros_like(grad)`` (sign, the
+# result side of threshold_backward, ``x ** 0``), the gradient is zeros that belong to no graph:
+# under create_graph a ``g * 0`` would require grad whenever ``g`` does, and a gradient of it would
+# come back as connected zeros where torch's is None (or raises "does not require grad"). The
+# piecewise-linear ops (relu, abs, clamp, where, minimum/maximum, max/min) need nothing special:
+# their formulas select the gradient with a constant mask, so a second derivative through them is
+# connected exactly where torch's is (relu through its result, abs through sign), and
+# tests/test_torch_behaviours.py checks that against torch.
 class ThresholdBackwardBackward0(OpNode):
     """relu's gradient as a function of the gradient and relu's result, as torch's threshold_backward:
     under create_graph it requires grad when the result does (its derivative there is zero)."""
@@ -616,7 +627,7 @@ class ThresholdBackwardBackward0(OpNode):
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
-        return (F.threshold_backward(g, y) if self.needs(0) else None, g * 0 if self.needs(1) else None)
+        return (F.threshold_backward(g, y) if self.needs(0) else None, F.zeros_like(g) if self.needs(1) else None)
 
 
 def threshold_backward(g: Tensor, y: Tensor) -> Tensor:

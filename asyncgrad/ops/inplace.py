@@ -15,6 +15,7 @@ the base's new value, so no view keeps a grad_fn of the old value.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -23,10 +24,18 @@ from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import Edge, Node
+from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
-from asyncgrad.ops._node import OpNode, SavesVariables, input_meta, plain, record
+from asyncgrad.ops._node import (
+    MULTI_OUTPUT_VIEW,
+    NO_GRAD_VIEW,
+    OpNode,
+    SavesVariables,
+    input_meta,
+    plain,
+    record,
+)
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -42,6 +51,9 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
+    if grad_mode and base is not None and x._extra.creation is not None and (
+            base._requires_grad or _recording(x, args)):
+        raise RuntimeError(view_creation_error(x._extra.creation, "is being"))
     if grad_mode and x._requires_grad and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
@@ -56,7 +68,12 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         return x
     if base is not None:
         return _inplace_on_view(x, base, compute, args)
-    result = compute(x, *args)
+    if hooks_in_use[0] and saved_hooks.get() is not None:
+        # Note [Packed saved tensors] (autograd/saved.py): a pack hook must see the old value,
+        # which the write below would change under it; torch packs a clone, as here.
+        result = compute(_snapshot(x), *args)
+    else:
+        result = compute(x, *args)
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
     for saved in node.saved:
@@ -73,6 +90,27 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     _rebase(x, node)
     _refresh_views(x, None)
     return x
+
+
+def view_creation_error(creation: tuple, modified: str) -> str:
+    """torch's refusal of an in-place op through a view made in no_grad mode or by a multi-output op
+    (handle_view_on_rebase; Note [View creation] in _node.py), word for word. torch names the
+    view's node without its ``Backward0`` ("Output 0 of Unbind")."""
+    kind, name, output_nr = creation
+    node = None if name is None else re.sub(r"Backward\d*$", "", name)
+    if kind == NO_GRAD_VIEW or node is None:
+        prefix = (f"Output {output_nr} of {node} is a view of a view which was created in" if node is not None
+                  else "A view was created in")
+        msg = f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled."
+    else:
+        msg = f"Output {output_nr} of {node} is a view and {modified} modified inplace."
+    if kind == MULTI_OUTPUT_VIEW:
+        return msg + (" This view is the output of a function that returns multiple views. Such functions do not "
+                      "allow the output views to be modified inplace. You should replace the inplace operation by an "
+                      "out-of-place one.")
+    return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+                  "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
+                  "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
 INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
@@ -175,9 +213,7 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     """Run the op on the view's value, write it through to the base, rebase the base on CopySlices."""
     backend = view.device.backend
     index = backend.view_index(base.data, view.data)
-    snapshot = plain(backend.copy(view.data, "C"), view.device)
-    snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = view.grad_fn, view.output_nr, view._requires_grad
-    result = compute(snapshot, *args)
+    result = compute(_snapshot(view), *args)
     _write(view, result.data)
     view._vc[0] += 1
     fn = result.grad_fn
@@ -192,6 +228,13 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     return view
 
 
+def _snapshot(x: Tensor) -> Tensor:
+    """A copy of ``x``'s value with its place in the graph: what the op saves as the old value."""
+    snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
+    snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = x.grad_fn, x.output_nr, x._requires_grad
+    return snapshot
+
+
 def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
     """Every live view of ``base`` now reads the base's new value (Note [Views and in-place])."""
     views = base._extra.views if base._extra is not None else None
@@ -201,8 +244,13 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
     for view in list(views):
         if view is skip:
             continue
+        if view._extra.creation is not None:  # torch cannot regenerate such a view's grad_fn: it refuses
+            message = view_creation_error(view._extra.creation, "its base or another view of its base has been")
+            node = _rebased_node(Error, (gradient_edge(base),), view, message)
+            view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
+            continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
-                             backend.view_index(base.data, view.data), base.shape, work=base.data.size)
+                             backend.view_index(base.data, view.data), base.shape, None, work=base.data.size)
         if view._extra.retains_grad:
             _move_retain_grad(view.grad_fn, view.output_nr, node)
         view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
@@ -237,14 +285,32 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
         super().release_variables()
 
 
-class AsStridedBackward0(OpNode):
-    """A view read again from its base after the base changed in place."""
+class Error(OpNode):
+    """The grad_fn of a view made in no_grad mode or by a multi-output op whose base changed in place
+    since (torch's ``Error`` node there): torch refuses to read such a view's grad_fn, raising when the
+    view is next used; asyncgrad raises the same words when the backward reaches it (Note [View creation]
+    in _node.py)."""
 
-    __slots__ = ("index", "base_shape")
+    __slots__ = ("message",)
+    work_per_element = 0
+
+    def backward(self, F, g):
+        raise RuntimeError(self.message)
+
+
+class AsStridedBackward0(OpNode):
+    """A view read again from its base after the base changed in place, or ``as_strided``: the
+    gradient goes to the base's elements at ``index`` (their flat positions in the base); for an
+    as_strided of a view, ``from_root`` then reads the view's own elements out of that."""
+
+    __slots__ = ("index", "base_shape", "from_root")
 
     def backward(self, F, g):
         size = math.prod(self.base_shape)
-        return (F.reshape(F.index_add((size,), (self.index, False), g), self.base_shape),)
+        flat = F.index_add((size,), (self.index, False), g)
+        if self.from_root is not None:
+            return (F.index(flat, self.from_root),)
+        return (F.reshape(flat, self.base_shape),)
 
 
 def _move_retain_grad(old: Any, output_nr: int, node: OpNode) -> None:

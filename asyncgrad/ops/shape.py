@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg, tensor_list
+from asyncgrad._validate import dtype_arg, int_arg, int_list, normalize_dim, tensor_arg, tensor_list
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
-from asyncgrad.ops._node import OpNode, plain, record
+from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
 from asyncgrad.tensor import Tensor, type_name
 
 
@@ -479,3 +479,196 @@ def to_cpu(self: Tensor) -> Tensor:
 
 def to_cuda(self: Tensor, index: int = 0) -> Tensor:
     return to(self, f"cuda:{index}")
+
+
+# --------------------------------------------------------------------------- copies in another arrangement
+# repeat, tile, flip, roll, tril, triu, diag: new tensors (torch's are contiguous copies, never views).
+class RepeatBackward0(OpNode):
+    """repeat: each input element appears once per tile; its gradient is the sum over the tiles
+    (the gradient viewed as (tiles, size) pairs per dimension, summed over the tiles)."""
+
+    __slots__ = ("repeats", "shape")
+
+    def backward(self, F, g):
+        lead = len(self.repeats) - len(self.shape)
+        split: list[int] = list(self.repeats[:lead])
+        for r, n in zip(self.repeats[lead:], self.shape):
+            split += [r, n]
+        axes = tuple(range(lead)) + tuple(lead + 2 * i for i in range(len(self.shape)))
+        return (F.reshape(F.sum(F.reshape(g, tuple(split)), axes), self.shape),)
+
+
+def repeat(x: Tensor, *sizes: Any) -> Tensor:
+    """torch's repeat (numpy's tile): ``x`` tiled ``sizes`` times, at least one size per dimension."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "repeat")
+    repeats = _sizes(sizes, "repeat", "repeats")
+    if len(repeats) < x.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    lead = len(repeats) - x.ndim
+    padded = (1,) * lead + x.shape
+    target = [r * n for r, n in zip(repeats, padded)]
+    for n in target:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {target}")
+    xp = x.device.xp
+    out = xp.tile(xp.reshape(x.data, padded), repeats) if repeats else x.device.backend.copy(x.data, "C")
+    return record(RepeatBackward0, (x,), _contiguous(x.device.backend, out), x.device, repeats, x.shape)
+
+
+def tile(x: Tensor, dims: Any) -> Tensor:
+    """torch's tile: repeat, with ones prepended when ``dims`` has fewer entries than ``x`` has dimensions."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "tile")
+    dims = int_list((dims,), "tile", "dims")
+    return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
+
+
+def _dim_list(x: Tensor, dims: Any, fn: str) -> tuple[int, ...]:
+    axes = tuple(normalize_dim(d, x.ndim, fn) for d in int_list((dims,), fn, "dims"))
+    for a in axes:
+        if axes.count(a) > 1:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+    return axes
+
+
+class FlipBackward0(OpNode):
+    __slots__ = ("dims",)
+    work_per_element = 0
+
+    def backward(self, F, g):
+        return (F.index(g, tuple(slice(None, None, -1) if i in self.dims else slice(None) for i in range(g.ndim))),)
+
+
+def flip(x: Tensor, *dims: Any) -> Tensor:
+    """``x`` reversed along ``dims``: a copy, as torch's (numpy's flip is a view with negative strides)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "flip")
+    axes = _dim_list(x, dims[0] if len(dims) == 1 else dims, "flip")
+    backend = x.device.backend
+    out = backend.copy(x.device.xp.flip(x.data, axis=axes), "C") if axes and x.ndim else backend.copy(x.data, "C")
+    return record(FlipBackward0, (x,), out, x.device, axes)
+
+
+class RollBackward0(OpNode):
+    """roll: the gradient rolled back (``shifts`` negated); ``dims`` empty means the flattened tensor."""
+
+    __slots__ = ("shifts", "dims")
+    work_per_element = 0
+
+    def backward(self, F, g):
+        return (_rolled(F, g, tuple(-s for s in self.shifts), self.dims),)
+
+
+def _rolled(F: Any, a: Any, shifts: tuple[int, ...], dims: tuple[int, ...]) -> Any:
+    """``a`` rolled, written against ``F`` (slices and a concat) so that the backward is differentiable."""
+    if not dims:
+        shape = a.shape
+        return F.reshape(_rolled(F, F.reshape(a, (-1,)), shifts, (0,)), shape)
+    for shift, dim in zip(shifts, dims):
+        n = a.shape[dim]
+        if n == 0 or shift % n == 0:
+            continue
+        cut = n - shift % n
+        lead = (slice(None),) * dim
+        a = F.cat([F.index(a, lead + (slice(cut, None),)), F.index(a, lead + (slice(0, cut),))], dim)
+    return a
+
+
+def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "roll")
+    shifts = int_list((shifts,), "roll", "shifts")
+    axes = () if dims is None else tuple(normalize_dim(d, x.ndim, "roll") for d in int_list((dims,), "roll", "dims"))
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if dims is None and len(shifts) != 1 or dims is not None and len(shifts) != len(axes):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(axes)}")
+    backend = x.device.backend
+    out = backend.copy(_rolled(ArrayMath, x.data, shifts, axes), "C")
+    return record(RollBackward0, (x,), out, x.device, shifts, axes)
+
+
+class TrilBackward0(OpNode):
+    """tril/triu: the gradient where the result kept the input (``mask``, a constant)."""
+
+    __slots__ = ("mask",)
+
+    def backward(self, F, g):
+        return (F.where(F.constant(self.mask, g), g, 0.0),)
+
+
+class TriuBackward0(TrilBackward0):
+    __slots__ = ()
+
+
+def _triangle(x: Tensor, diagonal: int, name: str, cls: type[OpNode]) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, name)
+    diagonal = int_arg(diagonal, name, "diagonal", 2)
+    if x.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    dev = x.device
+    backend = dev.backend
+    xp = dev.xp
+    rows, cols = x.shape[-2:]
+    i = xp.reshape(backend.arange(rows, np.dtype(np.int64)), (rows, 1))
+    j = xp.reshape(backend.arange(cols, np.dtype(np.int64)), (1, cols))
+    mask = (j - i <= diagonal) if cls is TrilBackward0 else (j - i >= diagonal)
+    out = xp.where(mask, x.data, backend.zeros((), x.dtype))
+    return record(cls, (x,), _contiguous(backend, out), dev, mask)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle (on and below the ``diagonal``-th diagonal) of the last two dimensions."""
+    return _triangle(x, diagonal, "tril", TrilBackward0)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle (on and above the ``diagonal``-th diagonal) of the last two dimensions."""
+    return _triangle(x, diagonal, "triu", TriuBackward0)
+
+
+def _diagonal_positions(backend: Any, rows: int, cols: int, offset: int) -> tuple[Any, Any]:
+    """Row and column indices (device arrays) of the ``offset`` diagonal of a ``rows`` x ``cols`` matrix."""
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    steps = backend.arange(length, np.dtype(np.int64))
+    return steps + max(0, -offset), steps + max(0, offset)
+
+
+class DiagEmbedBackward0(OpNode):
+    """diag of a vector: the gradient is the matrix gradient's diagonal (``index``: its positions)."""
+
+    __slots__ = ("index",)
+
+    def backward(self, F, g):
+        return (F.index(g, self.index),)
+
+
+class DiagonalBackward0_copy(OpNode):  # noqa: N801  (torch's name: diag of a matrix is diagonal_copy)
+    """diag of a matrix: the gradient goes back to the diagonal's positions (``index``) of zeros."""
+
+    __slots__ = ("index", "shape")
+
+    def backward(self, F, g):
+        return (F.index_add(self.shape, (self.index, False), g),)
+
+
+def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+    """A vector's matrix with the vector on the ``diagonal``-th diagonal, or a matrix's diagonal (a copy)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "diag")
+    diagonal = int_arg(diagonal, "diag", "diagonal", 2)
+    if x.ndim not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+    dev = x.device
+    backend = dev.backend
+    if x.ndim == 1:
+        n = x.shape[0] + abs(diagonal)
+        index = _diagonal_positions(backend, n, n, diagonal)
+        out = backend.zeros((n, n), x.dtype)
+        backend.setitem(out, index, x.data)
+        return record(DiagEmbedBackward0, (x,), out, dev, index)
+    index = _diagonal_positions(backend, *x.shape, diagonal)
+    out = backend.getitem(x.data, index)
+    return record(DiagonalBackward0_copy, (x,), out, dev, index, x.shape)

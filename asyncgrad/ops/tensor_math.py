@@ -9,7 +9,7 @@ import numpy as np
 
 from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
-from asyncgrad.ops import elementwise, indexing, reduction
+from asyncgrad.ops import conv, elementwise, indexing, pooling, reduction
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, reduced_axes
 from asyncgrad.tensor import Tensor
@@ -72,6 +72,15 @@ class TensorMath:
         """A non-differentiable array (a mask, indices) as a Tensor beside ``like``."""
         return Tensor._make(value, like.device, False, None, 0, [0])
 
+    @staticmethod
+    def zeros_like(g: Tensor) -> Tensor:
+        """Zeros that record nothing, as torch's ``zeros_like(grad)`` in its formulas."""
+        return Tensor._make(g.device.xp.zeros_like(g.data), g.device, False, None, 0, [0])
+
+    @staticmethod
+    def cat(gs: list, axis: int) -> Tensor:  # views and shape ops (ops/views.py, ops/shape.py)
+        return shape_ops.cat(gs, axis)
+
     where = staticmethod(elementwise.where)
     exp = staticmethod(elementwise.exp)
     log = staticmethod(elementwise.log)
@@ -79,6 +88,9 @@ class TensorMath:
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
     threshold_backward = staticmethod(elementwise.threshold_backward)
+    # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
+    convolution = staticmethod(conv.convolution_op)
+    pool = staticmethod(pooling.pool_op)
     # ops-index: the scans
     cumsum = staticmethod(reduction.cumsum)
     cumprod = staticmethod(reduction.cumprod)

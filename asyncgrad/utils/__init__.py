@@ -1,5 +1,6 @@
-"""``asyncgrad.utils``: torch.utils's data loading (``asyncgrad.utils.data``)."""
+"""``asyncgrad.utils``: torch.utils's data loading (``asyncgrad.utils.data``) and checkpointing
+(``asyncgrad.utils.checkpoint``)."""
 
-from asyncgrad.utils import data
+from asyncgrad.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

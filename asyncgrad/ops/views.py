@@ -1,0 +1,407 @@
+"""torch's view ops beyond reshape/permute/expand: narrow, select, unbind, split, chunk, diagonal,
+movedim, unflatten, view_as, as_strided.
+
+Every result shares its input's memory and version counter and has ``_base`` (``record(...,
+view_of=x)``), so an in-place op through it rebases the base onto CopySlices (Note [Views and
+in-place] in inplace.py). Their arrays come from the device's backend (``backend.view`` with basic
+indexing, ``backend.strided_view`` for what basic indexing cannot say), so they are views on every
+device (Note [Views share memory on every device] in devices/backend.py).
+
+Note [Multi-output views]: unbind, split and chunk return several views made by one node (as
+torch's UnbindBackward0, SplitBackward0, SplitWithSizesBackward0), output ``i`` being the node's
+output ``i``. As torch, an in-place op through one of them is refused when it would record
+(Note [View creation] in _node.py); their backward gets the gradients of all outputs at once,
+zeros standing in for those that got none.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from asyncgrad._convert import to_array
+from asyncgrad._validate import int_arg, int_list, normalize_dim, tensor_arg
+from asyncgrad.autograd.accumulate import gradient_edge
+from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.graph import Node
+from asyncgrad.devices import device as as_device
+from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, mark_view, plain, record, recording
+from asyncgrad.ops.indexing import SelectBackward0, SliceBackward0, getitem
+from asyncgrad.ops.inplace import AsStridedBackward0
+from asyncgrad.ops.shape import indexed, permute, view
+from asyncgrad.tensor import Tensor
+
+
+def _dim(x: Tensor, dim: Any, fn: str, name: str = "dim", pos: int = 2) -> int:
+    return normalize_dim(dim, x.ndim, fn, name, pos)
+
+
+def _basic_view(x: Tensor, cls: type, key: tuple) -> Tensor:
+    """``x[key]`` (a basic index) as a view recorded as ``cls``: the indexing nodes' backward."""
+    out = x.device.backend.view(x.data, indexed, key + (Ellipsis,))
+    return record(cls, (x,), out, x.device, x.shape, key, True, view_of=x)
+
+
+# --------------------------------------------------------------------------- narrow, select
+def narrow(x: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """``length`` elements of ``dim`` from ``start`` (negative: from the end); SliceBackward0, as torch."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "narrow")
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    axis = _dim(x, dim, "narrow")
+    if isinstance(start, Tensor):
+        start = start.item()
+    start, length = int_arg(start, "narrow", "start", 3), int_arg(length, "narrow", "length", 4)
+    size = x.shape[axis]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if start > size - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return _basic_view(x, SliceBackward0, (slice(None),) * axis + (slice(start, start + length),))
+
+
+def select(x: Tensor, dim: int, index: Any) -> Tensor:
+    """Element ``index`` of ``dim``, that dimension removed; SelectBackward0."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "select")
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    axis = _dim(x, dim, "select")
+    if isinstance(index, Tensor):
+        index = index.item()
+    index = int_arg(index, "select", "index", 3)
+    size = x.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(x.shape)} at dimension "
+                         f"{axis}")
+    return _basic_view(x, SelectBackward0, (slice(None),) * axis + (index % size,))
+
+
+# --------------------------------------------------------------------------- several views at once
+class _MultiView(OpNode):
+    """One node for several views of one input (Note [Multi-output views]): ``backward`` gets every
+    output's gradient, zeros of that output's shape where none came."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        F = self.graph_math if create_graph else ArrayMath
+        like = next(g for g in grads if g is not None)
+        full = [g if g is not None else F.constant(device.backend.zeros(shape, dtype), like)
+                for g, (shape, dtype, device) in zip(grads, self._input_meta)]
+        return self.backward(F, full)
+
+
+class UnbindBackward0(_MultiView):
+    __slots__ = ("dim",)
+
+    def backward(self, F, gs):
+        dim = self.dim
+        return (F.cat([F.reshape(g, g.shape[:dim] + (1,) + g.shape[dim:]) for g in gs], dim),)
+
+
+class SplitBackward0(_MultiView):
+    __slots__ = ("dim",)
+
+    def backward(self, F, gs):
+        return (F.cat(gs, self.dim),)
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any) -> tuple[Tensor, ...]:
+    """The views ``outs`` of ``x`` as outputs 0, 1, ... of one ``cls`` node (``record`` makes one output)."""
+    dev = x.device
+    vc = x._vc
+    node = None
+    if outs and x._requires_grad and grad_enabled.get():
+        node = object.__new__(cls)
+        Node.__init__(node, (gradient_edge(x),))
+        for name, value in zip(cls.fields, fields):
+            setattr(node, name, value)
+        node._input_meta = tuple(input_meta(o.shape, x.dtype, dev)[0] for o in outs)
+        node.work = x.data.size * cls.work_per_element  # the backward concatenates: one copy of the input
+        if anomaly_enabled.get()[0]:
+            node.metadata["traceback_"] = forward_traceback()
+    results = []
+    for i, out in enumerate(outs):
+        result = Tensor._make(out, dev, node is not None, node, i if node is not None else 0, vc)
+        mark_view(result, x, cls, multi=True)
+        results.append(result)
+    return tuple(results)
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "unbind")
+    if x.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    axis = _dim(x, dim, "unbind", pos=2)
+    backend = x.device.backend
+    lead = (slice(None),) * axis
+    outs = [backend.view(x.data, indexed, lead + (i, Ellipsis)) for i in range(x.shape[axis])]
+    return _record_views(UnbindBackward0, x, outs, axis)
+
+
+def iterate(x: Tensor) -> Iterator[Tensor]:
+    """``iter(x)``: torch iterates over ``x.unbind(0)``, so the rows are multi-output views."""
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(unbind(x, 0))
+
+
+def _pieces(x: Tensor, axis: int, sizes: Sequence[int]) -> list:
+    backend = x.device.backend
+    lead = (slice(None),) * axis
+    outs, start = [], 0
+    for n in sizes:
+        outs.append(backend.view(x.data, indexed, lead + (slice(start, start + n), Ellipsis)))
+        start += n
+    return outs
+
+
+def _check_dim(x: Tensor, dim: Any, fn: str) -> int:
+    if x.ndim == 0:
+        raise RuntimeError(f"{fn} expects at least a 1-dimensional tensor")
+    return _dim(x, dim, fn)
+
+
+def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "split_with_sizes")
+    axis = _check_dim(x, dim, "split_with_sizes")
+    sizes = int_list((split_sizes,), "split_with_sizes", "split_sizes")
+    size = x.shape[axis]
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                           f"split_sizes={list(sizes)}")
+    if sum(sizes) != size:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at "
+                           f"dimension {axis}), but got split_sizes={list(sizes)}")
+    return _record_views(SplitWithSizesBackward0, x, _pieces(x, axis, sizes), axis)
+
+
+def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the sizes in a list."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "split")
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return split_with_sizes(x, split_size_or_sections, dim)
+    split_size = int_arg(split_size_or_sections, "split", "split_size", 2)
+    axis = _check_dim(x, dim, "split")
+    size = x.shape[axis]
+    if split_size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
+    if split_size == 0 and size != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+    count = max(-(-size // split_size), 1) if split_size else 1
+    sizes = [split_size] * (count - 1) + [split_size - (split_size * count - size)]
+    return _record_views(SplitBackward0, x, _pieces(x, axis, sizes), axis)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """torch's chunk: split by ``ceil(size / chunks)``, so fewer pieces than ``chunks`` may come back."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "chunk")
+    chunks = int_arg(chunks, "chunk", "chunks", 2)
+    if x.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    axis = _dim(x, dim, "chunk")
+    size = x.shape[axis]
+    split_size = -(-size // chunks)
+    if split_size == 0 and size == 0:  # torch keeps the number of (empty) chunks
+        return split_with_sizes(x, [0] * chunks, axis)
+    return split(x, split_size, axis)
+
+
+# --------------------------------------------------------------------------- strided views
+class _Scatter(OpNode):
+    """A strided view's backward: the gradient added at the view's elements' flat positions in the
+    input (``index``, from ``backend.view_index``), zeros elsewhere."""
+
+    __slots__ = ("index", "shape")
+    work_per_element = 1
+
+    def backward(self, F, g):
+        size = math.prod(self.shape)
+        return (F.reshape(F.index_add((size,), (self.index, False), g), self.shape),)
+
+
+class DiagonalBackward0(_Scatter):
+    __slots__ = ()
+
+
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The ``offset`` diagonal of the planes ``dim1``/``dim2``, as the last dimension of a view."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "diagonal")
+    offset = int_arg(offset, "diagonal", "offset", 2)
+    d1, d2 = _dim(x, dim1, "diagonal", "dim1", 3), _dim(x, dim2, "diagonal", "dim2", 4)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    backend = x.device.backend
+    data = x.data
+    strides = backend.strides(data)
+    n1, n2 = x.shape[d1], x.shape[d2]
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    start = 0 if length == 0 else offset * strides[d2] if offset >= 0 else -offset * strides[d1]
+    rest = [i for i in range(x.ndim) if i not in (d1, d2)]
+    shape = tuple(x.shape[i] for i in rest) + (length,)
+    out = backend.strided_view(data, shape, tuple(strides[i] for i in rest) + (strides[d1] + strides[d2],), start)
+    index = backend.view_index(data, out) if recording(x) else None
+    return record(DiagonalBackward0, (x,), out, x.device, index, x.shape, view_of=x)
+
+
+def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+    """A view of ``x``'s storage (its base's memory) with torch's ``size``, ``stride`` and
+    ``storage_offset`` in elements; the offset defaults to ``x``'s own.
+
+    The gradient goes to the storage's elements the view reads, then to ``x``'s (its positions
+    in the storage), as torch's as_strided_backward where the view does not overlap itself;
+    repeated elements (a stride 0) add up.
+    """
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "as_strided")
+    size = int_list((size,), "as_strided", "size")
+    stride = int_list((stride,), "as_strided", "stride")
+    root = x._extra.base if x._extra is not None and x._extra.base is not None else x
+    backend = x.device.backend
+    itemsize = x.dtype.itemsize
+    own_offset = (backend.address(x.data) - backend.address(root.data)) // itemsize if x.data.size else 0
+    offset = own_offset if storage_offset is None else int_arg(storage_offset, "as_strided", "storage_offset", 4)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    for n in size:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    storage = root.data.size * itemsize
+    needed = 0 if 0 in size else (offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1) * itemsize
+    if needed > storage:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {needed} are out of bounds for storage of "
+                           f"size {storage}")
+    out = backend.strided_view(root.data, size, tuple(s * itemsize for s in stride), offset * itemsize)
+    if not recording(x):
+        return record(AsStridedBackward0, (x,), out, x.device, view_of=x)
+    index = backend.view_index(root.data, out)
+    from_root = None if root is x else backend.view_index(root.data, x.data)
+    return record(AsStridedBackward0, (x,), out, x.device, index, root.shape, from_root, view_of=x)
+
+
+# --------------------------------------------------------------------------- reshaping views
+def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
+    """The dims ``source`` moved to ``destination``, the others in their order: a permute (PermuteBackward0)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "movedim")
+    src = int_list((source,), "movedim", "source")
+    dst = int_list((destination,), "movedim", "destination")
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    ndim = x.ndim
+    src = tuple(normalize_dim(d, ndim, "movedim") for d in src)
+    dst = tuple(normalize_dim(d, ndim, "movedim") for d in dst)
+    for name, given, dims in (("source", source, src), ("destination", destination, dst)):
+        if len(set(dims)) != len(dims):
+            shown = list(given) if isinstance(given, (list, tuple)) else [given]
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({shown})")
+    order = [-1] * ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(ndim) if i not in src)
+    order = [next(rest) if o == -1 else o for o in order]
+    return permute(x, tuple(order))
+
+
+moveaxis = movedim
+
+
+def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Dim ``dim`` split into ``sizes`` (one may be -1): a view (ViewBackward0)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "unflatten")
+    axis = _dim(x, dim, "unflatten")
+    sizes = int_list((sizes,), "unflatten", "sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = x.shape[axis]
+    known = math.prod(s for s in sizes if s != -1)
+    if (-1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} ({n}) "
+                           "in the input tensor")
+    return view(x, x.shape[:axis] + tuple(sizes) + x.shape[axis + 1:])
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "view_as")
+    return view(x, tensor_arg(other, "view_as", "other").shape)
+
+
+# --------------------------------------------------------------------------- storage
+def base_of(x: Tensor) -> Tensor | None:
+    """``x._base``: the tensor whose memory a view shares (the first non-view, as torch's), else None."""
+    return x._extra.base if x._extra is not None else None
+
+
+def data_ptr(x: Tensor) -> int:
+    """The address of the first element (0 for an empty tensor, as torch): views of one base give
+    pointers consistent with their offsets; on ``sim`` it is the simulated memory's host address."""
+    if x.data.size == 0:
+        return 0
+    return int(x.device.backend.address(x.data))
+
+
+_C_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _options(dtype: np.dtype, device: Any) -> str:
+    """torch's TensorOptions as its legacy constructor prints them (C++ type names)."""
+    return (f"TensorOptions(dtype={_C_TYPES.get(dtype.name, dtype.name)}, device={device}, layout=Strided, "
+            "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))")
+
+
+def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: Any) -> Tensor:
+    """torch's legacy constructor: ``x.new(2, 3)`` (uninitialised), ``x.new([1, 2])`` (data), ``x.new()``
+    (empty), ``x.new(t)`` (an alias of ``t``), in ``x``'s dtype, on ``x``'s device unless told."""
+    if kwargs:
+        given = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+        raise TypeError(f"new() received an invalid combination of arguments - got ({given})")
+    dev = x.device if device is None else as_device(device)
+    if size is not None:
+        args = (size,) if not args else args
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        other = args[0]
+        if other.dtype != x.dtype or other.device is not dev:
+            raise TypeError(f"expected {_options(x.dtype, dev)} (got {_options(other.dtype, other.device)})")
+        return getitem(other, Ellipsis)
+    if len(args) == 1 and size is None and (not isinstance(args[0], (int, np.integer)) or isinstance(args[0], bool)) \
+            or not args:
+        data = args[0] if args else []
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        if not isinstance(data, (list, tuple, np.ndarray)) and not dev.backend.is_array(data):
+            raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+        return plain(to_array(data, x.dtype, dev, "new"), dev)
+    shape = int_list(args, "new", "size")
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
+    return plain(dev.backend.empty(shape, x.dtype), dev)
