@@ -254,3 +254,31 @@ async def test_bad_arguments(cluster):
     closed = dist.cluster()
     with pytest.raises(RuntimeError, match="the cluster is not running"):
         await closed.ping(0)
+
+
+async def test_data_parallel_training_equals_local_training(cluster):
+    """Two replicas, the batch split between them, gradients summed (Note [Data parallel gradients])."""
+    dp = await dist.DataParallel.create(cluster, [0, 1], Stage0)
+    local = Stage0()
+    local.load_state_dict(await dp.state_dict())
+    head = Stage1()  # a local head on top: the graph mixes local and remote nodes
+    opt = dist.DistributedOptimizer(ag.optim.SGD, dp.replicas, lr=0.2)
+    local_opt = ag.optim.SGD(local.parameters(), lr=0.2)
+    for step in range(3):
+        x, y = data(30 + step, n=7)  # 7 rows: shards of 4 and 3
+        await opt.zero_grad()
+        head.zero_grad()
+        await F.cross_entropy(head(await dp(x)), y).backward()
+        await dp.sync_gradients()
+        await opt.step()
+        head_grads = [p.grad for p in head.parameters()]
+        local_opt.zero_grad()
+        head.zero_grad()
+        await F.cross_entropy(head(local(x)), y).backward()
+        local_opt.step()
+        for g, p in zip(head_grads, head.parameters()):
+            close(g, p.grad)
+    for replica in dp.replicas:
+        state = await replica.state_dict()
+        for name, value in local.state_dict().items():
+            close(state[name], value)

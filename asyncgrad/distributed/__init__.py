@@ -10,7 +10,8 @@ below imports it.
 from asyncgrad.distributed import autograd
 from asyncgrad.distributed._backends import WorkerDied, WorkerError
 from asyncgrad.distributed.optim import DistributedOptimizer
+from asyncgrad.distributed.parallel import DataParallel
 from asyncgrad.distributed.remote import Cluster, RemoteCallBackward, RemoteModule, cluster
 
-__all__ = ["Cluster", "DistributedOptimizer", "RemoteCallBackward", "RemoteModule", "WorkerDied", "WorkerError",
-           "autograd", "cluster"]
+__all__ = ["Cluster", "DataParallel", "DistributedOptimizer", "RemoteCallBackward", "RemoteModule", "WorkerDied",
+           "WorkerError", "autograd", "cluster"]

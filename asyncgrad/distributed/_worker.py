@@ -157,6 +157,12 @@ class WorkerState:
         store = self.contexts.get(ctx_id, {})
         return {n: _wire(store.get((module_id, n))) for n, _ in module.named_parameters()}
 
+    async def do_set_grads(self, module_id: int, grads: dict) -> None:
+        """The data-parallel all-reduce's write-back (Note [Data parallel gradients] in parallel.py)."""
+        for name, p in self._module(module_id).named_parameters():
+            if name in grads:
+                p.grad = to_tensor(grads[name])
+
     async def do_call_method(self, module_id: int, name: str, args: tuple, kwargs: dict) -> Any:
         module = self._module(module_id)
         with no_grad():
