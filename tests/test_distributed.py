@@ -282,3 +282,21 @@ async def test_data_parallel_training_equals_local_training(cluster):
         state = await replica.state_dict()
         for name, value in local.state_dict().items():
             close(state[name], value)
+
+
+class _SeesContext(ag.nn.Module):
+    """Reports the context variables its worker sees: none of the caller's may cross."""
+
+    def forward(self, x):
+        from asyncgrad.distributed.autograd import current_context
+        from asyncgrad.engine.graph_task import current_graph_task
+
+        return ag.tensor([float(current_context.get() is None), float(current_graph_task.get() is None)])
+
+
+async def test_the_callers_context_variables_stay_on_its_side(cluster):
+    """Note [Worker contexts]: as in a Ray actor's process, a local worker sees none of the caller's
+    context variables (its backward once ran as a reentrant child of the caller's graph task)."""
+    m = await cluster.remote(0, _SeesContext)
+    with dist.autograd.context():
+        assert (await m(ag.ones(1))).tolist() == [1.0, 1.0]

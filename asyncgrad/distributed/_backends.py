@@ -7,22 +7,29 @@ bounded time, never a hang (Note [Dying workers]).
 Note [Dying workers]: ``kill`` ends a worker abruptly. A local worker is marked dead (new calls
 are refused at once), its loop is stopped and what was running on it is cancelled, as a process
 that dies does not finish its work either; once its thread has wound down (bounded: 10 s), every
-call that was in flight is failed. Failing them only then is deliberate: when the callers' engine
-processed the failure while the dying worker's thread was still cancelling its own engine's
-graph tasks, the callers' loop sometimes missed a wake-up and sat until its next timer (a 30 s
-``wait_for``: measured 2 runs in 10 of a kill mid-backward; never since). A Ray worker is
+call that was in flight is failed, so that the caller sees ``WorkerDied`` only once nothing of
+the worker runs any more. A Ray worker is
 ``ray.kill``ed and the calls in flight to it are failed at once here: Ray fails their object refs
 with ``RayActorError`` too (turned into ``WorkerDied``), but on a loaded machine that took longer
 than 30 s in one run, and a worker that crashes on its own is only known through it.
 A worker that raises is not dead: its exception comes back through ``dispatch``.
 ``restart`` starts a fresh, empty worker in the same slot: modules built on the old one are
 gone, and their handles say so.
+
+Note [Worker contexts]: a local worker runs each request in a fresh, empty ``contextvars``
+context, as a Ray actor does in its own process. ``call_soon_threadsafe`` would otherwise run it
+in a copy of the *caller's* context, and the caller's context variables would cross the
+boundary: the calling backward's graph task (the worker's backward then registered itself as
+a reentrant child of a graph task of another loop, whose abort waited on that other loop's
+task: a killed worker's caller sat until its next timer, 2 runs in 10, measured), the
+profiler's recorder, grad mode and the distributed autograd context.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import os
 import pickle
 import threading
@@ -115,7 +122,8 @@ class _LocalWorker:
             if self.dead is not None:
                 raise died(self.index, self.dead)
             self.pending.add(future)
-            self.loop.call_soon_threadsafe(start)
+            # An empty context: the caller's context variables stay on this side (Note [Worker contexts]).
+            self.loop.call_soon_threadsafe(start, context=contextvars.Context())
         return future
 
     def stop(self, why: str) -> None:
