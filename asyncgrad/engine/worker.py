@@ -11,6 +11,8 @@ BY_COST and ``work`` is below the threshold read when the graph task changed; an
 special entry), that is 214 more instructions per node, 0.7% of W1's backward (Note [Measuring
 the hot path]): Python 3.11 does not specialize the load of a class attribute through an
 instance (``LOAD_ATTR_ADAPTIVE``, where ``node.work`` is a ``LOAD_ATTR_SLOT``); 3.12 does.
+A non-cpu worker runs each node through ``stream_sync.evaluator`` (Note [Streaming backwards] in
+stream_sync.py), chosen when the worker starts: the cpu worker's loop is the same as without streams.
 
 Note [Measuring the hot path]: per-node costs quoted in the engine's notes are instruction counts
 from cachegrind (``valgrind --tool=cachegrind``): W1 (a chain of 3000 tiny ops on a (4,) leaf,
@@ -82,6 +84,8 @@ import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import Placement
+from asyncgrad.devices.streams import forward_stream
+from asyncgrad.engine import stream_sync
 from asyncgrad.engine.calls import call_function, call_function_async
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.kernels import run_kernel, submit
@@ -220,8 +224,9 @@ class DeviceWorker:
         engine = self.engine
         queue = self.queue
         heap = queue.heap
-        evaluate = engine.evaluate_function
         device = self.device
+        # Note [Streaming backwards] in stream_sync.py: chosen once per worker, so cpu pays nothing per node
+        evaluate = engine.evaluate_function if device.is_cpu else stream_sync.evaluator(engine, device)
         current: GraphTask | None = None
         profile = None
         threshold = device.inline_threshold
@@ -321,10 +326,16 @@ class DeviceWorker:
         """A large kernel in the executor, or an ``async def`` backward on the loop. Its bookkeeping is
         ``_settle``'s."""
         engine = self.engine
+        # Note [Streaming backwards]: a non-cpu node's kernel and routing run on its forward stream
+        s = None if self.device.is_cpu else forward_stream(node, self.device)
         try:
+            if s is not None:
+                stream_sync.before(graph_task, node, s)
             if graph_task.exec_info is not None:
                 inputs = engine.capture(graph_task, node, inputs)
                 if inputs is None:
+                    if s is not None:
+                        stream_sync.after(graph_task, node, s)
                     return
             if where == _IN_EXECUTOR:
                 # Abandoned on cancel: the thread finishes into the void (Note [Cancellation]).
@@ -332,11 +343,18 @@ class DeviceWorker:
                 # in_flight keeps at most num_workers of this device's kernels running.
                 kernel = call_function if graph_task.profile is None else graph_task.profile.timed(self, call_function)
                 loop = asyncio.get_running_loop()
-                outputs = await submit(loop, run_kernel, self, loop, kernel, graph_task, node, inputs)
+                if s is None:
+                    outputs = await submit(loop, run_kernel, self, loop, kernel, graph_task, node, inputs)
+                else:  # the kernel thread makes the node's stream (and device) current for the kernel
+                    outputs = await submit(loop, run_kernel, self, loop, stream_sync.on_stream, s, kernel, graph_task,
+                                           node, inputs)
             else:
                 outputs = await call_function_async(graph_task, node, inputs)
             if not graph_task.has_error:
-                engine.route(graph_task, node, outputs)
+                if s is None:
+                    engine.route(graph_task, node, outputs)
+                else:
+                    stream_sync.route(engine, graph_task, node, outputs, s)
         except asyncio.CancelledError:
             raise  # _settle tells this graph task's own abort from a foreign cancellation
         except BaseException as exc:

@@ -21,7 +21,8 @@ from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
-from asyncgrad.devices.backend import backend_of
+from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
+from asyncgrad.devices.streams import note_forward
 from asyncgrad.ops import windows
 from asyncgrad.tensor import Tensor
 
@@ -209,6 +210,8 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         meta = _META.get(key)  # input_meta's lookup, without its call
         node._input_meta = meta if meta is not None else input_meta(*key)
         node.work = out.size * cls.work_per_element if work is None else work
+        if STREAMS_ACTIVE[0]:  # Note [Streaming backwards] in engine/stream_sync.py: never true on a cpu-only run
+            note_forward(node, device)
         if anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
         result = _make(out, device, True, node, 0, vc)
@@ -356,6 +359,36 @@ class ArrayMath:
     @staticmethod
     def sign(x: Any) -> Any:
         return backend_of(x).xp.sign(x)
+
+    # ops-math
+    @staticmethod
+    def trunc(x: Any) -> Any:
+        return backend_of(x).xp.trunc(x)
+
+    @staticmethod
+    def floor(x: Any) -> Any:
+        return backend_of(x).xp.floor(x)
+
+    @staticmethod
+    def sinh(x: Any) -> Any:
+        return backend_of(x).xp.sinh(x)
+
+    @staticmethod
+    def cosh(x: Any) -> Any:
+        return backend_of(x).xp.cosh(x)
+
+    @staticmethod
+    def inv(a: Any) -> Any:
+        return backend_of(a).xp.linalg.inv(a)
+
+    @staticmethod
+    def solve(a: Any, b: Any) -> Any:
+        """``a⁻¹ b`` for a batch of matrices ``b`` (never a vector: the caller makes it a column)."""
+        return backend_of(a).xp.linalg.solve(a, b)
+
+    @staticmethod
+    def einsum(equation: str, *operands: Any) -> Any:
+        return backend_of(operands[0]).einsum(equation, *operands)
 
     @staticmethod
     def zeros_like(g: Any) -> Any:
