@@ -76,27 +76,33 @@ class _GradModeContext:
             return _wrap_async_generator(mode, fn)
         if inspect.isgeneratorfunction(fn):
             return _wrap_generator(mode, fn)
-        if inspect.iscoroutinefunction(fn):
+        return _wrap_call(grad_enabled, mode, fn)
 
-            @functools.wraps(fn)
-            async def async_wrapper(*args, **kwargs):
-                token = grad_enabled.set(mode)
-                try:
-                    return await fn(*args, **kwargs)
-                finally:
-                    grad_enabled.reset(token)
 
-            return async_wrapper
+def _wrap_call(var: contextvars.ContextVar, mode: bool, fn: Callable) -> Callable:
+    """``fn`` with ``var`` set to ``mode`` while it runs (Note [Grad mode at every resume]): around
+    the call of a plain function, inside the coroutine of an ``async def``."""
+    if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            token = grad_enabled.set(mode)
+        async def async_wrapper(*args, **kwargs):
+            token = var.set(mode)
             try:
-                return fn(*args, **kwargs)
+                return await fn(*args, **kwargs)
             finally:
-                grad_enabled.reset(token)
+                var.reset(token)
 
-        return wrapper
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        token = var.set(mode)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            var.reset(token)
+
+    return wrapper
 
 
 def _wrap_generator(mode: bool, fn: Callable) -> Callable:
@@ -236,28 +242,7 @@ class set_multithreading_enabled:
         # The decorator form switches only inside ``fn``. (torch's leaves the mode switched in the
         # decorating context, since its constructor switches it and nothing restores it.)
         multithreading_enabled.set(self.prev)
-        mode = self.mode
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*args, **kwargs):
-                token = multithreading_enabled.set(mode)
-                try:
-                    return await fn(*args, **kwargs)
-                finally:
-                    multithreading_enabled.reset(token)
-
-            return async_wrapper
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            token = multithreading_enabled.set(mode)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                multithreading_enabled.reset(token)
-
-        return wrapper
+        return _wrap_call(multithreading_enabled, self.mode, fn)
 
 
 # --------------------------------------------------------------------------- engine-reentry: inference mode
