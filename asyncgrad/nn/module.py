@@ -19,6 +19,7 @@ from asyncgrad.devices import device as as_device
 from asyncgrad.dtypes import float32, float64
 from asyncgrad.factories import tensor as as_tensor
 from asyncgrad.nn.parameter import Parameter, zero_grads
+from asyncgrad.ops.shape import to_args
 from asyncgrad.tensor import Tensor
 
 
@@ -275,17 +276,9 @@ class Module:
         or ``to(tensor)``: every parameter (and its grad) and every buffer converted in place, so
         the module keeps its Parameter objects (an optimizer built before holds the same ones); an
         integer buffer (``num_batches_tracked``) moves but keeps its dtype, as in torch."""
-        dtype = kwargs.pop("dtype", None)
-        dev = kwargs.pop("device", None)
+        dev, dtype = to_args(args, kwargs)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
-        for arg in args:
-            if isinstance(arg, (str, Device)):
-                dev = arg
-            elif isinstance(arg, Tensor):
-                dev, dtype = arg.device, arg.dtype
-            elif arg is not None:
-                dtype = arg
         if dtype is not None:
             dtype = np.dtype(dtype)
             if dtype.kind != "f":
