@@ -211,7 +211,7 @@ class set_grad_enabled(_GradModeContext):
         return super().__call__(fn)
 
 
-# --------------------------------------------------------------------------- engine-reentry: multithreading
+# --------------------------------------------------------------------------- multithreading
 multithreading_enabled = contextvars.ContextVar("asyncgrad_multithreading_enabled", default=True)
 """Read by ``Engine.execute`` as a backward starts: False keeps every node of it on the loop."""
 
@@ -245,7 +245,7 @@ class set_multithreading_enabled:
         return _wrap_call(multithreading_enabled, self.mode, fn)
 
 
-# --------------------------------------------------------------------------- engine-reentry: inference mode
+# --------------------------------------------------------------------------- inference mode
 inference_enabled = contextvars.ContextVar("asyncgrad_inference_mode", default=False)
 
 

@@ -114,7 +114,7 @@ class Module:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    # ------------------------------------------------------------------ buffers (nn-model)
+    # ------------------------------------------------------------------ buffers
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """A tensor the module keeps but does not train (BatchNorm's running statistics).
 
@@ -237,7 +237,7 @@ class Module:
                 params[name].copy_(value)
         return IncompatibleKeys(missing, unexpected)
 
-    # ------------------------------------------------------------------ hooks, apply, conversions (nn-conv)
+    # ------------------------------------------------------------------ hooks, apply, conversions
     def _hook_table(self) -> _Hooks:
         hooks = self.__dict__.get("_hooks")
         if hooks is None:
@@ -286,7 +286,7 @@ class Module:
                                 f"dtype={_dtype_name(dtype)}")
         target = as_device(dev) if dev is not None else None
         with no_grad():
-            for param in [*self.parameters(), *self.buffers()]:  # buffers: nn-model
+            for param in [*self.parameters(), *self.buffers()]:
                 _convert_in_place(param, target, dtype)
         return self
 

@@ -345,7 +345,7 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
     return record(LogSoftmaxBackward0, (x,), out, dev, axis)
 
 
-# --------------------------------------------------------------------------- ops-index: scans, products, spread
+# --------------------------------------------------------------------------- scans, products, spread
 # (cumsum, cumprod, prod, var/std and their _mean forms, logsumexp, amax/amin, any/all)
 def _int_as_long(x: Tensor, dtype: Any, fn: str) -> Any:
     """The dtype a sum-like op computes in: ``dtype`` if given, int64 for integers and bools (torch)."""
