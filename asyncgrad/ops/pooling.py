@@ -84,14 +84,19 @@ def pool_op(kind: str, a: Tensor, info: tuple) -> Tensor:
     return record(_NODES[kind], (a,), pool(kind, a.data, info), a.device, kind, info, work=_work(info))
 
 
-def _pair(value: Any, name: str) -> tuple[int, int]:
+_PAIR_WORDS = {"kernel_size": "must either be a single int", "stride": "must either be omitted, a single int",
+               "padding": "must either be a single int", "dilation": "must be either a single int"}
+"""How torch's max_pool2d/avg_pool2d word a size that is not one int or two (dilation's word order is its own)."""
+
+
+def _pair(value: Any, name: str, fn: str) -> tuple[int, int]:
     if isinstance(value, int):
         return (value, value)
     items = tuple(value)
     if len(items) == 1:
         return (items[0], items[0])
     if len(items) != 2:
-        raise RuntimeError(f"max_pool2d: {name} must either be a single int, or a tuple of two ints")
+        raise RuntimeError(f"{fn}: {name} {_PAIR_WORDS[name]}, or a tuple of two ints")
     return items  # type: ignore[return-value]
 
 
@@ -101,10 +106,11 @@ def _windows_of(fn: str, input: Tensor, kernel_size: Any, stride: Any, padding: 
     ceil_mode adds after), dilation, the batched input shape, the output size."""
     if input.ndim not in (3, 4) or input.numel() == 0:
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    kernel = _pair(kernel_size, "kernel_size")
-    step = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _pair(stride, "stride")
-    pads = _pair(padding, "padding")
-    dil = _pair(dilation, "dilation")
+    kernel = _pair(kernel_size, "kernel_size", fn)
+    omitted = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    step = kernel if omitted else _pair(stride, "stride", fn)
+    pads = _pair(padding, "padding", fn)
+    dil = _pair(dilation, "dilation", fn)
     if any(s == 0 for s in step):
         raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel):
