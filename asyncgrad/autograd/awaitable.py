@@ -55,7 +55,7 @@ from typing import Any, Coroutine, Generator, TypeVar
 
 import sniffio
 
-from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.autograd.graph import current_graph_task
 
 _get_running_loop = asyncio._get_running_loop
 _getframe = sys._getframe
