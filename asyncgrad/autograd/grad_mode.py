@@ -112,34 +112,23 @@ def _wrap_generator(mode: bool, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def generator_context(*args: Any, **kwargs: Any) -> Any:
         gen = fn(*args, **kwargs)
+        switch = enable_grad() if mode else no_grad()
         try:
-            token = grad_enabled.set(mode)
-            try:
+            with switch:
                 response = gen.send(None)
-            finally:
-                grad_enabled.reset(token)
             while True:
                 try:
                     request = yield response
                 except GeneratorExit:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         gen.close()
-                    finally:
-                        grad_enabled.reset(token)
                     raise
                 except BaseException:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = gen.throw(*sys.exc_info()[1:2])
-                    finally:
-                        grad_enabled.reset(token)
                 else:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = gen.send(request)
-                    finally:
-                        grad_enabled.reset(token)
         except StopIteration as stop:
             return stop.value
 
@@ -152,34 +141,23 @@ def _wrap_async_generator(mode: bool, fn: Callable) -> Callable:
     @functools.wraps(fn)
     async def async_generator_context(*args: Any, **kwargs: Any) -> Any:
         gen = fn(*args, **kwargs)
+        switch = enable_grad() if mode else no_grad()
         try:
-            token = grad_enabled.set(mode)
-            try:
+            with switch:
                 response = await gen.asend(None)
-            finally:
-                grad_enabled.reset(token)
             while True:
                 try:
                     request = yield response
                 except GeneratorExit:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         await gen.aclose()
-                    finally:
-                        grad_enabled.reset(token)
                     raise
                 except BaseException:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = await gen.athrow(*sys.exc_info()[1:2])
-                    finally:
-                        grad_enabled.reset(token)
                 else:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = await gen.asend(request)
-                    finally:
-                        grad_enabled.reset(token)
         except StopAsyncIteration:
             return
 
