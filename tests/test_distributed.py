@@ -61,7 +61,7 @@ async def test_gradients_match_torch(cluster):
     x.requires_grad_(True)
     loss = F.cross_entropy(await s1(await s0(x)), y)
     await loss.backward()
-    t0, t1 = torch.nn.Linear(6, 16), torch.nn.Linear(16, 4)
+    t0, t1 = torch.nn.Linear(6, 16, dtype=torch.float32), torch.nn.Linear(16, 4, dtype=torch.float32)
     with torch.no_grad():
         for t, remote in ((t0, s0), (t1, s1)):
             state = await remote.state_dict()
