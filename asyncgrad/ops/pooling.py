@@ -227,17 +227,34 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
                   "adaptive_forward", info, work=2 * math.prod(shape[:2]) * (h * w * ow + h * ow * oh) // 16)
 
 
+_SINGLE_WORDS = {"kernel_size": "must be an int, list of ints or tuple of ints",
+                 "stride": "must be None, an int, list of ints, or tuple of ints",
+                 "padding": "must be an int, list of ints, or tuple of ints",
+                 "dilation": "must be an int, list of ints or tuple of ints"}
+"""How torch's max_pool1d words a size that is not one int (avg_pool1d's argument parser words it alike for all)."""
+
+
+def _single(value: Any, arg: str, fn: str) -> int:
+    """A 1-D pooling's size argument: an int, or a sequence of exactly one (torch's errors otherwise)."""
+    if isinstance(value, int):
+        return value
+    items = tuple(value)
+    if len(items) != 1:
+        if fn == "avg_pool1d":
+            raise RuntimeError(f"avg_pool1d() argument '{arg}' should contain one int (got {len(items)})")
+        raise RuntimeError(f"{fn}() {arg} {_SINGLE_WORDS[arg]} of size 1 but got size {len(items)}")
+    return items[0]
+
+
 def _one_d(fn: Any, input: Tensor, name: str, kernel_size: Any, stride: Any, padding: Any, *rest: Any) -> Any:
     """A 1-D pooling as torch runs it: the 2-D one on ``input.unsqueeze(-2)``, then squeezed."""
     tensor_arg(input, name, "input", 1)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"{name}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
-
-    def single(v: Any) -> Any:
-        return v if isinstance(v, int) else tuple(v)[0]
-
-    step = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else (1, single(stride))
-    result = fn(unsqueeze(input, -2), (1, single(kernel_size)), step, (0, single(padding)), *rest)
+    kernel = _single(kernel_size, "kernel_size", name)
+    omitted = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    step = None if omitted else (1, _single(stride, "stride", name))
+    result = fn(unsqueeze(input, -2), (1, kernel), step, (0, _single(padding, "padding", name)), *rest)
     if isinstance(result, tuple):
         return squeeze(result[0], -2), squeeze(result[1], -2)
     return squeeze(result, -2)
@@ -246,7 +263,7 @@ def _one_d(fn: Any, input: Tensor, name: str, kernel_size: Any, stride: Any, pad
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """torch.nn.functional.max_pool1d on ``(N, C, L)`` or ``(C, L)``."""
-    dil = dilation if isinstance(dilation, int) else tuple(dilation)[0]
+    dil = _single(dilation, "dilation", "max_pool1d")
     return _one_d(max_pool2d, input, "max_pool1d", kernel_size, stride, padding, (1, dil), ceil_mode, return_indices)
 
 
