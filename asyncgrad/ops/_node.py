@@ -400,7 +400,7 @@ class ArrayMath:
     def threshold_backward(g: Any, y: Any) -> Any:
         """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
         NaN result passes the gradient."""
-        return backend_of(y).xp.where(y <= 0, 0.0, g)
+        return backend_of(y).zero_where(y <= 0, g)  # Note [Branchless zero_where] in devices/backend.py
 
     @staticmethod
     def cast(g: Any, dtype: np.dtype) -> Any:

@@ -214,8 +214,8 @@ def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     """Each window's largest value and its position in the window (C order), as torch picks it: the
     first of equal maxima, and in a window holding NaN (the maximum then) the last NaN. Elementwise
     passes over one strided slice per kernel position (an ``argmax`` over a short axis of an
-    im2col copy costs several times more): the maxima, then the positions that hold them, last
-    to first; the padding is ``low``, never picked."""
+    im2col copy costs several times more): the maxima, then the first position holding each; the
+    padding is ``low``, never picked."""
     backend = backend_of(x)
     xp = backend.xp
     xpad = pad(x, pads, low)
@@ -225,9 +225,13 @@ def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     best = backend.copy(parts[0], "C")
     for part in parts[1:]:
         best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
+    # the first position holding the maximum = how many positions before it do not; counted
+    # branchlessly (a ``where`` per position mispredicts: Note [Branchless zero_where])
     arg = backend.zeros(best.shape, np.int64)
-    for index in range(len(parts) - 1, -1, -1):
-        arg = xp.where(parts[index] == best, backend.full((), index, np.int64), arg)
+    found = None
+    for part in parts[:-1]:
+        found = part == best if found is None else xp.logical_or(found, part == best)
+        arg += backend.astype(xp.logical_not(found), np.dtype(np.int64))
     if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
         for index, part in enumerate(parts):
             arg = xp.where(xp.isnan(part), backend.full((), index, np.int64), arg)
@@ -249,9 +253,8 @@ def _pool(kind: str, a: Any, info: PoolInfo) -> Any:
     backend = backend_of(a)
     xp = backend.xp
     if kind == "max_scatter":      # a: (N, C, *out) gradient -> each window's argmax position
-        zero = xp.zeros_like(a)
-        return fold_slabs(lambda index, offset: xp.where(extra == index, a, zero), a, x_shape, kernel, stride,
-                          dilation, pads, out)
+        return fold_slabs(lambda index, offset: backend.zero_where(extra != index, a), a, x_shape, kernel, stride,
+                          dilation, pads, out)  # Note [Branchless zero_where] in devices/backend.py
     if kind == "max_gather":       # a: input-shaped -> the value at each window's argmax position
         apad = pad(a, pads)
         result = backend.zeros(x_shape[:2] + out, backend.dtype(a))
