@@ -78,12 +78,21 @@ def fold(cols: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tup
 
     One spatial dim at a time, as a matmul with a 0/1 band matrix (row ``k * out + o`` has its one
     at ``o * stride + k * dilation``): BLAS does the adding, where one strided slice-add per kernel
-    position (``fold_slabs``) runs numpy's loops over rows only ``out`` elements long."""
+    position (``fold_slabs``) runs numpy's loops over rows only ``out`` elements long. In 2-D one
+    permute-copy makes each (sample, channel) a ``((k0, o0), (k1, o1))`` matrix, banded from the
+    left and the right, where a dim at a time copies the columns twice."""
     backend = backend_of(cols)
     xp = backend.xp
     d = len(kernel)
     out = cols.shape[2 + d:]
     padded = tuple(n + b + a for n, (b, a) in zip(shape[2:], pads))
+    dtype = backend.dtype(cols)
+    if d == 2:  # one permute: per (n, c) the ((k0, o0), (k1, o1)) matrix, banded on both sides
+        moved = xp.permute_dims(cols, (0, 1, 2, 4, 3, 5))
+        m = xp.reshape(moved, cols.shape[:2] + (kernel[0] * out[0], kernel[1] * out[1]))
+        rows = _band(kernel[0], out[0], padded[0], stride[0], dilation[0], backend, dtype)
+        right = _band(kernel[1], out[1], padded[1], stride[1], dilation[1], backend, dtype)
+        return crop(xp.matmul(xp.matmul(xp.matrix_transpose(rows), m), right), shape, pads)
     acc = cols
     labels = ["n", "c"] + [f"k{j}" for j in range(d)] + [f"o{j}" for j in range(d)]
     for j in range(d):  # (k_j, o_j) moved last and merged, times the band: p_j, appended last
@@ -91,8 +100,7 @@ def fold(cols: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tup
         order = tuple(keep) + (labels.index(f"k{j}"), labels.index(f"o{j}"))
         moved = xp.permute_dims(acc, order)
         merged = xp.reshape(moved, moved.shape[:-2] + (kernel[j] * out[j],))
-        acc = xp.matmul(merged, _band(kernel[j], out[j], padded[j], stride[j], dilation[j], backend,
-                                      backend.dtype(cols)))
+        acc = xp.matmul(merged, _band(kernel[j], out[j], padded[j], stride[j], dilation[j], backend, dtype))
         labels = [labels[i] for i in keep] + [f"p{j}"]
     return crop(acc, shape, pads)
 
