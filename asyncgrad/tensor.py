@@ -113,7 +113,9 @@ class Tensor:
     def dtype(self) -> np.dtype:
         """A numpy dtype on every device (Note [One array backend per device] in devices/backend.py)."""
         dtype = self.data.dtype
-        return dtype if isinstance(dtype, np.dtype) else self.device.backend.dtype(self.data)
+        if dtype.__class__ in _NUMPY_DTYPE_CLASSES or isinstance(dtype, np.dtype):  # Note [Is it a numpy dtype]
+            return dtype
+        return self.device.backend.dtype(self.data)
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -371,4 +373,5 @@ class Tensor:
 
 _new = object.__new__
 _ndarray = np.ndarray
+_NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES
 _pending = awaitable.pending
