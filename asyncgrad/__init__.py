@@ -14,6 +14,9 @@ from asyncgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, 
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
+
+# streams: per-device streams and events (Note [Streams per device] in devices/streams.py)
+from asyncgrad.devices.streams import Event, Stream, current_stream, default_stream, stream, synchronize
 from asyncgrad.dtypes import (
     bool,
     double,
@@ -138,6 +141,75 @@ from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
 
+# ops-math: more of torch's math, the matmul family, norms, ag.linalg, constructors and checks
+from asyncgrad import linalg  # noqa: E402
+from asyncgrad.constructors import as_tensor, is_tensor  # noqa: E402
+from asyncgrad.ops.elementwise import (  # noqa: E402
+    acos,
+    allclose,
+    asin,
+    atan,
+    atan2,
+    ceil,
+    clamp_max,
+    clamp_min,
+    copysign,
+    cosh,
+    equal,
+    erf,
+    erfc,
+    erfinv,
+    exp2,
+    expm1,
+    floor,
+    fmod,
+    greater,
+    greater_equal,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    lerp,
+    less,
+    less_equal,
+    log2,
+    log10,
+    logit,
+    not_equal,
+    reciprocal,
+    remainder,
+    round,
+    rsqrt,
+    sinh,
+    square,
+    tan,
+    trunc,
+)
+from asyncgrad.ops.linalg import (  # noqa: E402
+    addmm,
+    baddbmm,
+    bmm,
+    cdist,
+    det,
+    dot,
+    einsum,
+    mm,
+    mv,
+    norm,
+    outer,
+    slogdet,
+)
+from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
+
+arctan2 = atan2
+
+# engine-reentry: torch's multithreading switch and inference mode
+from asyncgrad.autograd.grad_mode import (  # noqa: E402
+    inference_mode,
+    is_inference_mode_enabled,
+    set_multithreading_enabled,
+)
+
 # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
 # the others so that merging areas' blocks never interleaves)
 from asyncgrad.ops.indexing import (  # noqa: E402
@@ -165,3 +237,6 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var_mean,
 )
 from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+
+# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+from asyncgrad.tensor import Size  # noqa: E402

@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from typing import Any, Callable, ContextManager
 
 from asyncgrad import factories
-from asyncgrad.autograd.api import backward
+from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
 from asyncgrad.autograd.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.autograd.graph import saved_tensors_hooks
@@ -48,7 +49,8 @@ class CheckpointError(RuntimeError):
 
 
 async def _call(fn: Callable, args: tuple, kwargs: dict) -> Any:
-    result = fn(*args, **kwargs)
+    # a plain fn may call backward_sync (Note [Sync bridge])
+    result = await call_plain(functools.partial(fn, **kwargs) if kwargs else fn, *args)
     return await result if inspect.isawaitable(result) else result
 
 
@@ -126,6 +128,10 @@ class _Frame:
         self.rng_state = rng_state
         self.recompute_context = recompute_context
         self.check_metadata = check_metadata
+        self.forward_completed = False
+        """False while ``fn`` still runs the first time: a backward inside it (``fn`` calling ``grad``)
+        recomputes a region whose forward is not over, so the counts cannot agree yet (torch's
+        ``ignore_saved_mismatch``)."""
         self.metas: list[dict] = []
         self.recomputed: dict[int | None, dict[int, Tensor]] = {}
 
@@ -181,16 +187,26 @@ class _Recomputation:
         self.key = key
         self.values: dict[int, Tensor] = {}
         self.count = 0
+        self.ignore_mismatch = False
 
-    def _pack(self, t: Tensor) -> None:
+    def _pack(self, t: Tensor) -> Tensor:
+        """As torch's recomputation hook: keep the detached value for the forward's handle at this
+        position, and hand the value itself to whatever saved it during the recomputation (a
+        backward run inside ``fn`` unpacks it, with ``_unpacked`` as it is)."""
+        value = t.detach()
         if self.count >= len(self.frame.metas):
+            if not self.frame.forward_completed:
+                self.ignore_mismatch = True
+                self.count += 1
+                return value
             raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation than "
                                   "during the original forward pass.")
-        self.values[self.count] = t.detach()
+        self.values[self.count] = value
         self.count += 1
+        return value
 
     def __enter__(self) -> tuple[tuple, dict]:
-        self.hooks = saved_tensors_hooks(self._pack, _never_unpacked)
+        self.hooks = saved_tensors_hooks(self._pack, _unpacked)
         self.rng = _RngFork(self.frame.rng_state)
         self.grad = enable_grad()
         self.rng.__enter__()
@@ -208,7 +224,8 @@ class _Recomputation:
         self.rng.__exit__()
         if exc_type is not None:
             return
-        self.frame.check(self.values, self.count)
+        if not self.ignore_mismatch:
+            self.frame.check(self.values, self.count)
         self.frame.recomputed[self.key] = self.values
         graph_task = current_graph_task.get()
         if graph_task is not None:
@@ -219,8 +236,9 @@ class _Recomputation:
         self.frame.recomputed.pop(self.key, None)
 
 
-def _never_unpacked(handle: Any) -> Any:
-    raise CheckpointError("torch.utils.checkpoint: a tensor saved during recomputation was unpacked")
+def _unpacked(value: Tensor) -> Tensor:
+    """A value saved during a recomputation is unpacked only by a backward run inside ``fn``: as is."""
+    return value
 
 
 class _RecomputeFirst(Function):
@@ -252,10 +270,12 @@ async def _checkpoint_without_reentrant(fn: Callable, preserve_rng_state: bool, 
     rng_state = factories._rng[0].bit_generator.state if preserve_rng_state else None
     frame = _Frame(fn, args, kwargs, rng_state, recompute_context, determinism_check == "default")
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
-        result = fn(*args, **kwargs)
+        # in a portal: a plain fn may call backward_sync (Note [Sync bridge]); an async def one gives its coroutine
+        result = await call_plain(functools.partial(fn, **kwargs) if kwargs else fn, *args)
         is_async = inspect.isawaitable(result)
         if is_async:
             result = await result
+    frame.forward_completed = True
     if not is_async or not grad_enabled.get():
         return result
     single = not isinstance(result, tuple)

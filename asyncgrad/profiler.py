@@ -14,11 +14,11 @@ graph task, one ``set`` per graph-task switch in a worker, and one ``is not None
 Traces nest: a backward started inside both records into both.
 
 Note [Lanes and tracks]: each event carries the thread its node ran in (``thread_id``,
-``thread``). Inline nodes and ``async def``/portal node tasks run on the event loop thread; large
-kernels run in the executor's threads and time themselves there (``trace.timed``), so their
+``thread``). Inline nodes (plain-def backwards included) and ``async def`` node tasks run on the
+event loop thread; large kernels run in the executor's threads and time themselves there (``trace.timed``), so their
 ``start``/``end`` are the kernel's own, without the wait for a thread or for the loop. A lane is
-a (device, thread) pair. Inside a lane, a node task that awaits (an ``async def`` backward, a
-reentrant ``backward`` from a portal) spans the nodes that run meanwhile, and two such tasks can
+a (device, thread) pair. Inside a lane, a node that waits (an ``async def`` backward, a
+reentrant ``backward_sync`` from plain code) spans the nodes that run meanwhile, and two such can
 overlap partly; ``_tracks`` splits a lane into tracks in which events nest or are disjoint, as
 Chrome's trace format requires of one thread id, and the timeline draws every track as its own
 row, so bars never paint over each other.

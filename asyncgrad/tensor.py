@@ -13,10 +13,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from asyncgrad import _validate, dtypes
+from asyncgrad import _tensor_str, _validate, dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import normalize_dim
 from asyncgrad.autograd import awaitable
+from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
@@ -40,6 +41,52 @@ def scalar_type_name(dtype: np.dtype) -> str:
     """torch's ScalarType name (``Float``, ``Double``, ``Long``), which its dtype errors use."""
     name = np.dtype(dtype).name
     return _TYPE_NAMES[name][:-len("Tensor")] if name in _TYPE_NAMES else name.capitalize()
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints (what ``Tensor.shape`` and ``Tensor.size()`` return) that
+    prints as ``asyncgrad.Size([2, 3])``, compares equal to the tuple of the same ints, and
+    stays a Size when sliced or added to."""
+
+    __slots__ = ()
+    __module__ = "asyncgrad"  # printed and pickled as asyncgrad.Size, where it is exported
+
+    def __new__(cls, sizes: Any = ()) -> Size:
+        items = tuple(sizes)
+        for i, n in enumerate(items):
+            if not isinstance(n, (int, np.integer)):
+                raise TypeError(f"asyncgrad.Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(n).__name__}')")
+        return _tuple_new(cls, (int(n) for n in items))
+
+    def __repr__(self) -> str:
+        return f"asyncgrad.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def __getitem__(self, index: Any) -> Any:
+        item = tuple.__getitem__(self, index)
+        return _tuple_new(Size, item) if isinstance(index, slice) else item
+
+    def __add__(self, other: Any) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _tuple_new(Size, tuple.__add__(self, other))
+
+    def __radd__(self, other: Any) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _tuple_new(Size, tuple.__add__(other, self))
+
+    def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (1 for ``Size([])``)."""
+        count = 1
+        for n in self:
+            count *= n
+        return count
+
+
+_tuple_new = tuple.__new__
 
 
 class _Extra:
@@ -87,7 +134,7 @@ class Tensor:
         if data.__class__ is not _ndarray and isinstance(data, np.generic):
             data = np.asarray(data)
         t = _new(Tensor)
-        t.data = data
+        _store_data(t, data)  # the slot itself (Note [The data slot])
         t.device = device
         t._requires_grad = requires_grad
         t.grad_fn = grad_fn
@@ -99,8 +146,8 @@ class Tensor:
 
     # ----------------------------------------------------------------- metadata
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+    def shape(self) -> Size:
+        return _tuple_new(Size, self.data.shape)
 
     @property
     def ndim(self) -> int:
@@ -119,7 +166,7 @@ class Tensor:
 
     def size(self, dim: int | None = None):
         if dim is None:
-            return self.data.shape
+            return _tuple_new(Size, self.data.shape)
         dim = _validate.int_arg(dim, "size")
         if self.data.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
@@ -212,6 +259,11 @@ class Tensor:
                                    f"tensor with device type '{self.device.type}'. Please ensure that the gradient and "
                                    "the tensor are on the same device")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        """``del t.grad``, as torch: the gradient becomes None."""
+        self._grad = None
 
     def __deepcopy__(self, memo: dict) -> Tensor:
         """torch's: a leaf's value, ``requires_grad`` and a copy of its ``.grad``; never its hooks,
@@ -314,7 +366,7 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         self._host_only()  # first, as torch checks the device before requires_grad
-        if self._requires_grad:
+        if self._requires_grad and grad_enabled.get():  # torch allows it under no_grad
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self.data
 
@@ -356,22 +408,53 @@ class Tensor:
         return (self[i] for i in range(self.data.shape[0]))
 
     def __repr__(self) -> str:
-        host = self.device.to_host(self.data)
-        body = np.array2string(host, separator=", ", prefix="tensor(", precision=4,
-                               floatmode="fixed" if host.dtype.kind == "f" else "maxprec")
-        parts = [f"tensor({body}"]
+        """torch's repr (Note [Printing as torch prints] in _tensor_str.py)."""
+        host = np.asarray(self.device.to_host(self.data))
+        prefix = "tensor("
+        suffixes = []
         if not self.device.is_cpu:
-            parts.append(f"device='{self.device}'")
-        if host.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
-            parts.append(f"dtype=ag.{host.dtype.name}")
+            suffixes.append(f"device='{self.device}'")
+        if host.size == 0:
+            if host.ndim != 1:
+                suffixes.append(f"size={tuple(host.shape)}")
+            if host.dtype != dtypes.get_default_dtype():
+                suffixes.append(f"dtype=asyncgrad.{host.dtype.name}")
+        elif host.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
+            suffixes.append(f"dtype=asyncgrad.{host.dtype.name}")
         if self.grad_fn is not None:
-            parts.append(f"grad_fn=<{self.grad_fn.name()}>")
+            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
-            parts.append("requires_grad=True")
-        return ", ".join(parts) + ")"
+            suffixes.append("requires_grad=True")
+        return _tensor_str.add_suffixes(prefix + _tensor_str.tensor_str(host, len(prefix)), suffixes, len(prefix))
 
 
 _new = object.__new__
+_data_slot = Tensor.__dict__["data"]
+_store_data = _data_slot.__set__
+
+
+def _set_data(tensor: Tensor, value: Any) -> None:
+    """``t.data = other``: torch's checks on another tensor, whose array (not the Tensor) goes in
+    the slot; a device array is stored as it is (the ops' own writes).
+
+    Note [The data slot]: ``data`` holds the device array and is read on every op; the property
+    reads the slot through its C getter (``member_descriptor.__get__``), so only assignments pay
+    for a Python call."""
+    if isinstance(value, Tensor):
+        if value.device is not tensor.device:
+            raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+                               "incompatible tensor type.")
+        if tensor._requires_grad and not dtypes.is_floating_point(value.dtype):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        value = value.data
+    elif value.__class__ in _PYTHON_VALUES:
+        raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+    _store_data(tensor, value)
+
+
+_PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
+Tensor.data = property(_data_slot.__get__, _set_data,  # type: ignore[assignment]
+                       doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
 _ndarray = np.ndarray
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES
 _pending = awaitable.pending

@@ -72,12 +72,28 @@ def rng():
 
 
 OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace", "test_views")
-"""Op test modules that run whole on ``cpu`` and on ``sim:0`` (helpers.DEVICE)."""
+"""Op test modules that run whole on ``cpu``, on ``sim:0`` and, with CuPy and a GPU, on ``cuda:0`` (helpers.DEVICE)."""
+
+
+def _cuda_available() -> bool:
+    """CuPy imports and sees a GPU: then the op modules run on ``cuda:0`` too (a GPU session runs
+    the whole op suite there; elsewhere no cuda item is generated, rather than thousands of skips)."""
+    try:
+        import cupy
+    except ImportError:
+        return False
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any CUDA runtime failure means no usable GPU
+        return False
+
+
+OP_DEVICES = ["cpu", "sim:0"] + (["cuda:0"] if _cuda_available() else [])
 
 
 def pytest_generate_tests(metafunc):
     if metafunc.module.__name__ in OP_MODULES and "op_device" in metafunc.fixturenames:
-        metafunc.parametrize("op_device", ["cpu", "sim:0"], indirect=True)
+        metafunc.parametrize("op_device", OP_DEVICES, indirect=True)
 
 
 @pytest.fixture(autouse=True)

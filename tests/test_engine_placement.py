@@ -104,7 +104,8 @@ async def test_threshold_zero_keeps_bookkeeping_nodes_on_the_loop():
     assert {"AccumulateGrad", "GraphRoot", "MulBackward0", "SumBackward0"} <= {e.name for e in prof.events}
 
 
-async def test_a_large_plain_backward_goes_to_a_kernel_thread_a_small_one_to_a_portal():
+async def test_a_large_plain_backward_goes_to_a_kernel_thread_a_small_one_runs_inline():
+    """A small plain backward runs inline: its server is a greenback portal (Note [Servers])."""
     ag.set_inline_threshold("cpu", 100)
     small = ag.ones(2, requires_grad=True)
     large = ag.ones(200, requires_grad=True)
@@ -113,5 +114,5 @@ async def test_a_large_plain_backward_goes_to_a_kernel_thread_a_small_one_to_a_p
         await Reenters.apply(small).sum().backward()
         await Reenters.apply(large).sum().backward()
     runs = [e.worker for e in prof.events if e.name == "ReentersBackward" and e.depth == 0]
-    assert runs == ["cpu worker task", "cpu worker executor"]
+    assert runs == ["cpu worker", "cpu worker executor"]
     np.testing.assert_allclose(large.grad.numpy(), np.full(200, 2.0))

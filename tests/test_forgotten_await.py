@@ -375,4 +375,4 @@ def test_notebook_cell_ending_with_backward():
     assert outs[4]["ename"] == "TypeError", outs[4]
     assert outs[4]["evalue"].startswith("'grad()' returns an awaitable, not its result: write 'await ag.grad(...)'")
     assert outs[4]["evalue"].endswith("; this call was closed without running")
-    assert outs[5].get("data", {}).get("text/plain") == "tensor([2.0000, 2.0000, 2.0000])", outs[5]
+    assert outs[5].get("data", {}).get("text/plain") == "tensor([2., 2., 2.])", outs[5]

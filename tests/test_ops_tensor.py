@@ -235,7 +235,7 @@ def test_repr():
     assert "requires_grad=True" in repr(x) and "grad_fn" not in repr(x)
     assert "grad_fn=<SumBackward0>" in repr(y.sum())
     assert repr(ag.tensor([1, 2])) == "tensor([1, 2])"
-    assert "dtype=ag.float64" in repr(ag.tensor([1.0], dtype=ag.float64))
+    assert "dtype=asyncgrad.float64" in repr(ag.tensor([1.0], dtype=ag.float64))  # torch.float64, renamed
     assert "dtype" not in repr(ag.tensor([1.0]))
     assert "device='sim:0'" in repr(ag.ones(1, device="sim:0"))
     with ag.no_grad():

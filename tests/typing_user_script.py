@@ -69,7 +69,7 @@ async def main() -> None:
     assert_type(x > 0, Tensor)
     assert_type(x == x, Tensor)
     assert_type(x[0, 1:], Tensor)
-    assert_type(x.shape, tuple[int, ...])
+    assert_type(x.shape, ag.Size)  # a tuple subclass, as torch.Size
     assert_type(x.size(0), int)
     assert_type(x.dtype, np.dtype[Any])
     assert_type(x.grad, Tensor | None)

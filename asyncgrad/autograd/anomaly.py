@@ -7,6 +7,7 @@ import functools
 import inspect
 import os
 import traceback
+import warnings
 from typing import Any
 
 anomaly_enabled = contextvars.ContextVar("asyncgrad_anomaly", default=(False, True))
@@ -24,15 +25,32 @@ def is_anomaly_check_nan_enabled() -> bool:
     return anomaly_enabled.get()[1]
 
 
-def set_detect_anomaly(mode: bool, check_nan: bool = True) -> None:
-    anomaly_enabled.set((bool(mode), bool(check_nan)))
+class set_detect_anomaly:
+    """torch's ``set_detect_anomaly(mode, check_nan=True)``: switches anomaly detection at once when
+    called (as a function), and, used as a context manager, restores the previous setting on exit.
+    It does not warn (torch's ``detect_anomaly`` does)."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self._token = anomaly_enabled.set((bool(mode), bool(check_nan)))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        anomaly_enabled.reset(self._token)
+
+
+_ENABLED_WARNING = ("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+                    "enabled for debugging.")
 
 
 class detect_anomaly:
-    """Context manager and decorator that turns anomaly detection on (torch's name)."""
+    """Context manager and decorator that turns anomaly detection on (torch's name); as torch, it
+    warns when made that the mode is slow."""
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
+        warnings.warn(_ENABLED_WARNING, UserWarning, stacklevel=2)
 
     def __enter__(self) -> None:
         self._token = anomaly_enabled.set((True, self.check_nan))
@@ -45,17 +63,30 @@ class detect_anomaly:
 
             @functools.wraps(fn)
             async def async_wrapper(*args, **kwargs):
-                with self.__class__(self.check_nan):
+                with _quiet_copy(self):
                     return await fn(*args, **kwargs)
 
             return async_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__(self.check_nan):
+            with _quiet_copy(self):
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+def _quiet_copy(manager: detect_anomaly) -> detect_anomaly:
+    """A fresh manager for one call of a decorated function: torch warned once, at decoration."""
+    copy = object.__new__(detect_anomaly)
+    copy.check_nan = manager.check_nan
+    return copy
+
+
+def warn_error_detected(node_name: str, forward_trace: str) -> None:
+    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was."""
+    warnings.warn(f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}",
+                  UserWarning, stacklevel=2)
 
 
 def forward_traceback() -> str:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import functools
+import os
+import sys
 import threading
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import anyio.from_thread
 import greenback
@@ -26,6 +29,8 @@ from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
+from asyncgrad.engine.worker import reenter
+from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
 
 TensorOrTensors = Tensor | GradientEdge | Sequence[Tensor] | Sequence[GradientEdge]  # torch takes GradientEdges too
@@ -147,6 +152,33 @@ def _input_edge(t: Tensor) -> Edge:
     return Edge(acc, 0) if acc is not None else NO_EDGE
 
 
+_create_graph_warned: list = []
+"""Non-empty once the warning below was given: torch gives it once per process (TORCH_WARN_ONCE)."""
+
+
+def _warn_create_graph() -> None:
+    """torch's warning for ``backward(create_graph=True)``, whatever the roots and ``inputs`` (the
+    gradient that accumulates into a leaf's ``.grad`` then holds a graph through the leaf)."""
+    _create_graph_warned.append(True)
+    warnings.warn(
+        "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+        "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+        "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
+        "after use to break the cycle and avoid the leak.", UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost frame outside asyncgrad, for a warning given from the
+    caller of this function: the user's line that called ``backward``, however it got here."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph: bool | None, create_graph: bool,
                       inputs: TensorOrTensors | None) -> tuple:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
@@ -155,6 +187,8 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
         inputs = _inputs(inputs, "backward")
     retain_graph, create_graph = _flag(retain_graph, "backward", "retain_graph"), _flag(create_graph, "backward",
                                                                                          "create_graph")
+    if create_graph and not _create_graph_warned:
+        _warn_create_graph()
     grads = _gradients(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
@@ -190,11 +224,15 @@ def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_output
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
         )
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by asyncgrad")
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _tuple(outputs, "outputs")
+    keys = None
+    if type(inputs) is dict:  # torch 2.13: a dict of inputs gives a dict of gradients
+        keys, inputs = tuple(inputs), tuple(inputs.values())
+    elif isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
     inputs = _inputs(inputs, "grad")
     retain_graph, create_graph = _flag(retain_graph, "grad", "retain_graph"), _flag(create_graph, "grad",
                                                                                      "create_graph")
@@ -207,15 +245,72 @@ def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_output
             f"grad_outputs must have the same length as outputs: got {len(grads)} and {len(outputs)}")
     if retain_graph is None:
         retain_graph = create_graph
-    grad_values = _make_grads(outputs, grads, create_graph)
+    if is_grads_batched:
+        grad_values = _batched_grads(outputs, grads, create_graph)
+    else:
+        grad_values = _make_grads(outputs, grads, create_graph)
     roots = _root_edges(outputs)
-    return roots, grad_values, retain_graph, create_graph, inputs, allow_unused, materialize_grads
+    return (roots, grad_values, retain_graph, create_graph, inputs, allow_unused, materialize_grads, is_grads_batched,
+            keys)
+
+
+def _batched_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -> list[list]:
+    """``is_grads_batched=True``: the initial gradients of each sample of the batch (dimension 0 of every
+    ``grad_outputs``), checked with torch's words (those of its ``_make_grads`` and of ``vmap``)."""
+    sizes = []
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if grad is None:
+            if out._requires_grad and out.numel() == 1 and out.is_floating_point() and out.ndim == 0:
+                raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that input "
+                                 "is a Tensor of dimensionality 0 so expected in_dim to satisfy 0 <= in_dim < 0.")
+            continue
+        first = grad[0]  # an empty batch: torch's IndexError
+        if first.shape != out.shape:  # torch reports the sample's shape less its first dimension (sic)
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of {_size(first.shape[1:])} and "
+                f"output[{i}] has a shape of {_size(out.shape)}. If you only want some tensors in `grad_output` to "
+                "be considered batched, consider using vmap.")
+        sizes.append(grad.shape[0])
+    if len(set(sizes)) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    if not sizes:  # no gradient to map over: the checks of an unbatched call say what is wrong
+        return [_make_grads(outputs, grads, create_graph)]
+    return [_make_grads(outputs, tuple(None if g is None else g[b] for g in grads), create_graph)
+            for b in range(sizes[0])]
 
 
 async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_graph: bool, inputs: tuple,
-                    allow_unused: bool, materialize_grads: bool) -> tuple[Tensor | None, ...]:
-    captured = await get_engine().execute(
-        roots, grad_values, retain_graph, create_graph, False, [_input_edge(t) for t in inputs])
+                    allow_unused: bool, materialize_grads: bool, is_grads_batched: bool = False,
+                    keys: tuple | None = None) -> Any:
+    engine = get_engine()
+    edges = [_input_edge(t) for t in inputs]
+    if not is_grads_batched:
+        captured = await engine.execute(roots, grad_values, retain_graph, create_graph, False, edges)
+        result = _grad_results(inputs, captured, allow_unused, materialize_grads, create_graph)
+    else:
+        # torch vmaps one backward over the batch; here one backward per sample (the graph kept for the
+        # next), and each input's gradients stacked (``None`` where an input was unused)
+        batches = []
+        for b, values in enumerate(grad_values):
+            keep = retain_graph or b < len(grad_values) - 1
+            captured = await engine.execute(roots, values, keep, create_graph, False, edges)
+            batches.append(_grad_results(inputs, captured, allow_unused, False, create_graph))
+        result = tuple(
+            (None if not materialize_grads else _zeros(t, create_graph)) if per[0] is None else stack(list(per))
+            for t, per in zip(inputs, zip(*batches)))
+    return result if keys is None else dict(zip(keys, result))
+
+
+def _zeros(t: Tensor, requires_grad: bool) -> Tensor:
+    """torch's ``zeros_like(input, requires_grad=create_graph)`` for a materialized gradient."""
+    return Tensor._make(t.device.backend.zeros(t.shape, t.dtype), t.device, requires_grad, None, 0, [0])
+
+
+def _grad_results(inputs: tuple, captured: list, allow_unused: bool, materialize_grads: bool,
+                  create_graph: bool) -> tuple[Tensor | None, ...]:
     result = []
     for i, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
@@ -227,7 +322,7 @@ async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_g
             if materialize_grads:  # torch: zeros_like(input, requires_grad=create_graph)
                 if isinstance(t, GradientEdge):
                     raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
-                g = Tensor._make(t.device.backend.zeros(t.shape, t.dtype), t.device, create_graph, None, 0, [0])
+                g = _zeros(t, create_graph)
             result.append(g)
         elif isinstance(g, Tensor):
             result.append(g)
@@ -290,8 +385,11 @@ def grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = 
          materialize_grads: bool = False) -> EngineCall[tuple[Tensor, ...]]:
     """The gradients of ``outputs`` with respect to ``inputs``; leaves' ``.grad`` stay untouched.
 
-    ``await ag.grad(...)`` gives the tuple (Note [Await or not] in awaitable.py). ``only_inputs`` is
-    deprecated and ignored, as in torch, which warns when it is False.
+    ``await ag.grad(...)`` gives the tuple (Note [Await or not] in awaitable.py), or a dict with the
+    keys of ``inputs`` when that is a dict (as torch 2.13). ``only_inputs`` is deprecated and ignored,
+    as in torch, which warns when it is False. ``is_grads_batched=True`` reads dimension 0 of every
+    ``grad_outputs`` as a batch and gives each input's gradients stacked along it (torch vmaps one
+    backward; this runs one per sample, same results).
     """
     if not only_inputs:
         _warn_only_inputs()
@@ -349,20 +447,21 @@ def _thread_runner() -> asyncio.Runner:
 
 
 def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run an engine coroutine to completion from synchronous code.
+    """Run an engine coroutine to completion from synchronous code, in the caller's current context.
 
-    Inside a plain-def backward it reenters the running engine: through the greenback portal
-    the node runs in, or from its kernel thread back to the loop; from an anyio worker thread
-    (``anyio.to_thread.run_sync``) it runs on that thread's event loop. In a thread with a
-    running loop it refuses (that would block the loop); otherwise it runs on a per-thread loop.
+    Note [Sync bridge]: from plain code the engine runs on the loop (hooks, plain-def backwards,
+    functions recomputed by checkpoint: all in greenback portals) it reenters the running engine
+    (``reenter``, Note [Servers] in engine/worker.py); from a kernel thread it hops back to the
+    loop; from an anyio worker thread (``anyio.to_thread.run_sync``) it runs on that thread's event
+    loop. In a thread with a running loop and no portal it refuses (that would block the loop);
+    otherwise it runs on a per-thread loop. Every way runs the call in a copy of the caller's
+    context variables as they are at this call (grad mode, anomaly mode, the profiler's trace),
+    never in those of an earlier call; and an exception is raised as the call raised it, chained
+    to nothing the bridge tried on its way.
     """
     if greenback.has_portal():
-        return greenback.await_(coro_fn(*args, **kwargs))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+        return reenter(coro_fn(*args, **kwargs))
+    if _get_running_loop() is not None:
         raise RuntimeError(
             f"{coro_fn.__name__}_sync() cannot be called while an event loop is running in this thread; "
             f"use 'await {coro_fn.__name__}(...)' instead"
@@ -370,10 +469,18 @@ def run_sync(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:
     result = run_from_kernel_thread(coro_fn(*args, **kwargs))
     if result is not NotImplemented:
         return result
-    try:
-        return anyio.from_thread.run(functools.partial(coro_fn, *args, **kwargs))
-    except anyio.NoEventLoopError:
-        return _thread_runner().run(coro_fn(*args, **kwargs))
+    if getattr(anyio.from_thread.threadlocals, "current_token", None) is not None:  # an anyio worker thread
+        return anyio.from_thread.run(functools.partial(coro_fn, *args, **kwargs))  # copies the context
+    return _thread_runner().run(coro_fn(*args, **kwargs), context=contextvars.copy_context())
+
+
+async def call_plain(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` in a greenback portal, so that plain code in it may call ``backward_sync``/``grad_sync``
+    (Note [Sync bridge]): for the functions that gradcheck, functional and checkpoint call. An ``async
+    def`` ``fn`` gives its coroutine, for the caller to await."""
+    if not callable(fn):
+        return fn(*args)  # Python's TypeError, as torch gives ("'int' object is not callable")
+    return await greenback.with_portal_run_sync(fn, *args)
 
 
 def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import sys
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -24,9 +26,31 @@ def is_grad_enabled() -> bool:
 
 
 class _GradModeContext:
-    """Base of the grad-mode switches: ``with`` form and decorator form."""
+    """Base of the grad-mode switches: ``with`` form and decorator form (``@no_grad()`` and, as
+    torch, ``@no_grad`` without parentheses).
+
+    Note [Grad mode at every resume]: a decorated function runs with the mode wherever its body
+    runs, never leaking it to the caller:
+
+    * a plain function: set around the call;
+    * a generator function: set around each resume (``send``/``throw``/``close``) and restored
+      at each ``yield``, as torch's ``_wrap_generator``; the consumer's code between two ``next``
+      keeps its own mode;
+    * an async generator function: the same around each ``asend``/``athrow``/``aclose``;
+    * a coroutine function (``async def``): set inside the coroutine, so the mode holds across
+      its awaits; the context variable is per asyncio task, so other tasks interleaved with it
+      keep theirs. torch's decorator only wraps the call that creates a coroutine (its body then
+      runs with the caller's mode); asyncgrad, where coroutines are the way in, holds it inside.
+
+    A class given to the decorator gets torch's FutureWarning, and its construction is wrapped.
+    """
 
     _mode: bool
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is not set_grad_enabled and len(args) == 1 and not kwargs and callable(args[0]):
+            return cls()(args[0])  # @no_grad without parentheses
+        return super().__new__(cls)
 
     def __enter__(self) -> None:
         self._tokens = getattr(self, "_tokens", [])
@@ -36,7 +60,22 @@ class _GradModeContext:
         grad_enabled.reset(self._tokens.pop())
 
     def __call__(self, fn: Callable) -> Callable:
+        if inspect.isclass(fn):
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You should only decorate "
+                "functions or methods. To preserve the current behavior of class decoration, you can directly "
+                "decorate the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
+            cls = fn
+
+            def construct(*args: Any, **kwargs: Any) -> Any:
+                return cls(*args, **kwargs)
+
+            fn = construct
         mode = self._mode
+        if inspect.isasyncgenfunction(fn):
+            return _wrap_async_generator(mode, fn)
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(mode, fn)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -58,6 +97,87 @@ class _GradModeContext:
                 grad_enabled.reset(token)
 
         return wrapper
+
+
+def _wrap_generator(mode: bool, fn: Callable) -> Callable:
+    """torch's ``_wrap_generator``: the mode around each resume of the generator (Note [Grad mode
+    at every resume])."""
+
+    @functools.wraps(fn)
+    def generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+        try:
+            token = grad_enabled.set(mode)
+            try:
+                response = gen.send(None)
+            finally:
+                grad_enabled.reset(token)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    token = grad_enabled.set(mode)
+                    try:
+                        gen.close()
+                    finally:
+                        grad_enabled.reset(token)
+                    raise
+                except BaseException:
+                    token = grad_enabled.set(mode)
+                    try:
+                        response = gen.throw(*sys.exc_info()[1:2])
+                    finally:
+                        grad_enabled.reset(token)
+                else:
+                    token = grad_enabled.set(mode)
+                    try:
+                        response = gen.send(request)
+                    finally:
+                        grad_enabled.reset(token)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
+def _wrap_async_generator(mode: bool, fn: Callable) -> Callable:
+    """``_wrap_generator`` for an async generator: the mode around each ``asend``/``athrow``/``aclose``."""
+
+    @functools.wraps(fn)
+    async def async_generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+        try:
+            token = grad_enabled.set(mode)
+            try:
+                response = await gen.asend(None)
+            finally:
+                grad_enabled.reset(token)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    token = grad_enabled.set(mode)
+                    try:
+                        await gen.aclose()
+                    finally:
+                        grad_enabled.reset(token)
+                    raise
+                except BaseException:
+                    token = grad_enabled.set(mode)
+                    try:
+                        response = await gen.athrow(*sys.exc_info()[1:2])
+                    finally:
+                        grad_enabled.reset(token)
+                else:
+                    token = grad_enabled.set(mode)
+                    try:
+                        response = await gen.asend(request)
+                    finally:
+                        grad_enabled.reset(token)
+        except StopAsyncIteration:
+            return
+
+    return async_generator_context
 
 
 class no_grad(_GradModeContext):
@@ -83,3 +203,111 @@ class set_grad_enabled(_GradModeContext):
     def __call__(self, fn: Callable) -> Callable:
         grad_enabled.reset(self._tokens.pop())
         return super().__call__(fn)
+
+
+# --------------------------------------------------------------------------- engine-reentry: multithreading
+multithreading_enabled = contextvars.ContextVar("asyncgrad_multithreading_enabled", default=True)
+"""Read by ``Engine.execute`` as a backward starts: False keeps every node of it on the loop."""
+
+
+class set_multithreading_enabled:
+    """As torch: ``set_multithreading_enabled(False)`` runs the backwards started in this context
+    without kernel threads (every node on the event loop). Switches at once when called, so it works
+    as a plain function too, and restores the previous mode on ``__exit__``; also a decorator."""
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError(f"set_multithreading_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type_label(mode)}")
+        self.prev = multithreading_enabled.get()
+        self.mode = bool(mode)
+        multithreading_enabled.set(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        multithreading_enabled.set(self.prev)
+
+    def clone(self) -> set_multithreading_enabled:
+        return self.__class__(self.mode)
+
+    def __call__(self, fn: Callable) -> Callable:
+        # The decorator form switches only inside ``fn``. (torch's leaves the mode switched in the
+        # decorating context, since its constructor switches it and nothing restores it.)
+        multithreading_enabled.set(self.prev)
+        mode = self.mode
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args, **kwargs):
+                token = multithreading_enabled.set(mode)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    multithreading_enabled.reset(token)
+
+            return async_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            token = multithreading_enabled.set(mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                multithreading_enabled.reset(token)
+
+        return wrapper
+
+
+# --------------------------------------------------------------------------- engine-reentry: inference mode
+inference_enabled = contextvars.ContextVar("asyncgrad_inference_mode", default=False)
+
+
+def is_inference_mode_enabled() -> bool:
+    return inference_enabled.get()
+
+
+class inference_mode:
+    """torch's ``inference_mode(mode=True)``: a context manager and a decorator (also bare:
+    ``@inference_mode``). Enabled, it switches grad mode off as ``no_grad`` does, so nothing is
+    recorded; disabled (``inference_mode(False)``), it switches grad mode on, as torch's does.
+    Tensors made inside are not marked as inference tensors (torch's ``is_inference()``), so using
+    them in recorded ops later is not refused."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, (bool, np.bool_)):
+            return super().__new__(cls)
+        return cls()(mode)  # bare decorator: the function came as ``mode``
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        tokens = self.__dict__.setdefault("_tokens", [])
+        tokens.append((inference_enabled.set(self.mode), grad_enabled.set(not self.mode)))
+
+    def __exit__(self, *exc: Any) -> None:
+        inference_token, grad_token = self._tokens.pop()
+        inference_enabled.reset(inference_token)
+        grad_enabled.reset(grad_token)
+
+    def clone(self) -> inference_mode:
+        return self.__class__(self.mode)
+
+    def __call__(self, fn: Callable) -> Callable:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args, **kwargs):
+                with self.clone():
+                    return await fn(*args, **kwargs)
+
+            return async_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+
+        return wrapper

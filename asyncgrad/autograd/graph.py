@@ -136,8 +136,9 @@ class Placement(enum.Enum):
     """A coroutine ``apply`` (an ``async def`` custom backward): a task of its own on the loop."""
     PORTAL = "portal"
     """A plain ``apply`` that may block on a reentrant backward (a plain-def custom backward):
-    a kernel thread when ``work`` reaches the threshold and a thread is free, else a greenback
-    portal on the loop; never plainly inline, where a nested backward would have no way back."""
+    a kernel thread when ``work`` reaches the threshold and a thread is free, else inline in its
+    device's server, a greenback portal through which a nested backward is awaited (Note [Servers]
+    in engine/worker.py)."""
 
 
 # Note [Placement]: each node kind says where it runs with the class attribute ``placement``, and

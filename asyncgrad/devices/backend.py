@@ -41,7 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad.devices import special
+
 _getrefcount = sys.getrefcount
+
+STREAMS_ACTIVE = [False]
+"""Whether a stream other than a device's default may be current (``devices/streams.py``'s ``ACTIVE``):
+a cuda device sets it, since CuPy's current stream can be changed by CuPy itself."""
 
 
 class ArrayBackend:
@@ -114,6 +120,48 @@ class ArrayBackend:
 
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
+
+    # ops-math: the special functions and kernels the Array API has no word for
+    def erf(self, array: Any) -> Any:
+        """The error function, in the array's float dtype (Note [erf to double precision] in special.py)."""
+        return self._special(special.erf, array)
+
+    def erfc(self, array: Any) -> Any:
+        return self._special(special.erfc, array)
+
+    def erfinv(self, array: Any) -> Any:
+        return self._special(special.erfinv, array)
+
+    def _special(self, fn: Any, array: Any) -> Any:
+        """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back."""
+        dtype = self.dtype(array)
+        with np.errstate(all="ignore"):  # masked branches may overflow; torch warns of nothing
+            out = fn(self.xp, self.astype(array, np.dtype(np.float64)))
+        return out if dtype == np.float64 else self.astype(out, dtype)
+
+    def fmod(self, a: Any, b: Any) -> Any:
+        """C's fmod: the remainder of truncated division, with the dividend's sign (the standard's
+        ``remainder`` has the divisor's). ``b`` is an array or a Python number."""
+        return np.fmod(a, b)
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        """``einsum`` with explicit subscripts and output (no ellipsis), kept an array."""
+        return self.array(np.einsum(equation, *arrays, optimize=len(arrays) > 2))
+
+    def singular_pivot(self, array: Any) -> tuple[int, int] | None:
+        """For a batch of square matrices that LAPACK's LU (getrf) finds singular: (batch element,
+        1-based index of the first zero pivot), as torch's linalg errors name them; None if every
+        matrix factors. Row-pivoted elimination on the host, on the error path only."""
+        host = np.array(self.to_host(array), dtype=np.float64)
+        n = host.shape[-1]
+        for element, matrix in enumerate(host.reshape((-1, n, n))):
+            for k in range(n):
+                row = k + int(np.argmax(np.abs(matrix[k:, k])))
+                if matrix[row, k] == 0:
+                    return element, k + 1
+                matrix[[k, row]] = matrix[[row, k]]
+                matrix[k + 1:, k:] -= np.outer(matrix[k + 1:, k] / matrix[k, k], matrix[k, k:])
+        return None
 
     # ---- ops-index: what the standard lacks for scatter, sorting and unique (numpy's own words)
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
@@ -320,6 +368,14 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
+    # ops-math: the simulated device's kernels for fmod and einsum run numpy's on the memory inside
+    def fmod(self, a: Any, b: Any) -> Any:
+        return self._wrap(np.fmod(a._array, b._array if isinstance(b, self._array_type) else b), device=a.device)
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        out = np.einsum(equation, *(a._array for a in arrays), optimize=len(arrays) > 2)
+        return self._wrap(np.asarray(out), device=arrays[0].device)
+
     # ---- ops-index: the simulated device's kernels are numpy's, on the arrays inside
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
@@ -377,8 +433,10 @@ class CupyBackend(ArrayBackend):
             raise RuntimeError(
                 "cuda devices need CuPy: install asyncgrad with the 'cuda' extra (pip install 'asyncgrad[cuda]')"
             ) from exc
+        _check_ordinal(cupy, index)
         from array_api_compat import cupy as compat
 
+        STREAMS_ACTIVE[0] = True  # Note [Streams per device]: CuPy's current stream is looked up from now on
         self.cupy = cupy
         self._scatter_add = cupyx.scatter_add
         self.xp = compat
@@ -418,8 +476,11 @@ class CupyBackend(ArrayBackend):
     def getitem(self, array: Any, index: Any) -> Any:
         return array[index]
 
+    # Note [The array's own GPU]: every cuda:N's arrays are cupy.ndarray, so ``backend_of`` finds the first
+    # CupyBackend made, whatever the array's GPU: a primitive that gets an array works on that array's
+    # device (``array.device``), not on ``self.index``, or cuda:1's formulas would allocate on GPU 0
     def index_add(self, shape: tuple[int, ...], index: Any, basic: bool, values: Any) -> Any:
-        with self.cupy.cuda.Device(self.index):
+        with values.device:
             out = self.cupy.zeros(shape, dtype=values.dtype)
             if basic:
                 out[index] = values
@@ -428,26 +489,50 @@ class CupyBackend(ArrayBackend):
         return out
 
     def any_nan(self, array: Any) -> bool:
-        return bool(self.cupy.isnan(array).any())
+        with array.device:  # Note [The array's own GPU]
+            return bool(self.cupy.isnan(array).any())
+
+    # ops-math: CuPy's own kernels for what the standard lacks
+    def erf(self, array: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special.erf(array)
+
+    def erfc(self, array: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special.erfc(array)
+
+    def erfinv(self, array: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special.erfinv(array)
+
+    def fmod(self, a: Any, b: Any) -> Any:
+        return self.cupy.fmod(a, b)
+
+    def einsum(self, equation: str, *arrays: Any) -> Any:
+        return self.cupy.einsum(equation, *arrays)
 
     # ---- ops-index: CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         host = self.to_host(out)
         host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)
         np.multiply.at(host, host_index, self.to_host(values) if self.is_array(values) else values)
-        out[...] = self.from_host(host)
+        with out.device:  # Note [The array's own GPU]
+            out[...] = self.cupy.asarray(host)
         return out
 
     def argsort(self, array: Any, axis: int, descending: bool) -> Any:
         cupy = self.cupy
-        with cupy.cuda.Device(self.index):
+        with array.device:  # Note [The array's own GPU]
             if not descending:
                 return cupy.argsort(array, axis=axis)
             n = array.shape[axis]
             return (n - 1) - cupy.flip(cupy.argsort(cupy.flip(array, axis=axis), axis=axis), axis=axis)
 
     def unique(self, array: Any) -> tuple[Any, Any, Any]:
-        with self.cupy.cuda.Device(self.index):
+        with array.device:  # Note [The array's own GPU]
             values, inverse, counts = self.cupy.unique(array.reshape(-1), return_inverse=True, return_counts=True)
         return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
 
@@ -461,10 +546,12 @@ class CupyBackend(ArrayBackend):
         return self.cupy.broadcast_to(array, shape)  # CuPy arrays have no read-only flag: writable, as torch's
 
     def strided_view(self, array: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
-        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides)
+        # CuPy's strided arrays (and its as_strided) keep no ``base``: ``.view()`` gives one, so that
+        # owns_memory never takes this view of another array's memory for memory of its own
+        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset, strides=strides).view()
 
     def copy(self, array: Any, order: str = "K") -> Any:
-        with self.cupy.cuda.Device(self.index):
+        with array.device:  # Note [The array's own GPU]
             return array.copy(order=order)
 
     def address(self, array: Any) -> int:
@@ -472,6 +559,18 @@ class CupyBackend(ArrayBackend):
 
     def may_share_memory(self, a: Any, b: Any) -> bool:
         return bool(self.cupy.may_share_memory(a, b))
+
+
+def _check_ordinal(cupy: Any, index: int) -> None:
+    """torch's errors for a cuda device that this machine does not have (no GPU, or too few)."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError:  # no driver, or no device the driver can use
+        count = 0
+    if count == 0:
+        raise RuntimeError("No CUDA GPUs are available")
+    if index >= count:
+        raise RuntimeError("CUDA error: invalid device ordinal")
 
 
 NUMPY = ArrayBackend()

@@ -8,9 +8,12 @@ gradient into the consumer's input buffer, enqueuing consumers that became ready
 
 Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
 awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
-starts a child GraphTask with ``reentrant_depth = parent + 1``. Such nodes never hold their
-worker: they run as tasks of their own, so the worker keeps serving the queue, where the
-child's deeper tasks sort first. Nothing grows the Python stack with depth. A child started
+starts a child GraphTask with ``reentrant_depth = parent + 1``; so does any plain code the engine
+runs (a hook) calling ``backward_sync``. An ``async def`` backward runs as a task of its own, so
+the worker keeps serving the queue, where the child's deeper tasks sort first; plain code on the
+loop suspends its server in a greenback portal while a helper server serves the queue until the
+child has ended (Note [Servers], Note [Reentrant priority] in worker.py). Nothing grows the
+Python stack with depth. A child started
 from a node of graph task P is registered in ``P.children`` for as long as it runs, so that
 P failing or being cancelled aborts it too, whichever way it was started (an awaited call,
 a greenback portal, or ``backward_sync`` from a kernel thread: Note [Kernel threads]).
@@ -59,7 +62,8 @@ import time
 import weakref
 from typing import Any, Callable
 
-from asyncgrad.autograd.anomaly import anomaly_enabled
+from asyncgrad.autograd.anomaly import anomaly_enabled, warn_error_detected
+from asyncgrad.autograd.grad_mode import multithreading_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
@@ -107,6 +111,7 @@ class Engine:
             0 if parent is None else parent.reentrant_depth + 1, anomaly, anomaly and check_nan,
         )
         graph_task.profile = current_recorder.get()
+        graph_task.threads = multithreading_enabled.get()
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
         min_topo_nr = 0
@@ -155,6 +160,7 @@ class Engine:
         if node is not None and isinstance(exc, Exception):
             exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
             if graph_task.anomaly and node._metadata and "traceback_" in node._metadata:
+                warn_error_detected(node.name(), node._metadata["traceback_"])  # torch warns, then raises
                 exc.add_note(
                     f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
                     + node._metadata["traceback_"]

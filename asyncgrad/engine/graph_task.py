@@ -54,7 +54,8 @@ class GraphTask:
     __slots__ = (
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
-        "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "__weakref__",
+        "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "threads",
+        "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -79,6 +80,8 @@ class GraphTask:
         self.runner: asyncio.Task | None = None
         """The task running this graph task's ``Engine.execute`` (Note [Wind-down] in engine.py)."""
         self.profile: Any = None
+        self.threads = True
+        """False under ``set_multithreading_enabled(False)``: no node of it runs in a kernel thread."""
 
     def __repr__(self) -> str:
         return (f"<GraphTask depth={self.reentrant_depth} outstanding={self.outstanding_tasks} "

@@ -35,18 +35,20 @@ _tuple_new = tuple.__new__
 
 
 class ReadyQueue:
-    __slots__ = ("heap", "_count", "_waiter")
+    __slots__ = ("heap", "_count", "_waiters")
 
     def __init__(self) -> None:
         self.heap: list[NodeTask] = []
         """Popped by the worker with ``heapq.heappop`` directly (Note [Per-node cost] in worker.py)."""
         self._count = itertools.count()
-        self._waiter: asyncio.Future | None = None
+        self._waiters: list[asyncio.Future] = []
+        """One future per server waiting on this queue (Note [Servers] in worker.py: a worker's own
+        server and its helpers may wait at once)."""
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
         heappush(self.heap, _tuple_new(NodeTask, (
             -graph_task.reentrant_depth, -node.sequence_nr, next(self._count), graph_task, node, inputs)))
-        if self._waiter is not None:
+        if self._waiters:
             self.wake()
 
     def drop(self, graph_task: GraphTask) -> None:
@@ -61,14 +63,19 @@ class ReadyQueue:
         """Suspend until something is pushed or ``wake`` is called."""
         if self.heap:
             return
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
         try:
             await waiter
         finally:
-            self._waiter = None
+            if waiter in self._waiters:  # cancelled: nobody woke it
+                self._waiters.remove(waiter)
 
     def wake(self) -> None:
-        """Resume a worker waiting in ``wait`` (to find a task, or to see that it may exit)."""
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        """Resume every server waiting in ``wait`` (to find a task, or to see that it may exit)."""
+        waiters = self._waiters
+        if waiters:
+            self._waiters = []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)

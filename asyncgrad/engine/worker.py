@@ -11,6 +11,8 @@ BY_COST and ``work`` is below the threshold read when the graph task changed; an
 special entry), that is 214 more instructions per node, 0.7% of W1's backward (Note [Measuring
 the hot path]): Python 3.11 does not specialize the load of a class attribute through an
 instance (``LOAD_ATTR_ADAPTIVE``, where ``node.work`` is a ``LOAD_ATTR_SLOT``); 3.12 does.
+A non-cpu worker runs each node through ``stream_sync.evaluator`` (Note [Streaming backwards] in
+stream_sync.py), chosen when the worker starts: the cpu worker's loop is the same as without streams.
 
 Note [Measuring the hot path]: per-node costs quoted in the engine's notes are instruction counts
 from cachegrind (``valgrind --tool=cachegrind``): W1 (a chain of 3000 tiny ops on a (4,) leaf,
@@ -37,24 +39,53 @@ ON_LOOP, so on one loop accumulation into a shared leaf is never concurrent
 Kernels run in the engine's own daemon threads (Note [Kernel threads never hold the process]).
 
 Note [Awaiting nodes]: an OWN_TASK node (its ``apply`` is a coroutine: an ``async def`` custom
-backward) becomes a task of its own, so a suspended backward never holds its worker. A PORTAL
-node (a plain-def custom backward, which may block on a reentrant ``backward_sync``) runs in a
-kernel thread when its ``work`` reaches the threshold and a thread is free, else as a task of
-its own in a greenback portal, through which the nested backward is awaited on the loop.
+backward) becomes a task of its own, so a suspended backward never holds its worker; that task
+is a greenback portal, so plain code it calls (its hooks, a function it recomputes) may run a
+reentrant ``backward_sync`` too. A PORTAL node (a plain-def custom backward, which may block on a
+reentrant ``backward_sync``) runs in a kernel thread when its ``work`` reaches the threshold and
+a thread is free, else inline like any small node: the worker is a portal (Note [Servers]).
+
+Note [Servers]: every task that serves a device's queue (a *server*) is a greenback portal, so
+any plain code the engine calls on the loop (tensor hooks, node hooks, AccumulateGrad's hooks,
+a plain-def backward) may call ``backward_sync``/``grad_sync``: the bridge (``reenter``) runs the
+nested call as a task of its own (its ``GraphTask.runner``, so a parent's abort and wind-down
+reach it as they reach any child) and ``greenback.await_``s it, which suspends the server in the
+middle of its node. So that the queue, where the child's nodes go, is still served meanwhile, the
+bridge first starts a *helper* server (``_help``) for the same device, the way torch's blocked
+thread serves its own queue (Note [Reentrant backwards] in engine.py). The helper serves until
+the nested call's graph task has ended, and no longer: it looks at that whenever it switches to
+another graph task's node and after each of its own awaits, so it never runs a node of the
+parent graph task once the child is done; the suspended server resumes, finishes its node and
+serves on. A helper whose own node reenters starts a helper in turn, so reentry nests to any
+depth, each level a task with a stack of its own; nothing grows the Python stack with depth. The
+common path pays nothing for this: the portal costs each server one greenlet switch per task
+step (servers step when they yield, every couple of milliseconds, not per node), and the
+helper's test sits on the graph-task switch, not on the per-node path.
+
+Note [Reentrant priority]: torch's reentrant thread serves until its child graph task completes,
+so no node of the parent graph task runs before a reentrant backward called by one of its nodes
+has returned (test_reentrant_priority: ``[R, R, ..., MyFunction]``). A plain-def backward runs
+inline in its server and a helper stops as soon as the child has ended, so asyncgrad keeps that
+order; a node that runs in a kernel thread or as a task of its own does not hold its server, and
+the parent's other ready nodes may run beside its nested backward, as they would beside any
+long kernel.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import time
-from heapq import heappop
-from typing import TYPE_CHECKING
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any
 
 import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import Placement
+from asyncgrad.devices.streams import forward_stream
+from asyncgrad.engine import stream_sync
 from asyncgrad.engine.calls import call_function, call_function_async
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.kernels import run_kernel, submit
@@ -65,10 +96,18 @@ if TYPE_CHECKING:
     from asyncgrad.devices import Device
     from asyncgrad.engine.engine import Engine
 
-_AS_TASK, _IN_EXECUTOR, _IN_PORTAL = range(3)
+_AS_TASK, _IN_EXECUTOR = range(2)
 """How ``_spawn`` runs a node that leaves the worker's own iteration (``_LANES``: its profiler lane)."""
-_LANES = ("task", "executor", "task")
-ON_LOOP, BY_COST, OWN_TASK, PORTAL = Placement.ON_LOOP, Placement.BY_COST, Placement.OWN_TASK, Placement.PORTAL
+_LANES = ("task", "executor")
+ON_LOOP, BY_COST, OWN_TASK = Placement.ON_LOOP, Placement.BY_COST, Placement.OWN_TASK
+NEVER = 1 << 128
+"""The inline threshold of a graph task run with ``set_multithreading_enabled(False)``: every
+BY_COST and PORTAL node runs on the loop, none in a kernel thread."""
+
+_serving: contextvars.ContextVar[tuple[DeviceWorker, asyncio.Task] | None] = contextvars.ContextVar(
+    "asyncgrad_serving", default=None)
+"""In a server's context (Note [Servers]): its worker and its task. Tasks the server creates copy
+its context, so ``reenter`` compares the task too."""
 
 YIELD_AFTER_S = 0.002
 """Note [Yielding]: the engine gives the loop back after holding it this long. The worker reads
@@ -90,14 +129,56 @@ async def give_way() -> None:
     await asyncio.sleep(0)
 
 
+class Reentry:
+    """A nested backward called from plain code of a suspended server (Note [Servers])."""
+
+    __slots__ = ("parent", "runner")
+
+    def __init__(self, parent: GraphTask | None, runner: asyncio.Task) -> None:
+        self.parent = parent
+        self.runner = runner
+
+    def ended(self) -> bool:
+        """Whether the nested call's graph task has ended: its future is resolved, which happens in
+        the very step that runs its last node, before its runner resumes (or the call ended
+        without one, its arguments refused)."""
+        runner = self.runner
+        if runner.done():
+            return True
+        if self.parent is not None:
+            for child in self.parent.children:
+                if child.runner is runner:
+                    return child.future.done()
+        return False
+
+
+def reenter(coro: Any) -> Any:
+    """Run the engine coroutine ``coro`` to its end from plain code on the loop, in a greenback portal.
+
+    In a server (Note [Servers]): as a task of its own, started in the caller's current context,
+    while a helper serves this server's queue; elsewhere (a node's own task), awaited in place.
+    """
+    here = _serving.get()
+    loop = asyncio.get_running_loop()
+    if here is None or here[1] is not asyncio.current_task():
+        return greenback.await_(coro)
+    worker = here[0]
+    runner = loop.create_task(coro)
+    worker.start_helper(Reentry(current_graph_task.get(), runner))
+    runner.add_done_callback(worker.wake)
+    return greenback.await_(runner)
+
+
 class DeviceWorker:
-    __slots__ = ("engine", "device", "queue", "task", "in_flight", "blocked", "_slot")
+    __slots__ = ("engine", "device", "queue", "task", "helpers", "in_flight", "blocked", "_slot")
 
     def __init__(self, engine: Engine, device: Device) -> None:
         self.engine = engine
         self.device = device
         self.queue = ReadyQueue()
         self.task: asyncio.Task | None = None
+        """The worker's own server; ``helpers`` holds the helper servers (Note [Servers])."""
+        self.helpers: set[asyncio.Task] = set()
         self.in_flight = 0
         self.blocked = 0
         self._slot: asyncio.Future | None = None
@@ -116,19 +197,36 @@ class DeviceWorker:
         """Start the worker task if it is not running (Note [Idle workers])."""
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run(), name=f"asyncgrad worker {self.device}")
+            greenback.bestow_portal(self.task)  # before its first step: no extra loop iteration
+
+    def start_helper(self, reentry: Reentry) -> None:
+        """Serve this worker's queue while a server waits for ``reentry`` (Note [Servers])."""
+        task = asyncio.get_running_loop().create_task(self._help(reentry), name=f"asyncgrad helper {self.device}")
+        greenback.bestow_portal(task)
+        self.helpers.add(task)
+        task.add_done_callback(self.helpers.discard)
+
+    def wake(self, _: Any = None) -> None:
+        self.queue.wake()
 
     async def _run(self) -> None:
+        _serving.set((self, self.task))
         try:
-            await self._serve()
+            await self._serve(None)
         finally:
             self.task = None
 
-    async def _serve(self) -> None:
+    async def _help(self, reentry: Reentry) -> None:
+        _serving.set((self, asyncio.current_task()))
+        await self._serve(reentry)
+
+    async def _serve(self, reentry: Reentry | None) -> None:
         engine = self.engine
         queue = self.queue
         heap = queue.heap
-        evaluate = engine.evaluate_function
         device = self.device
+        # Note [Streaming backwards] in stream_sync.py: chosen once per worker, so cpu pays nothing per node
+        evaluate = engine.evaluate_function if device.is_cpu else stream_sync.evaluator(engine, device)
         current: GraphTask | None = None
         profile = None
         threshold = device.inline_threshold
@@ -137,9 +235,13 @@ class DeviceWorker:
         last_yield = clock()
         while True:
             if not heap:
-                if not engine.live and not self.in_flight:
+                if reentry is None:
+                    if not engine.live and not self.in_flight:
+                        return
+                elif reentry.ended():
                     return
                 await queue.wait()
+                current = None  # after every await: a helper looks at its reentry again
                 last_yield = clock()
                 continue
             entry = heappop(heap)
@@ -148,9 +250,12 @@ class DeviceWorker:
             if graph_task.has_error:
                 continue  # its queued nodes were dropped when it ended; a late one is dropped here
             if graph_task is not current:
+                if reentry is not None and reentry.ended():  # Note [Reentrant priority]
+                    heappush(heap, entry)
+                    return
                 current = graph_task
                 profile = graph_task.profile
-                threshold = device.inline_threshold
+                threshold = device.inline_threshold if graph_task.threads else NEVER
                 grad_enabled.set(graph_task.create_graph)
                 current_graph_task.set(graph_task)
                 current_recorder.set(profile)
@@ -161,17 +266,16 @@ class DeviceWorker:
                     continue
                 if node.work >= threshold:
                     if self.in_flight >= device.num_workers and not self.blocked:
+                        heappush(heap, entry)  # back in its place; taken again once a thread is free
                         await self._free_slot()
+                        current = None
                         last_yield = clock()
-                        if graph_task.has_error:
-                            continue
+                        continue
                     if self.in_flight < device.num_workers:
                         self._spawn(graph_task, node, entry[5], _IN_EXECUTOR)
                         continue
                     # Every executor thread waits on a reentrant backward: run it here instead.
-                if placement is PORTAL:
-                    self._spawn(graph_task, node, entry[5], _IN_PORTAL)
-                    continue
+                # a PORTAL node below the threshold runs here too: this server is a portal
             start = clock() if profile is not None else 0.0
             try:
                 evaluate(graph_task, node, entry[5])
@@ -186,6 +290,7 @@ class DeviceWorker:
                 profile.record(node, device, self.name, graph_task, start, now, True)
             if now - last_yield > YIELD_AFTER_S:
                 await give_way()
+                current = None
                 last_yield = clock()
 
     def add_blocked(self, delta: int) -> None:
@@ -194,33 +299,43 @@ class DeviceWorker:
         self._release_slot()
 
     def _release_slot(self) -> None:
-        if self._slot is not None and not self._slot.done():
-            self._slot.set_result(None)
+        slot = self._slot
+        if slot is not None:
+            self._slot = None
+            if not slot.done():
+                slot.set_result(None)
 
     async def _free_slot(self) -> None:
+        """Wait until a kernel thread is free (several servers may wait on the same future)."""
         while self.in_flight >= self.device.num_workers and not self.blocked:
-            self._slot = asyncio.get_running_loop().create_future()
-            try:
-                await self._slot
-            finally:
-                self._slot = None
+            if self._slot is None or self._slot.done():
+                self._slot = asyncio.get_running_loop().create_future()
+            await self._slot
 
     def _spawn(self, graph_task: GraphTask, node: Node, inputs: list, where: int) -> None:
         """Run ``node`` as a task of its own, settled by its done-callback (Note [Who settles a node task])."""
         if where == _IN_EXECUTOR:
             self.in_flight += 1
         task = asyncio.get_running_loop().create_task(self._run_elsewhere(graph_task, node, inputs, where))
+        if where == _AS_TASK:
+            greenback.bestow_portal(task)  # Note [Awaiting nodes]
         graph_task.node_tasks.add(task)
         task.add_done_callback(functools.partial(self._settle, graph_task, node, where, time.perf_counter()))
 
     async def _run_elsewhere(self, graph_task: GraphTask, node: Node, inputs: list, where: int) -> None:
-        """A large kernel in the executor, an ``async def`` backward on the loop, or a plain backward
-        that may reenter the engine in a greenback portal. Its bookkeeping is ``_settle``'s."""
+        """A large kernel in the executor, or an ``async def`` backward on the loop. Its bookkeeping is
+        ``_settle``'s."""
         engine = self.engine
+        # Note [Streaming backwards]: a non-cpu node's kernel and routing run on its forward stream
+        s = None if self.device.is_cpu else forward_stream(node, self.device)
         try:
+            if s is not None:
+                stream_sync.before(graph_task, node, s)
             if graph_task.exec_info is not None:
                 inputs = engine.capture(graph_task, node, inputs)
                 if inputs is None:
+                    if s is not None:
+                        stream_sync.after(graph_task, node, s)
                     return
             if where == _IN_EXECUTOR:
                 # Abandoned on cancel: the thread finishes into the void (Note [Cancellation]).
@@ -228,13 +343,18 @@ class DeviceWorker:
                 # in_flight keeps at most num_workers of this device's kernels running.
                 kernel = call_function if graph_task.profile is None else graph_task.profile.timed(self, call_function)
                 loop = asyncio.get_running_loop()
-                outputs = await submit(loop, run_kernel, self, loop, kernel, graph_task, node, inputs)
-            elif where == _IN_PORTAL:
-                outputs = await greenback.with_portal_run_sync(call_function, graph_task, node, inputs)
+                if s is None:
+                    outputs = await submit(loop, run_kernel, self, loop, kernel, graph_task, node, inputs)
+                else:  # the kernel thread makes the node's stream (and device) current for the kernel
+                    outputs = await submit(loop, run_kernel, self, loop, stream_sync.on_stream, s, kernel, graph_task,
+                                           node, inputs)
             else:
                 outputs = await call_function_async(graph_task, node, inputs)
             if not graph_task.has_error:
-                engine.route(graph_task, node, outputs)
+                if s is None:
+                    engine.route(graph_task, node, outputs)
+                else:
+                    stream_sync.route(engine, graph_task, node, outputs, s)
         except asyncio.CancelledError:
             raise  # _settle tells this graph task's own abort from a foreign cancellation
         except BaseException as exc:

@@ -8,9 +8,15 @@ children ``"0"``, ``"1"``, ... through ``setattr``, so state_dict keys match tor
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
+
+import numpy as np
 
 from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.autograd.graph import RemovableHandle
+from asyncgrad.devices import Device
+from asyncgrad.devices import device as as_device
+from asyncgrad.dtypes import float32, float64
 from asyncgrad.factories import tensor as as_tensor
 from asyncgrad.nn.parameter import Parameter, zero_grads
 from asyncgrad.tensor import Tensor
@@ -31,7 +37,20 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        """``forward``, between the forward pre-hooks and the forward hooks when there are any."""
+        hooks = self.__dict__.get("_hooks")
+        if not hooks:
+            return self.forward(*args, **kwargs)
+        for hook in list(hooks.pre.values()):
+            changed = hook(self, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(hooks.post.values()):
+            changed = hook(self, args, output)
+            if changed is not None:
+                output = changed
+        return output
 
     # ------------------------------------------------------------------ the tree
     def _members(self) -> Iterator[tuple[str, Any]]:
@@ -156,6 +175,78 @@ class Module:
                 params[name].copy_(value)
         return IncompatibleKeys(missing, unexpected)
 
+    # ------------------------------------------------------------------ hooks, apply, conversions (nn-conv)
+    def _hook_table(self) -> _Hooks:
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_hooks"] = _Hooks()
+        return hooks
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` before each forward; a non-None result replaces the positional
+        arguments (a non-tuple is wrapped in one), as in torch."""
+        return self._add_hook(self._hook_table().pre, hook, prepend)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` after each forward; a non-None result replaces the output."""
+        return self._add_hook(self._hook_table().post, hook, prepend)
+
+    @staticmethod
+    def _add_hook(table: dict, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        if prepend:
+            for key in [key for key in table if key != handle.id]:
+                table[key] = table.pop(key)
+        return handle
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """``fn`` on every submodule, children first, then on this module (torch's order)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """``to(device)``, ``to(dtype)`` (floating parameters only, as torch), ``to(device, dtype)``
+        or ``to(tensor)``: every parameter (and its grad) converted in place, so the module keeps
+        its Parameter objects (an optimizer built before holds the same ones)."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        if kwargs:
+            raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, (str, Device)):
+                dev = arg
+            elif isinstance(arg, Tensor):
+                dev, dtype = arg.device, arg.dtype
+            elif arg is not None:
+                dtype = arg
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            if dtype.kind != "f":
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={_dtype_name(dtype)}")
+        target = as_device(dev) if dev is not None else None
+        with no_grad():
+            for param in self.parameters():
+                _convert_in_place(param, target, dtype)
+        return self
+
+    def float(self) -> Module:
+        return self.to(float32)
+
+    def double(self) -> Module:
+        return self.to(float64)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device: int | None = None) -> Module:
+        return self.to(f"cuda:{0 if device is None else device}")
+
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
         """The layer's settings, shown by ``repr`` as torch shows them."""
@@ -171,6 +262,35 @@ class Module:
         lines = extra_lines + child_lines
         body = "\n  " + "\n  ".join(lines) + "\n" if lines else ""
         return f"{type(self).__name__}({body})"
+
+
+class _Hooks:
+    """A module's forward pre-hooks and forward hooks, each by its handle's id, in registration order."""
+
+    __slots__ = ("pre", "post")
+
+    def __init__(self) -> None:
+        self.pre: dict[int, Callable] = {}
+        self.post: dict[int, Callable] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.pre or self.post)
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return f"asyncgrad.{dtype.name}"
+
+
+def _convert_in_place(param: Tensor, device: Device | None, dtype: np.dtype | None) -> None:
+    """A parameter's data (and grad) moved and cast in place, keeping the Parameter object."""
+    for t in (param, param.grad):
+        if t is None:
+            continue
+        converted = t.to(dtype) if dtype is not None and t.dtype.kind == "f" else t
+        converted = converted.to(device) if device is not None else converted
+        if converted is not t:
+            t.data = converted.data
+            t.device = converted.device
 
 
 def _size(shape: tuple[int, ...]) -> str:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import operator
-from typing import Any, Iterator
+from typing import Any
 
 from asyncgrad._validate import int_list
 from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
 from asyncgrad.nn import functional as F
+from asyncgrad.nn.container import Sequential  # noqa: F401  (nn-conv: Sequential lives in container.py)
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
 from asyncgrad.ops.elementwise import sigmoid, tanh
@@ -66,45 +66,6 @@ class Tanh(Module):
 class Sigmoid(Module):
     def forward(self, input: Tensor) -> Tensor:
         return sigmoid(input)
-
-
-class Sequential(Module):
-    """Runs its modules in order; they are named ``"0"``, ``"1"``, ... as in torch."""
-
-    def __init__(self, *modules: Module) -> None:
-        super().__init__()
-        for module in modules:
-            self.append(module)
-
-    def append(self, module: Module) -> Sequential:
-        if not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        setattr(self, str(len(self)), module)
-        return self
-
-    def _layers(self) -> list[Module]:
-        """Every entry, in order, repeats included (``children()`` lists a shared module once)."""
-        return [member for name, member in self._members() if name.isdigit()]
-
-    def __len__(self) -> int:
-        return len(self._layers())
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._layers())
-
-    def __getitem__(self, index: int | slice) -> Module:
-        layers = self._layers()
-        if isinstance(index, slice):
-            return Sequential(*layers[index])
-        i = operator.index(index)
-        if not -len(layers) <= i < len(layers):
-            raise IndexError(f"index {i} is out of range")
-        return layers[i]
-
-    def forward(self, input: Any) -> Any:
-        for module in self._layers():
-            input = module(input)
-        return input
 
 
 class MSELoss(Module):

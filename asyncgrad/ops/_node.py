@@ -22,9 +22,11 @@ from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
-from asyncgrad.devices.backend import backend_of
+from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
+from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
-from asyncgrad.tensor import Tensor
+from asyncgrad.ops import windows
+from asyncgrad.tensor import Tensor, _store_data
 
 _new = object.__new__
 _make = Tensor._make
@@ -225,13 +227,15 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         meta = _META.get(key)  # input_meta's lookup, without its call
         node._input_meta = meta if meta is not None else input_meta(*key)
         node.work = out.size * cls.work_per_element if work is None else work
+        if STREAMS_ACTIVE[0]:  # Note [Streaming backwards] in engine/stream_sync.py: never true on a cpu-only run
+            note_forward(node, device)
         if anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
         if out.__class__ is not _ndarray and isinstance(out, _np_generic):
             result = _make(out, device, True, node, 0, vc)  # a numpy scalar, made a 0-d array there
         else:
             result = _new(Tensor)  # Note [Recording inlined]
-            result.data = out
+            _store_data(result, out)  # the slot itself, as Tensor._make (Note [The data slot] in tensor.py)
             result.device = device
             result._requires_grad = True
             result.grad_fn = node
@@ -384,6 +388,42 @@ class ArrayMath:
     def sign(x: Any) -> Any:
         return backend_of(x).xp.sign(x)
 
+    # ops-math
+    @staticmethod
+    def trunc(x: Any) -> Any:
+        return backend_of(x).xp.trunc(x)
+
+    @staticmethod
+    def floor(x: Any) -> Any:
+        return backend_of(x).xp.floor(x)
+
+    @staticmethod
+    def sinh(x: Any) -> Any:
+        return backend_of(x).xp.sinh(x)
+
+    @staticmethod
+    def cosh(x: Any) -> Any:
+        return backend_of(x).xp.cosh(x)
+
+    @staticmethod
+    def inv(a: Any) -> Any:
+        return backend_of(a).xp.linalg.inv(a)
+
+    @staticmethod
+    def solve(a: Any, b: Any) -> Any:
+        """``a⁻¹ b`` for a batch of matrices ``b`` (never a vector: the caller makes it a column)."""
+        return backend_of(a).xp.linalg.solve(a, b)
+
+    @staticmethod
+    def einsum(equation: str, *operands: Any) -> Any:
+        return backend_of(operands[0]).einsum(equation, *operands)
+
+    @staticmethod
+    def zeros_like(g: Any) -> Any:
+        """torch's ``zeros_like(grad)`` in a formula: a zero gradient that is no part of any graph
+        (Note [Zero derivatives are constants] in ops/elementwise.py)."""
+        return backend_of(g).xp.zeros_like(g)
+
     @staticmethod
     def threshold_backward(g: Any, y: Any) -> Any:
         """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
@@ -412,6 +452,10 @@ class ArrayMath:
     @staticmethod
     def constant(value: Any, like: Any) -> Any:
         return value
+
+    # convolution and pooling (ops/conv.py, ops/pooling.py): their formulas' kernels on raw arrays
+    convolution = staticmethod(windows.convolution)
+    pool = staticmethod(windows.pool)
 
     # views and shape ops (ops/views.py, ops/shape.py)
     @staticmethod

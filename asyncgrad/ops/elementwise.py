@@ -14,6 +14,7 @@ device (array_api_strict refuses what numpy would silently promote).
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 from collections.abc import Callable
@@ -426,14 +427,15 @@ class PowBackward0(OpNode):
     def backward(self, F, g):
         (x,) = F.unpack(self)
         p = self.exponent
-        if p == 0:
-            return (g * 0,)
+        if p == 0:  # Note [Zero derivatives are constants]
+            return (F.zeros_like(g),)
         return (g * (p * x ** (p - 1)),)
 
 
 class PowBackward1(OpNode):
-    """tensor ** tensor: d/da is 0 where b == 0 (not 0 * a ** -1, nan at a == 0), and d/db is
-    masked to 0 where a == 0, as torch."""
+    """tensor ** tensor: d/da is 0 where b == 0 (not 0 * a ** -1, nan at a == 0); d/db is
+    torch's ``where(a == 0 & b >= 0, 0, out * log(a))``: 0 at a == 0 for b >= 0 (by continuity
+    from a > 0), and ``inf * log(0) = -inf`` for b < 0 (the limit as a -> +0), never nan there."""
 
     __slots__ = ("a_shape", "b_shape", "a_const")
     work_per_element = 20  # a ** (b - 1) and log(a): two transcendentals
@@ -445,12 +447,14 @@ class PowBackward1(OpNode):
         if self.needs(0):
             ga = F.sum_to(g * (b * a ** F.where(b == 0, 1.0, b - 1)), self.a_shape)
         if self.needs(1):
-            if a is None:  # a number base (PowBackward2)
+            if a is None:  # a number base (PowBackward2): torch masks only a zero base
                 a = self.a_const
-                log_a = math.log(a) if a > 0 else 0.0 if a == 0 else math.nan
+                log_a = math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
+                gb = g * (F.where(b >= 0, 0.0, out * log_a) if a == 0 else out * log_a)
             else:
-                log_a = F.log(F.where(a == 0, 1.0, a))
-            gb = F.sum_to(g * out * log_a, self.b_shape)
+                out_log_a = out * F.log(a)  # where(a == 0 & b >= 0, ...) as two wheres: Tensor has no &
+                gb = g * F.where(b >= 0, F.where(a == 0, 0.0, out_log_a), out_log_a)
+            gb = F.sum_to(gb, self.b_shape)
         return ga, gb
 
 
@@ -516,6 +520,16 @@ _ABS_BOOL = _refuse(NotImplementedError, '"abs_cpu" not implemented for \'Bool\'
 _RELU_BOOL = _refuse(RuntimeError, "Boolean inputs not supported for relu")
 
 
+def _refuse_bool(kernel: str) -> Callable:
+    return _refuse(NotImplementedError, f'"{kernel}" not implemented for \'Bool\'')
+
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+_SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
 def _bool_sign(xp: Any, x: Any) -> Any:
     return xp.asarray(x, copy=True)  # a bool is its own sign (numpy's and the standard's sign take none)
 
@@ -549,7 +563,43 @@ _UNARY = (
     ("abs",        "AbsBackward0",        lambda xp, x: xp.abs(x),                       False, "input",  7,
         lambda F, g, x: g * F.sign(x),                          _ABS_BOOL),
     ("sign",       "SignBackward0",       lambda xp, x: xp.sign(x),                      False, None,     1,
-        lambda F, g, _: g * 0,                                  _bool_sign),
+        lambda F, g, _: F.zeros_like(g),                        _bool_sign),
+    # ops-math: the rest of torch's pointwise math (derivatives as torch's derivatives.yaml)
+    ("expm1",      "Expm1Backward0",      lambda xp, x: xp.expm1(x),                     True,  "result", 1,
+        lambda F, g, y: g * (y + 1),                            None),
+    ("rsqrt",      "RsqrtBackward0",      lambda xp, x: 1 / xp.sqrt(x),                  True,  "result", 3,
+        lambda F, g, y: g * (y * y * y) * -0.5,                 None),
+    ("floor",      "FloorBackward0",      lambda xp, x: xp.floor(x),                     False, None,     1,
+        lambda F, g, _: F.zeros_like(g),                        _refuse_bool("floor_vml_cpu")),
+    ("ceil",       "CeilBackward0",       lambda xp, x: xp.ceil(x),                      False, None,     1,
+        lambda F, g, _: F.zeros_like(g),                        _refuse_bool("ceil_vml_cpu")),
+    ("trunc",      "TruncBackward0",      lambda xp, x: xp.trunc(x),                     False, None,     1,
+        lambda F, g, _: F.zeros_like(g),                        _refuse_bool("trunc_vml_cpu")),
+    ("tan",        "TanBackward0",        lambda xp, x: xp.tan(x),                       True,  "result", 4,
+        lambda F, g, y: g * (y * y + 1),                        None),
+    ("atan",       "AtanBackward0",       lambda xp, x: xp.atan(x),                      True,  "input",  4,
+        lambda F, g, x: g / (x * x + 1),                        None),
+    ("asin",       "AsinBackward0",       lambda xp, x: xp.asin(x),                      True,  "input",  5,
+        lambda F, g, x: g * (1 - x * x) ** -0.5,                None),
+    ("acos",       "AcosBackward0",       lambda xp, x: xp.acos(x),                      True,  "input",  5,
+        lambda F, g, x: -g * (1 - x * x) ** -0.5,               None),
+    ("sinh",       "SinhBackward0",       lambda xp, x: xp.sinh(x),                      True,  "input",  9,
+        lambda F, g, x: g * F.cosh(x),                          None),
+    ("cosh",       "CoshBackward0",       lambda xp, x: xp.cosh(x),                      True,  "input",  9,
+        lambda F, g, x: g * F.sinh(x),                          None),
+    # erf, erfc, erfinv: the backend's primitives (Note [erf to double precision] in devices/special.py)
+    ("erf",        "ErfBackward0",        lambda xp, x: backend_of(x).erf(x),            True,  "input",  3,
+        lambda F, g, x: g * (_TWO_OVER_SQRT_PI * F.exp(-(x * x))),  None),
+    ("erfc",       "ErfcBackward0",       lambda xp, x: backend_of(x).erfc(x),           True,  "input",  3,
+        lambda F, g, x: g * (-_TWO_OVER_SQRT_PI * F.exp(-(x * x))),  None),
+    ("erfinv",     "ErfinvBackward0",     lambda xp, x: backend_of(x).erfinv(x),         True,  "result", 3,
+        lambda F, g, y: g * (_SQRT_PI_OVER_TWO * F.exp(y * y)),  None),
+    ("log2",       "Log2Backward0",       lambda xp, x: xp.log2(x),                      True,  "input",  1,
+        lambda F, g, x: g / (x * _LN2),                         None),
+    ("log10",      "Log10Backward0",      lambda xp, x: xp.log10(x),                     True,  "input",  1,
+        lambda F, g, x: g / (x * _LN10),                        None),
+    ("exp2",       "Exp2Backward0",       lambda xp, x: 2.0 ** x,                        True,  "result", 1,
+        lambda F, g, y: g * (y * _LN2),                         None),
 )
 
 
@@ -604,10 +654,25 @@ del _row, _node_cls
 neg, exp, log, log1p, sqrt = (_FORWARDS[n] for n in ("neg", "exp", "log", "log1p", "sqrt"))
 sin, cos, tanh, sigmoid = (_FORWARDS[n] for n in ("sin", "cos", "tanh", "sigmoid"))
 reciprocal, relu, abs, sign = (_FORWARDS[n] for n in ("reciprocal", "relu", "abs", "sign"))
+# ops-math
+expm1, rsqrt, floor, ceil, trunc, tan, atan, asin, acos, sinh, cosh = (_FORWARDS[n] for n in (
+    "expm1", "rsqrt", "floor", "ceil", "trunc", "tan", "atan", "asin", "acos", "sinh", "cosh"))
+erf, erfc, erfinv, log2, log10, exp2 = (_FORWARDS[n] for n in ("erf", "erfc", "erfinv", "log2", "log10", "exp2"))
 assert set(_FORWARDS) == {"neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "relu",
-                          "abs", "sign"}, "a row of _UNARY needs its name assigned above"
+                          "abs", "sign",
+                          "expm1", "rsqrt", "floor", "ceil", "trunc", "tan", "atan", "asin", "acos", "sinh", "cosh",
+                          "erf", "erfc", "erfinv", "log2", "log10", "exp2",
+                          }, "a row of _UNARY needs its name assigned above"
 
 
+# Note [Zero derivatives are constants]: where torch's formula is ``zeros_like(grad)`` (sign, the
+# result side of threshold_backward, ``x ** 0``), the gradient is zeros that belong to no graph:
+# under create_graph a ``g * 0`` would require grad whenever ``g`` does, and a gradient of it would
+# come back as connected zeros where torch's is None (or raises "does not require grad"). The
+# piecewise-linear ops (relu, abs, clamp, where, minimum/maximum, max/min) need nothing special:
+# their formulas select the gradient with a constant mask, so a second derivative through them is
+# connected exactly where torch's is (relu through its result, abs through sign), and
+# tests/test_torch_behaviours.py checks that against torch.
 class ThresholdBackwardBackward0(OpNode):
     """relu's gradient as a function of the gradient and relu's result, as torch's threshold_backward:
     under create_graph it requires grad when the result does (its derivative there is zero)."""
@@ -616,7 +681,7 @@ class ThresholdBackwardBackward0(OpNode):
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
-        return (F.threshold_backward(g, y) if self.needs(0) else None, g * 0 if self.needs(1) else None)
+        return (F.threshold_backward(g, y) if self.needs(0) else None, F.zeros_like(g) if self.needs(1) else None)
 
 
 def threshold_backward(g: Tensor, y: Tensor) -> Tensor:
@@ -861,3 +926,430 @@ def logical_not(x: Tensor) -> Tensor:
     data = x.data
     return plain(x.device.xp.logical_not(data) if x.dtype == np.bool_ else data == 0, x.device)
 
+
+
+# --------------------------------------------------------------------------- ops-math: more of torch's math
+class RoundBackward0(OpNode):
+    """round: zero gradient, as every rounding (Note [Zero derivatives are constants])."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (F.zeros_like(g),)
+
+
+class RoundBackward1(RoundBackward0):
+    """round with ``decimals``."""
+
+    __slots__ = ()
+
+
+def round(x: Tensor, decimals: int = 0) -> Tensor:
+    """torch's ``round``: half to even; with ``decimals``, torch's own scaling (``round(x * 10**d) /
+    10**d``, or ``round(x / 10**-d) * 10**-d`` for negative ``d``), so values agree bit for bit."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "round")
+    dev = x.device
+    kind = x.dtype.kind
+    if kind == "b":
+        raise NotImplementedError('"round_vml_cpu" not implemented for \'Bool\'')
+    if decimals == 0:
+        return record(RoundBackward0, (x,), dev.xp.round(x.data), dev)
+    if kind != "f":
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    scale = 10.0 ** builtins.abs(int(decimals))
+    data = x.data
+    out = dev.xp.round(data * scale) / scale if decimals > 0 else dev.xp.round(data / scale) * scale
+    return record(RoundBackward1, (x,), out, dev)
+
+
+def square(x: Tensor) -> Tensor:
+    """torch's ``square``: ``pow(x, 2)``, recorded as PowBackward0 (a bool squares to int64, as torch)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "square")
+    if x.dtype == np.bool_:
+        x = x.to(dtypes.int64)
+    return pow(x, 2)
+
+
+class LogitBackward0(OpNode):
+    """``grad / (x (1 - x))``; with ``eps``, 0 outside [eps, 1 - eps], where the forward clamped."""
+
+    __slots__ = ("eps",)
+    work_per_element = 4
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        grad = g / (x * (1 - x))
+        if self.eps is None:
+            return (grad,)
+        return (F.where(x < self.eps, 0.0, F.where(x > 1 - self.eps, 0.0, grad)),)
+
+
+def logit(x: Tensor, eps: float | None = None) -> Tensor:
+    """torch's ``logit``: ``log(x / (1 - x))``, ``x`` clamped to [eps, 1 - eps] when ``eps`` is given."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "logit")
+    dev = x.device
+    data = x.data if x.dtype.kind == "f" else dev.backend.astype(x.data, dtypes.get_default_dtype())
+    z = data if eps is None else dev.xp.clip(data, float(eps), 1 - float(eps))
+    return record(LogitBackward0, (x,), dev.xp.log(z / (1 - z)), dev, None if eps is None else float(eps), saved=(x,))
+
+
+def _predicate(name: str, test: Callable[[Any, Any], Any], integral: bool) -> Callable[[Tensor], Tensor]:
+    """isnan / isinf / isfinite: bool results, never a node; ``integral`` is the answer for integers."""
+
+    def predicate(x: Tensor) -> Tensor:
+        if x.__class__ is not Tensor:
+            tensor_arg(x, name)
+        dev = x.device
+        data = x.data
+        if x.dtype.kind != "f":
+            return plain(dev.backend.full(data.shape, integral, dtypes.bool), dev)
+        return plain(test(dev.xp, data), dev)
+
+    predicate.__name__ = predicate.__qualname__ = name
+    predicate.__doc__ = f"torch's ``{name}``: a bool tensor, no gradient."
+    return predicate
+
+
+isnan = _predicate("isnan", lambda xp, d: xp.isnan(d), False)
+isinf = _predicate("isinf", lambda xp, d: xp.isinf(d), False)
+isfinite = _predicate("isfinite", lambda xp, d: xp.isfinite(d), True)
+
+
+# two operands, each summed back to its own shape
+class _TwoSided(OpNode):
+    """A binary op whose formula is ``(grad_a, grad_b) = self.grads(F, g, a, b, out)``."""
+
+    __slots__ = ("a_shape", "b_shape")
+
+    def backward(self, F, g):
+        saved = F.unpack(self)
+        ga, gb = self.grads(F, g, *saved)
+        return (
+            F.sum_to(ga, self.a_shape) if self.needs(0) and ga is not None else None,
+            F.sum_to(gb, self.b_shape) if len(self.next_edges) > 1 and self.needs(1) and gb is not None else None,
+        )
+
+    def grads(self, F, g, *saved):
+        raise NotImplementedError
+
+
+class Atan2Backward0(_TwoSided):
+    __slots__ = ()
+    work_per_element = 6
+
+    def grads(self, F, g, a, b):
+        scale = g / (a * a + b * b)
+        return scale * b, scale * -a
+
+
+def _binary(name: str, a: Any, b: Any, floats: bool) -> tuple[Tensor | None, Tensor | None, Any, Any, Device]:
+    """``operands`` for a function form whose first operand must be a tensor; ``floats``: integer
+    operands compute in the default float dtype (torch's float functions)."""
+    if a.__class__ is not Tensor:
+        tensor_arg(a, name, "input", 1)
+    ta, tb, da, db, dev = operands(a, b, name)
+    if floats and not _is_floating(da) and not _is_floating(db):
+        default = dtypes.get_default_dtype()
+        da, db = (v if v.__class__ in _PLAIN_NUMBERS else dev.backend.astype(v, default) for v in (da, db))
+    return ta, tb, da, db, dev
+
+
+def _shapes(da: Any, db: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return _shape_of(da), _shape_of(db)
+
+
+def atan2(a: Tensor, b: Tensor) -> Tensor:
+    """torch's ``atan2``: two tensors (a number is refused, as torch), integers in the default float dtype."""
+    tensor_arg(b, "atan2", "other", 2)
+    ta, tb, da, db, dev = _binary("atan2", a, b, True)
+    try:
+        out = dev.xp.atan2(da, db)
+    except ValueError:
+        raise broadcast_error(*_shapes(da, db)) from None
+    return record(Atan2Backward0, (ta, tb), out, dev, *_shapes(da, db), saved=(ta, tb))
+
+
+class ClampMinBackward0(OpNode):
+    """clamp_min(x, number): the gradient where ``x >= min`` (torch saves x)."""
+
+    __slots__ = ("bound",)
+    work_per_element = 3
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (F.where(x >= self.bound, g, 0.0),)
+
+
+class ClampMaxBackward0(ClampMinBackward0):
+    __slots__ = ()
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (F.where(x <= self.bound, g, 0.0),)
+
+
+class ClampMinBackward1(_TwoSided):
+    """clamp_min(x, tensor): x gets the gradient where ``x >= min``, the bound elsewhere."""
+
+    __slots__ = ()
+    work_per_element = 3
+
+    def grads(self, F, g, x, bound):
+        keep = x >= bound
+        return F.where(keep, g, 0.0), F.where(keep, 0.0, g)
+
+
+class ClampMaxBackward1(_TwoSided):
+    __slots__ = ()
+    work_per_element = 3
+
+    def grads(self, F, g, x, bound):
+        keep = x <= bound
+        return F.where(keep, g, 0.0), F.where(keep, 0.0, g)
+
+
+def _clamp_side(x: Tensor, bound: Any, is_min: bool) -> Tensor:
+    name = "clamp_min" if is_min else "clamp_max"
+    ta, tb, da, db, dev = _binary(name, x, bound, False)
+    xp = dev.xp
+    if db.__class__ in _PLAIN_NUMBERS and _dtype_of(da) == np.bool_:
+        raise NotImplementedError(f'"{name}_scalar_cpu" not implemented for \'Bool\'')
+    try:  # maximum/minimum propagate a NaN of either side, as torch's clamp
+        out = xp.maximum(da, db) if is_min else xp.minimum(da, db)
+    except ValueError:
+        raise broadcast_error(*_shapes(da, db)) from None
+    except TypeError as exc:  # of bools: or / and (the Array API orders no bools)
+        out = _on_bools(xp.logical_or if is_min else xp.logical_and, da, db, exc)
+    if tb is None and db.__class__ in _PLAIN_NUMBERS:
+        return record(ClampMinBackward0 if is_min else ClampMaxBackward0, (ta,), out, dev, db, saved=(ta,))
+    if not recording(ta, tb):
+        return plain(out, dev)
+    bound_saved = tb if tb is not None else plain(db, dev)
+    return record(ClampMinBackward1 if is_min else ClampMaxBackward1, (ta, tb), out, dev, *_shapes(da, db),
+                  saved=(plain(da, dev) if ta.dtype != _dtype_of(da) else ta, bound_saved))
+
+
+def clamp_min(x: Tensor, min: Any) -> Tensor:
+    """torch's ``clamp_min``: ``min`` a number or a tensor (which gets its gradient where it wins)."""
+    return _clamp_side(x, min, True)
+
+
+def clamp_max(x: Tensor, max: Any) -> Tensor:
+    return _clamp_side(x, max, False)
+
+
+class LerpBackward0(OpNode):
+    """lerp with a number weight: ``(1 - w) grad`` and ``w grad``."""
+
+    __slots__ = ("a_shape", "b_shape", "weight")
+
+    def backward(self, F, g):
+        w = self.weight
+        return (
+            F.sum_to(g * (1 - w), self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * w, self.b_shape) if self.needs(1) else None,
+        )
+
+
+class LerpBackward1(OpNode):
+    """lerp with a tensor weight: it gets ``grad (end - start)``."""
+
+    __slots__ = ("a_shape", "b_shape", "w_shape")
+    work_per_element = 4
+
+    def backward(self, F, g):
+        start, end, w = F.unpack(self)
+        return (
+            F.sum_to(g * (1 - w), self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * w, self.b_shape) if self.needs(1) else None,
+            F.sum_to(g * (end - start), self.w_shape) if self.needs(2) else None,
+        )
+
+
+def lerp(start: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """torch's ``lerp``: ``start + weight (end - start)``, computed as torch does (from ``end`` when
+    ``|weight| >= 0.5``, so ``lerp(a, b, 1) == b`` exactly); the three tensors share one dtype."""
+    tensor_arg(start, "lerp", "input", 1)
+    tensor_arg(end, "lerp", "end", 2)
+    if start.dtype != end.dtype:
+        raise RuntimeError(f"expected dtype {_c_type_name(start.dtype)} for `end` but got dtype "
+                           f"{_c_type_name(end.dtype)}")
+    if start.dtype.kind != "f":
+        raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for \'{scalar_type_name(start.dtype)}\'')
+    dev = same_device(start, end)
+    xp = dev.xp
+    a, b = start.data, end.data
+    if isinstance(weight, Tensor):
+        if weight.dtype != start.dtype:
+            raise RuntimeError(f"expected dtype {_c_type_name(start.dtype)} for `weight` but got dtype "
+                               f"{_c_type_name(weight.dtype)}")
+        same_device(start, weight)
+        w = weight.data
+        try:
+            out = xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+        except ValueError:
+            raise broadcast_error(a.shape, b.shape, w.shape) from None
+        return record(LerpBackward1, (start, end, weight), out, dev, a.shape, b.shape, w.shape,
+                      saved=(start, end, weight))
+    w = number_arg(weight, "lerp", "weight", 3)
+    w = w.item() if isinstance(w, np.generic) else w
+    try:
+        out = a + w * (b - a) if builtins.abs(w) < 0.5 else b - (b - a) * (1 - w)
+    except ValueError:
+        raise broadcast_error(a.shape, b.shape) from None
+    return record(LerpBackward0, (start, end), out, dev, a.shape, b.shape, w)
+
+
+def _c_type_name(dtype: Any) -> str:
+    """torch's C type name of a dtype in its dtype-mismatch messages (``double``, ``float``, ``long int``)."""
+    return {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[np.dtype(dtype).name]
+
+
+class FmodBackward0(OpNode):
+    """fmod / remainder by a number: the gradient passes unchanged."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (g,)
+
+
+class RemainderBackward0(FmodBackward0):
+    __slots__ = ()
+
+
+class FmodBackward1(_TwoSided):
+    """fmod(a, b) = a - b trunc(a / b): d/db = -trunc(a / b)."""
+
+    __slots__ = ()
+    work_per_element = 4
+
+    def grads(self, F, g, a, b):
+        return g, -g * F.trunc(a / b)
+
+
+class RemainderBackward1(_TwoSided):
+    """remainder(a, b) = a - b floor(a / b): d/db = -floor(a / b)."""
+
+    __slots__ = ()
+    work_per_element = 4
+
+    def grads(self, F, g, a, b):
+        return g, -g * F.floor(a / b)
+
+
+def _modulo(name: str, a: Any, b: Any) -> Tensor:
+    ta, tb, da, db, dev = _binary(name, a, b, False)
+    if _dtype_of(da) == np.bool_:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
+    integral = _dtype_of(da if da.__class__ not in _PLAIN_NUMBERS else db).kind in "biu" and (
+        db.__class__ is not float)
+    if integral and (bool((db == 0) if db.__class__ in _PLAIN_NUMBERS else dev.xp.any(db == 0))):
+        raise RuntimeError("ZeroDivisionError")
+    try:
+        out = dev.backend.fmod(da, db) if name == "fmod" else dev.xp.remainder(da, db)
+    except ValueError:
+        raise broadcast_error(*_shapes(da, db)) from None
+    if tb is None and db.__class__ in _PLAIN_NUMBERS:
+        return record(FmodBackward0 if name == "fmod" else RemainderBackward0, (ta,), out, dev)
+    if not recording(ta, tb):
+        return plain(out, dev)
+    sa, sb = _keep(ta, da, dev)[0], _keep(tb, db, dev)[0]
+    return record(FmodBackward1 if name == "fmod" else RemainderBackward1, (ta, tb), out, dev, *_shapes(da, db),
+                  saved=(sa, sb))
+
+
+def fmod(a: Tensor, b: Any) -> Tensor:
+    """torch's ``fmod``: C's remainder, with the dividend's sign; integers by zero are refused."""
+    return _modulo("fmod", a, b)
+
+
+def remainder(a: Tensor, b: Any) -> Tensor:
+    """torch's ``remainder``: Python's ``%``, with the divisor's sign."""
+    return _modulo("remainder", a, b)
+
+
+class CopysignBackward0(_TwoSided):
+    """copysign(a, b): d/da = out / a (0 where a == 0), none for b, as torch."""
+
+    __slots__ = ()
+    saves_result = True
+    work_per_element = 4
+
+    def grads(self, F, g, a, out):
+        return F.where(a == 0, 0.0, g * (out / F.where(a == 0, 1.0, a))), F.zeros_like(g)
+
+
+class CopysignBackward1(OpNode):
+    __slots__ = ()
+    saves_result = True
+    work_per_element = 4
+
+    def backward(self, F, g):
+        a, out = F.unpack(self)
+        return (F.where(a == 0, 0.0, g * (out / F.where(a == 0, 1.0, a))),)
+
+
+def copysign(a: Tensor, b: Any) -> Tensor:
+    """torch's ``copysign``: ``|a|`` with ``b``'s sign, integers in the default float dtype."""
+    ta, tb, da, db, dev = _binary("copysign", a, b, True)
+    if db.__class__ in _PLAIN_NUMBERS:
+        db = float(db)
+    try:
+        out = dev.xp.copysign(da, db)
+    except ValueError:
+        raise broadcast_error(*_shapes(da, db)) from None
+    except TypeError:  # array_api_strict takes no Python number here
+        out = dev.xp.copysign(da, dev.xp.full_like(da, db))
+    if tb is None:
+        return record(CopysignBackward1, (ta,), out, dev, saved=(ta,))
+    return record(CopysignBackward0, (ta, tb), out, dev, *_shapes(da, db), saved=(ta,))
+
+
+# comparisons under their other names (torch's aliases)
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+
+def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """torch's ``isclose``: ``|a - b| <= atol + rtol |b|``, elementwise, a bool tensor (infinities
+    are close only to themselves, NaN only with ``equal_nan``)."""
+    tensor_arg(a, "isclose", "input", 1)
+    tensor_arg(b, "isclose", "other", 2)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{scalar_type_name(a.dtype)} did not match {scalar_type_name(b.dtype)}")
+    dev = same_device(a, b)
+    xp = dev.xp
+    da, db = a.data, b.data
+    if a.dtype.kind in "biu":
+        da, db = (dev.backend.astype(v, dtypes.float64) for v in (da, db))
+    try:
+        close = da == db
+    except ValueError:
+        raise broadcast_error(da.shape, db.shape) from None
+    finite = xp.isfinite(da) & xp.isfinite(db)
+    fa, fb = xp.where(finite, da, 0.0), xp.where(finite, db, 0.0)  # no inf - inf to warn of
+    close = close | (finite & (xp.abs(fa - fb) <= atol + rtol * xp.abs(fb)))
+    if equal_nan:
+        close = close | (xp.isnan(da) & xp.isnan(db))
+    return plain(close, dev)
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """torch's ``allclose``: whether ``isclose`` holds everywhere."""
+    close = isclose(a, b, rtol, atol, equal_nan)
+    return bool(close.device.xp.all(close.data))
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    """torch's ``equal``: the same shape and the same values (NaN equals nothing)."""
+    tensor_arg(a, "equal", "input", 1)
+    tensor_arg(b, "equal", "other", 2)
+    dev = same_device(a, b)
+    if a.shape != b.shape:
+        return False
+    ta, tb, da, db, dev = operands(a, b, "equal")
+    return bool(dev.xp.all(da == db))

@@ -1,14 +1,21 @@
-"""Matrix products; ``work`` counts multiply-adds so large products go to the executor."""
+"""Matrix products, einsum, distances, norms and the linear-algebra functions of ``ag.linalg``;
+``work`` counts multiply-adds so large products go to the executor."""
 
 from __future__ import annotations
 
 import math
+import string
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from asyncgrad._validate import type_label
-from asyncgrad.ops._node import OpNode, record, same_device
-from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error
+from asyncgrad._validate import number_arg, tensor_arg, type_label
+from asyncgrad.devices.backend import backend_of
+from asyncgrad.ops import reduction
+from asyncgrad.ops import shape as shape_ops
+from asyncgrad.ops._node import OpNode, plain, record, same_device
+from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul
+from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 MATMUL_WORK_PER_MAC = 1 / 16
@@ -113,3 +120,795 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return record(cls, (a, b), out, dev, da.shape, db.shape,
                   saved=(a if b._requires_grad else None, b if a._requires_grad else None),
                   work=int(size * da.shape[-1] * MATMUL_WORK_PER_MAC) + size)
+
+
+# --------------------------------------------------------------------------- ops-math: the matmul family
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """torch's ``mm``: two matrices (``matmul``'s MmBackward0)."""
+    tensor_arg(a, "mm", "input", 1)
+    tensor_arg(b, "mm", "mat2", 2)
+    if a.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    return matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """torch's ``bmm``: two batches of matrices of one batch size (no broadcasting)."""
+    tensor_arg(a, "bmm", "input", 1)
+    tensor_arg(b, "bmm", "mat2", 2)
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
+                           f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+    return matmul(a, b)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    tensor_arg(a, "dot", "input", 1)
+    tensor_arg(b, "dot", "tensor", 2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    return matmul(a, b)
+
+
+def mv(a: Tensor, b: Tensor) -> Tensor:
+    tensor_arg(a, "mv", "input", 1)
+    tensor_arg(b, "mv", "vec", 2)
+    if a.ndim != 2 or b.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
+    return matmul(a, b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    """torch's ``outer``: ``a.reshape(-1, 1) * b``, so its node is MulBackward0, as torch's."""
+    tensor_arg(a, "outer", "input", 1)
+    tensor_arg(b, "outer", "vec2", 2)
+    if a.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {a.ndim}-D")
+    if b.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b.ndim}-D")
+    return mul(shape_ops.reshape(a, (a.shape[0], 1)), b)
+
+
+class AddmmBackward0(OpNode):
+    """beta * input + alpha * (mat1 @ mat2): input's gradient summed back to its (broadcast) shape;
+    each matrix saved only if the other needs its gradient."""
+
+    __slots__ = ("input_shape", "beta", "alpha")
+
+    def backward(self, F, g):
+        m1, m2 = F.unpack(self)
+        alpha, beta = self.alpha, self.beta
+        scaled = g if alpha == 1 else g * alpha
+        return (
+            F.sum_to(g if beta == 1 else g * beta, self.input_shape) if self.needs(0) else None,
+            scaled @ F.mT(m2) if self.needs(1) else None,
+            F.mT(m1) @ scaled if self.needs(2) else None,
+        )
+
+
+class BaddbmmBackward0(AddmmBackward0):
+    __slots__ = ()
+
+
+def _addmm(name: str, x: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any) -> Tensor:
+    batched = name == "baddbmm"
+    tensor_arg(x, name, "input", 1)
+    tensor_arg(m1, name, "batch1" if batched else "mat1", 2)
+    tensor_arg(m2, name, "batch2" if batched else "mat2", 3)
+    beta = number_arg(beta, name, "beta", 4)
+    alpha = number_arg(alpha, name, "alpha", 5)
+    if batched:
+        if m1.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if m2.ndim != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+    else:
+        for t, arg in ((m1, "mat1"), (m2, "mat2")):
+            if t.ndim != 2:
+                raise RuntimeError(f"{arg} must be a matrix, got {t.ndim}-D tensor")
+    if m1.dtype != m2.dtype:
+        raise RuntimeError(f"{'batch1 and batch2' if batched else 'mat1 and mat2'} must have the same dtype, but "
+                           f"got {scalar_type_name(m1.dtype)} and {scalar_type_name(m2.dtype)}")
+    if x.dtype != m2.dtype:
+        raise RuntimeError(f"self and {'batch2' if batched else 'mat2'} must have the same dtype, but got "
+                           f"{scalar_type_name(x.dtype)} and {scalar_type_name(m2.dtype)}")
+    if batched:
+        bmm(m1, m2)  # its checks, on shapes only: words the mismatch as torch
+    else:
+        _check(m1, m2)
+    dev = same_device(m1, m2)
+    same_device(x, m1)
+    product = dev.xp.matmul(m1.data, m2.data)
+    target = product.shape
+    try:
+        if np.broadcast_shapes(x.shape, target) != target:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(_expand_error(x.shape, target)) from None
+    out = product if alpha == 1 else product * alpha
+    if beta != 0:  # beta == 0 ignores the input, its NaNs included (torch)
+        out = out + (x.data if beta == 1 else x.data * beta)
+    size = math.prod(target)
+    return record(BaddbmmBackward0 if batched else AddmmBackward0, (x, m1, m2), out, dev, x.shape, beta, alpha,
+                  saved=(m1 if m2._requires_grad else None, m2 if m1._requires_grad else None),
+                  work=int(size * m1.shape[-1] * MATMUL_WORK_PER_MAC) + 2 * size)
+
+
+def _expand_error(shape: tuple[int, ...], target: tuple[int, ...]) -> str:
+    """torch's expand refusal (addmm expands its input to the product's shape)."""
+    lead = len(target) - len(shape)
+    if lead < 0:
+        return (f"The expanded size of the tensor ({len(target)}) must be greater or equal to the number of "
+                f"dimensions in the tensor ({len(shape)})")
+    for i in range(len(shape) - 1, -1, -1):
+        n, m = shape[i], target[i + lead]
+        if n != m and n != 1:
+            return (f"The expanded size of the tensor ({m}) must match the existing size ({n}) at non-singleton "
+                    f"dimension {i + lead}.  Target sizes: {list(target)}.  Tensor sizes: {list(shape)}")
+    return f"cannot expand {list(shape)} to {list(target)}"
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """torch's ``addmm``: ``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product."""
+    return _addmm("addmm", input, mat1, mat2, beta, alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """torch's ``baddbmm``: ``addmm`` over a batch of matrices."""
+    return _addmm("baddbmm", input, batch1, batch2, beta, alpha)
+
+
+# --------------------------------------------------------------------------- ops-math: einsum
+# Note [einsum differentiates through einsum]: the equation is first made explicit (each ellipsis
+# becomes letters of its own, the implicit output torch's: the ellipsis' letters, then the letters
+# seen once, sorted) and each operand is broadcast to its letters' sizes, so one numpy-style
+# einsum computes it on every backend. Operand i's gradient is itself an einsum, of the output's
+# gradient with the other operands, onto i's letters; a letter only i has (summed in the forward)
+# comes back by broadcasting, a repeated letter (a diagonal, ``ii->i``) by multiplying with
+# identity matrices (``i,ij->ij``), and a broadcast size-1 dim by a sum. Written against ``F``,
+# the backward is recorded from einsums too (``einsum_explicit``): every order comes for free.
+# torch decomposes einsum into permutes and bmm, so its output's grad_fn is one of those
+# (ViewBackward0, PermuteBackward0, ...); asyncgrad's is EinsumBackward0, a name torch has not.
+_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+
+
+def _parse_einsum(equation: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str]:
+    """The explicit subscripts of each operand and of the output, ellipses spelled out."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not {type_label(equation)}")
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    for i, c in enumerate(eq):
+        if c not in _LETTERS and c not in ".,->":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
+                               f"must be in [a-zA-Z]")
+    terms = lhs.split(",")
+    if len(terms) > len(shapes):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(terms) < len(shapes):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    used = set(eq)
+    fresh = [c for c in _LETTERS if c not in used]
+    ranks = [len(shape) - (len(term) - 3) for term, shape in zip(terms, shapes) if "..." in term]
+    ell = fresh[:max(ranks, default=0)]
+    subs = []
+    for i, (term, shape) in enumerate(zip(terms, shapes)):
+        if "..." in term:
+            k = len(shape) - (len(term) - 3)
+            if k < 0:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term) - 3}) is more "
+                                   f"than the number of dimensions ({len(shape)}) for operand {i}")
+            term = term.replace("...", "".join(ell[len(ell) - k:]))
+        elif len(term) != len(shape):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) does not match the "
+                               f"number of dimensions ({len(shape)}) for operand {i} and no ellipsis was given")
+        subs.append(term)
+    if arrow:
+        out = rhs.replace("...", "".join(ell))
+        seen = "".join(subs)
+        for c in out:
+            if c not in seen:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   f"operand")
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+    else:
+        counts = "".join(t.replace("...", "") for t in terms)
+        out = "".join(ell) + "".join(sorted(c for c in set(counts) if counts.count(c) == 1))
+    return subs, out
+
+
+def _letter_sizes(subs: list[str], shapes: list[tuple[int, ...]]) -> dict[str, int]:
+    """Each letter's size: size-1 dims broadcast, as torch's einsum."""
+    sizes: dict[str, int] = {}
+    for i, (term, shape) in enumerate(zip(subs, shapes)):
+        for c, n in zip(term, shape):
+            seen = sizes.get(c)
+            if seen is None or seen == 1:
+                sizes[c] = n
+            elif n != 1 and n != seen:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which does not broadcast "
+                                   f"with previously seen size {seen}")
+    return sizes
+
+
+class EinsumBackward0(OpNode):
+    """Note [einsum differentiates through einsum]."""
+
+    __slots__ = ("subs", "out", "sizes", "shapes")
+    work_per_element = 2
+
+    def backward(self, F, g):
+        operands = F.unpack(self)
+        grads = []
+        for i, term in enumerate(self.subs):
+            if not self.needs(i):
+                grads.append(None)
+                continue
+            grads.append(self._grad(F, g, operands, i, term))
+        return tuple(grads)
+
+    def _grad(self, F, g, operands, i, term):
+        sizes = self.sizes
+        others = [(s, op) for j, (s, op) in enumerate(zip(self.subs, operands)) if j != i]
+        letters = "".join(dict.fromkeys(term))
+        available = set(self.out).union(*(s for s, _ in others))
+        kept = "".join(c for c in letters if c in available)
+        grad = F.einsum(",".join([self.out] + [s for s, _ in others]) + "->" + kept, g, *(op for _, op in others))
+        if kept != letters:  # letters only this operand has: constant along them
+            grad = F.reshape(grad, tuple(sizes[c] if c in kept else 1 for c in letters))
+            grad = F.expand(grad, tuple(sizes[c] for c in letters))
+        if letters != term:  # a repeated letter: onto the diagonal, through identities
+            renamed, eyes, free = [], [], [c for c in _LETTERS if c not in "".join(self.subs) + self.out]
+            for c in term:
+                if c in renamed:
+                    other = free.pop()
+                    eyes.append((c + other, _eye(F, g, sizes[c])))
+                    renamed.append(other)
+                else:
+                    renamed.append(c)
+            grad = F.einsum(",".join([letters] + [s for s, _ in eyes]) + "->" + "".join(renamed), grad,
+                            *(e for _, e in eyes))
+        shape = self.shapes[i]
+        full = tuple(sizes[c] for c in term)
+        if full != shape:  # dims of size 1 that broadcast
+            axes = tuple(k for k, (n, m) in enumerate(zip(shape, full)) if n != m)
+            grad = F.sum(grad, axes, True)
+        return grad
+
+
+def _eye(F: Any, like: Any, n: int) -> Any:
+    """An n-by-n identity of ``like``'s dtype on its device, as the formula namespace's constant."""
+    if isinstance(like, Tensor):
+        backend, dtype = like.device.backend, like.dtype
+    else:
+        backend = backend_of(like)
+        dtype = backend.dtype(like)
+    xp = backend.xp
+    positions = backend.arange(n, np.dtype(np.int64))
+    eye = backend.astype(xp.reshape(positions, (n, 1)) == xp.reshape(positions, (1, n)), dtype)
+    return F.constant(eye, like)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """torch's ``einsum``: operands as arguments or one list; ``...`` broadcasts; size-1 dims
+    broadcast (Note [einsum differentiates through einsum])."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for i, op in enumerate(operands):
+        tensor_arg(op, "einsum", "tensors", i + 2)
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    dtype = operands[0].dtype
+    for op in operands[1:]:
+        same_device(operands[0], op)
+        if op.dtype != dtype:
+            raise RuntimeError(f"expected scalar type {scalar_type_name(dtype)} but found {scalar_type_name(op.dtype)}")
+    subs, out = _parse_einsum(equation, [op.shape for op in operands])
+    return einsum_explicit(",".join(subs) + "->" + out, *operands)
+
+
+def einsum_explicit(equation: str, *operands: Tensor) -> Tensor:
+    """einsum of an explicit equation (no ellipsis, an output): the recorded op behind ``einsum``
+    and its backward (TensorMath's ``einsum``)."""
+    lhs, out = equation.split("->")
+    subs = lhs.split(",")
+    shapes = [op.shape for op in operands]
+    sizes = _letter_sizes(subs, shapes)
+    dev = operands[0].device
+    backend = dev.backend
+    arrays = []
+    for term, op in zip(subs, operands):
+        full = tuple(sizes[c] for c in term)
+        arrays.append(op.data if full == op.shape else backend.broadcast_view(op.data, full))
+    result = backend.einsum(equation, *arrays)
+    work = math.prod(sizes.values()) * len(operands)
+    return record(EinsumBackward0, tuple(operands), result, dev, tuple(subs), out, sizes, tuple(shapes),
+                  saved=tuple(operands), work=int(work * MATMUL_WORK_PER_MAC) + 1)
+
+
+# --------------------------------------------------------------------------- ops-math: cdist
+class CdistBackward0(OpNode):
+    """torch's _cdist_backward, per p: 0 for p = 0; ``sign(diff)`` for 1; ``diff / dist`` for 2;
+    ``sign(diff) |diff|^(p-1) / dist^(p-1)`` otherwise; for inf, ``sign(diff)`` where
+    ``|diff|`` is the distance. Zero where the distance is zero (and where ``diff`` is, for p < 1).
+    Unlike torch (whose _cdist_backward has no derivative), written against ``F``: second order works."""
+
+    __slots__ = ("p", "x1_shape", "x2_shape")
+    saves_result = True
+
+    def backward(self, F, g):
+        x1, x2, dist = F.unpack(self)
+        p = self.p
+        m = self.x1_shape[-1]
+        a = F.reshape(x1, self.x1_shape[:-1] + (1, m))
+        b = F.reshape(x2, self.x2_shape[:-2] + (1,) + self.x2_shape[-2:])
+        diff = a - b
+        gd = F.reshape(g, g.shape + (1,))
+        d = F.reshape(dist, dist.shape + (1,))
+        zero = d == 0
+        if p == 0:
+            term = F.zeros_like(diff)  # Note [Zero derivatives are constants] in elementwise.py
+        elif p == 1:
+            term = gd * F.sign(diff)
+        elif p == 2:
+            term = F.where(zero, 0.0, gd / F.where(zero, 1.0, d)) * diff
+        elif p == math.inf:
+            term = F.where(diff * F.sign(diff) == d, gd * F.sign(diff), 0.0)
+        else:
+            magnitude = diff * F.sign(diff)
+            tiny = zero if p >= 1 else (magnitude == 0)
+            safe = F.where(tiny, 1.0, magnitude)
+            scale = F.where(zero, 0.0, gd / F.where(zero, 1.0, d) ** (p - 1))
+            term = F.where(tiny, 0.0, F.sign(diff) * safe ** (p - 1) * scale)
+        return (
+            F.sum_to(F.sum(term, -2), self.x1_shape) if self.needs(0) else None,
+            F.sum_to(-F.sum(term, -3), self.x2_shape) if self.needs(1) else None,
+        )
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """torch's ``cdist``: the p-norm distance between each row of ``x1`` and each row of ``x2``,
+    batch dims broadcast. Computed from the differences for every p (torch's matrix-product path
+    for large p = 2 inputs trades accuracy for speed; ``compute_mode`` is accepted and not needed)."""
+    tensor_arg(x1, "cdist", "x1", 1)
+    tensor_arg(x2, "cdist", "x2", 2)
+    for t, name in ((x1, "X1"), (x2, "X2")):
+        if t.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    for t, name in ((x1, "X1"), (x2, "X2")):
+        if t.dtype.kind != "f":
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {scalar_type_name(t.dtype)}")
+    p = float(number_arg(p, "cdist", "p", 3))
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if x1.dtype != x2.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x1.dtype)} but found "
+                           f"{scalar_type_name(x2.dtype)}")
+    dev = same_device(x1, x2)
+    xp = dev.xp
+    m = x1.shape[-1]
+    try:
+        batch = tuple(np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]))
+    except ValueError:
+        raise broadcast_error(x1.shape[:-2], x2.shape[:-2]) from None
+    diff = xp.reshape(x1.data, x1.shape[:-1] + (1, m)) - xp.reshape(x2.data, x2.shape[:-2] + (1,) + x2.shape[-2:])
+    if m == 0:
+        out = dev.backend.zeros(batch + (x1.shape[-2], x2.shape[-2]), x1.dtype)
+    elif p == 0:
+        out = xp.sum(dev.backend.astype(diff != 0, x1.dtype), axis=-1)
+    elif p == 1:
+        out = xp.sum(xp.abs(diff), axis=-1)
+    elif p == 2:
+        out = xp.sqrt(xp.sum(diff * diff, axis=-1))
+    elif p == math.inf:
+        out = xp.max(xp.abs(diff), axis=-1)
+    else:
+        out = xp.sum(xp.abs(diff) ** p, axis=-1) ** (1 / p)
+    out = dev.backend.array(out)
+    return record(CdistBackward0, (x1, x2), out, dev, p, x1.shape, x2.shape, saved=(x1, x2),
+                  work=math.prod(diff.shape) * 4)
+
+
+# --------------------------------------------------------------------------- ops-math: norms
+def _float_input(x: Tensor, fn: str) -> None:
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
+                           f"{scalar_type_name(x.dtype)}")
+
+
+class LinalgVectorNormBackward0(OpNode):
+    """torch's norm_backward, per ord (Note [Norm gradients at zero])."""
+
+    __slots__ = ("ord", "axes", "keepdim", "in_shape")
+    saves_result = True
+    work_per_element = 4
+
+    def backward(self, F, g):
+        x, norm = F.unpack(self)
+        kept = _kept_shape(self.in_shape, self.axes)
+        if not self.keepdim:
+            g, norm = F.reshape(g, kept), F.reshape(norm, kept)
+        p = self.ord
+        if p == 0:
+            return (None,)  # torch's norm_backward leaves the 0-norm's gradient undefined
+        sign = F.sign(x)
+        if p == 1:
+            return (g * sign,)
+        zero = norm == 0
+        if p == 2:
+            return (x * F.where(zero, 0.0, g / F.where(zero, 1.0, norm)),)
+        if p == math.inf or p == -math.inf:
+            hit = x * sign == norm
+            count = F.sum(F.cast(hit, x.dtype), self.axes, True)
+            return (sign * F.where(hit, g / count, 0.0),)
+        magnitude = x * sign
+        if p < 1:  # sgn(x) |x|^(p-1) (0 at x == 0) * g * norm^(1-p)
+            tiny = magnitude == 0
+            scaled = F.where(tiny, 0.0, sign * F.where(tiny, 1.0, magnitude) ** (p - 1))
+            return (scaled * (g * norm ** (1 - p)),)
+        scale = F.where(zero, 0.0, g / F.where(zero, 1.0, norm) ** (p - 1))
+        if p < 2:
+            return (sign * F.where(magnitude == 0, 0.0, F.where(magnitude == 0, 1.0, magnitude) ** (p - 1)) * scale,)
+        return (x * magnitude ** (p - 2) * scale,)
+
+
+# Note [Norm gradients at zero]: as torch, the 2-norm and p-norms give 0 where the norm is 0 (not
+# NaN), p < 1 gives 0 where an element is 0, and the inf-norms share the gradient evenly among
+# the elements that reach the maximum (or minimum).
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """torch's ``linalg.vector_norm``: ord a number (inf, -inf and 0 included), over ``dim`` (all by default)."""
+    tensor_arg(x, "linalg_vector_norm", "input", 1)
+    if isinstance(ord, str) or not isinstance(ord, (int, float, np.number)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type_label(ord)}")
+    _float_input(x, "linalg.vector_norm")
+    if dtype is not None:
+        x = shape_ops.to_dtype(x, np.dtype(dtype))
+    ord = float(ord)
+    axes = normalize_dims(dim, x.ndim, "linalg.vector_norm")
+    if x.ndim == 0:
+        axes = None
+    dev = x.device
+    xp = dev.xp
+    data = x.data
+    if ord in (math.inf, -math.inf) and data.size == 0:
+        sizes = [x.shape[a] for a in (axes if axes is not None else range(x.ndim))]
+        if 0 in sizes or not sizes:
+            raise RuntimeError("linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
+                               "operation does not have an identity")
+    magnitude = xp.abs(data)
+    if ord == math.inf:
+        out = xp.max(magnitude, axis=axes, keepdims=keepdim)
+    elif ord == -math.inf:
+        out = xp.min(magnitude, axis=axes, keepdims=keepdim)
+    elif ord == 0:
+        out = xp.sum(dev.backend.astype(data != 0, x.dtype), axis=axes, keepdims=keepdim)
+    elif ord == 1:
+        out = xp.sum(magnitude, axis=axes, keepdims=keepdim)
+    elif ord == 2:
+        out = xp.sqrt(xp.sum(data * data, axis=axes, keepdims=keepdim))
+    else:
+        out = xp.sum(magnitude ** ord, axis=axes, keepdims=keepdim) ** (1 / ord)
+    out = dev.backend.array(out)
+    return record(LinalgVectorNormBackward0, (x,), out, dev, ord, axes, keepdim, x.shape, saved=(x,),
+                  work=data.size * 4)
+
+
+def _matrix_dims(dim: Any, ndim: int, fn: str) -> tuple[int, int]:
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        shown = " ".join(str(d) for d in dim) if isinstance(dim, (tuple, list)) else str(dim)
+        raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {shown}")
+    d0, d1 = (normalize_dims(d, ndim, fn)[0] for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"{fn}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
+                dtype: Any = None) -> Tensor:
+    """torch's ``linalg.matrix_norm``: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf ('nuc', 2 and -2 through
+    ``svdvals``, first order only)."""
+    tensor_arg(A, "linalg_matrix_norm", "input", 1)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.matrix_norm")
+    d0, d1 = _matrix_dims(dim, A.ndim, "linalg.matrix_norm")
+    if dtype is not None:
+        A = shape_ops.to_dtype(A, np.dtype(dtype))
+    if isinstance(ord, str):
+        if ord == "fro":
+            return vector_norm(A, 2, (d0, d1), keepdim)
+        if ord == "nuc":
+            return _singular_value_norm(A, ord, d0, d1, keepdim)
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord in (2, -2):
+        return _singular_value_norm(A, ord, d0, d1, keepdim)
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {_order_text(ord)} not supported.")
+    if abs(ord) == math.inf:
+        d0, d1 = d1, d0
+    if not keepdim and d0 < d1:
+        d1 -= 1
+    reduced = vector_norm(A, 1, d0, keepdim)
+    return reduction.amax(reduced, d1, keepdim) if ord > 0 else reduction.amin(reduced, d1, keepdim)
+
+
+def _singular_value_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor:
+    """'nuc', 2 and -2, as torch composes them: the matrix dims moved last, the singular values
+    summed (or their max, min), the dims put back with keepdim."""
+    rest = [i for i in range(A.ndim) if i not in (d0, d1)]
+    order = rest + [d0, d1]
+    values = svdvals(A if order == list(range(A.ndim)) else shape_ops.permute(A, order))
+    last = values.ndim - 1
+    out = reduction.sum(values, last) if ord == "nuc" else (reduction.amax if ord > 0 else reduction.amin)(values, last)
+    if not keepdim:
+        return out
+    out = shape_ops.unsqueeze(shape_ops.unsqueeze(out, -1), -1)
+    return shape_ops.permute(out, [order.index(i) for i in range(A.ndim)])
+
+
+class LinalgSvdBackward0(OpNode):
+    """svdvals: dσᵢ = uᵢᵀ dA vᵢ, so the gradient is ``U diag(g) Vᴴ`` (from the saved singular vectors).
+    That formula holds U and V constant: its own derivative would need theirs, which asyncgrad does
+    not compute, so a recorded (create_graph) backward through it is refused, never wrong."""
+
+    __slots__ = ()
+    work_per_element = 2
+
+    def backward(self, F, g):
+        u, vh = F.unpack(self)
+        if isinstance(u, Tensor):
+            raise NotImplementedError("the second derivative of singular values (svdvals, the 'nuc' and 2-norms) is "
+                                      "not implemented in asyncgrad")
+        xp = backend_of(g).xp
+        return (u @ (xp.reshape(g, g.shape + (1,)) * vh),)
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """torch's ``linalg.svdvals``: the singular values, in descending order."""
+    tensor_arg(A, "linalg_svdvals", "A", 1)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.svd")
+    dev = A.device
+    u, s, vh = dev.xp.linalg.svd(A.data, full_matrices=False)
+    return record(LinalgSvdBackward0, (A,), s, dev, saved=(plain(u, dev), plain(vh, dev)),
+                  work=A.data.size * min(A.shape[-2:]))
+
+
+def _order_text(ord: Any) -> str:
+    return str(int(ord)) if float(ord).is_integer() else str(ord)
+
+
+def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """torch's ``linalg.norm``: a vector norm over one dim (or the whole flattened tensor), a matrix
+    norm over two; with ``ord`` and no ``dim``, the input must be 1-D or 2-D."""
+    tensor_arg(A, "linalg_norm", "input", 1)
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 1:
+            if isinstance(ord, str):
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dims[0]}")
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
+        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A.ndim}D.")
+    if A.ndim == 1:
+        if isinstance(ord, str):
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+
+
+def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """torch's ``Tensor.norm`` / ``torch.norm``: ``p`` a number (a vector norm over ``dim``, every
+    element by default), 'fro' (the 2-norm over ``dim``), or 'nuc'."""
+    tensor_arg(x, "norm", "input", 1)
+    if p is None:
+        p = 2
+    if isinstance(p, str):
+        if p == "fro":
+            return vector_norm(x, 2, dim, keepdim, dtype=dtype)
+        if p == "nuc":
+            return matrix_norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+        raise RuntimeError(f"norm(): unknown norm type {p!r}")
+    return vector_norm(x, p, dim, keepdim, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- ops-math: inverse, det, solve
+class LinAlgError(RuntimeError):
+    """torch's ``torch.linalg.LinAlgError``: a matrix the factorisation finds singular."""
+
+
+def _square(A: Tensor, fn: str) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    _float_input(A, fn)
+
+
+def _singular(A: Any, backend: Any, fn: str) -> LinAlgError:
+    """torch's words for a matrix LU finds singular: which batch element, which pivot."""
+    found = backend.singular_pivot(A)
+    element, pivot = found if found is not None else (0, A.shape[-1])
+    batch = f"(Batch element {element}): " if A.ndim > 2 else ""
+    return LinAlgError(f"{fn}: {batch}The diagonal element {pivot} is zero, the inversion could not be completed "
+                       f"because the input matrix is singular.")
+
+
+class LinalgInvExBackward0(OpNode):
+    """d(A⁻¹) = -A⁻¹ dA A⁻¹: the gradient is ``-A⁻ᵀ g A⁻ᵀ`` (from the saved inverse)."""
+
+    __slots__ = ()
+    saves_result = True
+    work_per_element = 2
+
+    def backward(self, F, g):
+        (inverse,) = F.unpack(self)
+        inverse_t = F.mT(inverse)
+        return (-(inverse_t @ g @ inverse_t),)
+
+
+def inv(A: Tensor) -> Tensor:
+    """torch's ``linalg.inv``: a singular matrix raises torch's LinAlgError, naming its zero pivot."""
+    tensor_arg(A, "linalg_inv", "A", 1)
+    _square(A, "linalg.inv")
+    dev = A.device
+    try:
+        out = dev.xp.linalg.inv(A.data)
+    except Exception as exc:
+        if "singular" not in str(exc).lower():
+            raise
+        raise _singular(A.data, dev.backend, "linalg.inv") from None
+    return record(LinalgInvExBackward0, (A,), out, dev, work=A.data.size * A.shape[-1])
+
+
+class LinalgDetBackward0(OpNode):
+    """The gradient of det is the cofactor matrix: ``g det A⁻ᵀ`` where A is invertible; where it is
+    singular, torch's SVD form ``U diag(Π_{j≠i} s_j) Vᴴ det(U) det(Vᴴ)``, which is the same matrix
+    and stays right at rank n - 1 (and gives 0 below it)."""
+
+    __slots__ = ()
+    saves_result = True
+    work_per_element = 2
+
+    def backward(self, F, g):
+        A, det = F.unpack(self)
+        scale = F.reshape(g * det, g.shape + (1, 1))
+        if isinstance(A, Tensor):
+            if bool(A.device.xp.any(det.data == 0)):
+                raise NotImplementedError("the second derivative of det at a singular matrix is not implemented in "
+                                          "asyncgrad")
+            return (scale * F.mT(F.inv(A)),)
+        backend = backend_of(A)
+        xp = backend.xp
+        singular = det == 0
+        if not bool(xp.any(singular)):
+            return (scale * F.mT(F.inv(A)),)
+        u, s, vh = xp.linalg.svd(A, full_matrices=False)
+        n = s.shape[-1]
+        positions = backend.arange(n, np.dtype(np.int64))
+        others = xp.where(xp.reshape(positions, (n, 1)) == xp.reshape(positions, (1, n)), 1.0,
+                          xp.reshape(s, s.shape[:-1] + (1, n)))
+        products = xp.prod(others, axis=-1)  # Π_{j≠i} s_j
+        alpha = xp.linalg.det(u) * xp.linalg.det(vh) * g
+        cofactor = (u * xp.reshape(products * xp.reshape(alpha, alpha.shape + (1,)), s.shape[:-1] + (1, n))) @ vh
+        safe = xp.where(xp.reshape(singular, singular.shape + (1, 1)), xp.eye(n, dtype=A.dtype, device=A.device), A)
+        regular = scale * xp.matrix_transpose(xp.linalg.inv(safe))
+        return (xp.where(xp.reshape(singular, singular.shape + (1, 1)), cofactor, regular),)
+
+
+def det(A: Tensor) -> Tensor:
+    """torch's ``linalg.det``; its gradient is right at singular matrices too (LinalgDetBackward0)."""
+    tensor_arg(A, "linalg_det", "A", 1)
+    _square(A, "linalg.det")
+    dev = A.device
+    out = dev.backend.array(dev.xp.linalg.det(A.data))
+    return record(LinalgDetBackward0, (A,), out, dev, saved=(A,), work=A.data.size * A.shape[-1])
+
+
+class SlogdetResult(NamedTuple):
+    """torch's ``linalg_slogdet`` return type."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class LinalgSlogdetBackward0(OpNode):
+    """d log|det A| = tr(A⁻¹ dA): the gradient is ``g A⁻ᵀ``."""
+
+    __slots__ = ()
+    work_per_element = 2
+
+    def backward(self, F, g):
+        (A,) = F.unpack(self)
+        return (F.reshape(g, g.shape + (1, 1)) * F.mT(F.inv(A)),)
+
+
+def slogdet(A: Tensor) -> SlogdetResult:
+    """torch's ``linalg.slogdet``: (sign, log|det|). The sign of a real matrix is piecewise constant:
+    asyncgrad returns it as a tensor without a node (torch hangs it on the same node, with a zero gradient)."""
+    tensor_arg(A, "linalg_slogdet", "A", 1)
+    _square(A, "linalg.slogdet")
+    dev = A.device
+    sign, logabs = dev.xp.linalg.slogdet(A.data)
+    backend = dev.backend
+    return SlogdetResult(plain(backend.array(sign), dev),
+                         record(LinalgSlogdetBackward0, (A,), backend.array(logabs), dev, saved=(A,)))
+
+
+class LinalgSolveExBackward0(OpNode):
+    """X = A⁻¹ B: ``gB = A⁻ᵀ g`` and ``gA = -gB Xᵀ``, summed back over broadcast batch dims."""
+
+    __slots__ = ("a_shape", "b_shape", "vector")
+    saves_result = True
+
+    def backward(self, F, g):
+        A, X = F.unpack(self)
+        if self.vector:
+            g = F.reshape(g, g.shape + (1,))
+            X = F.reshape(X, X.shape + (1,))
+        gb = F.solve(F.mT(A), g)
+        ga = F.sum_to(-(gb @ F.mT(X)), self.a_shape) if self.needs(0) else None
+        if not self.needs(1):
+            return ga, None
+        if self.vector:
+            gb = F.reshape(gb, gb.shape[:-1])
+        return ga, F.sum_to(gb, self.b_shape)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """torch's ``linalg.solve``: ``B`` is a vector (or a batch of them) when it is 1-D or when its
+    shape is A's without the last dim; batch dims broadcast."""
+    tensor_arg(A, "linalg_solve", "A", 1)
+    tensor_arg(B, "linalg_solve", "B", 2)
+    if not left:
+        raise NotImplementedError("linalg.solve(left=False) is not implemented in asyncgrad: solve A.mT X.mT = B.mT")
+    return _solve(A, B, B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]))
+
+
+def solve_matrix(A: Tensor, B: Tensor) -> Tensor:
+    """``linalg.solve`` with ``B`` a (batch of) matrices, never read as vectors: TensorMath's ``solve``."""
+    return _solve(A, B, False)
+
+
+def _solve(A: Tensor, B: Tensor, vector: bool) -> Tensor:
+    _square(A, "linalg.solve")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
+    dev = same_device(A, B)
+    xp = dev.xp
+    b = xp.reshape(B.data, B.shape + (1,)) if vector else B.data
+    if b.ndim < 2 or b.shape[-2] != A.shape[-1]:
+        rows = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+        cols = b.shape[-1] if b.ndim >= 2 else 1
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {rows}x{cols})")
+    try:
+        np.broadcast_shapes(A.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise broadcast_error(A.shape[:-2], b.shape[:-2]) from None
+    try:
+        out = xp.linalg.solve(A.data, b)
+    except Exception as exc:
+        if "singular" not in str(exc).lower():
+            raise
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+    if vector:
+        out = xp.reshape(out, out.shape[:-1])
+    return record(LinalgSolveExBackward0, (A, B), out, dev, A.shape, B.shape, vector, saved=(A,),
+                  work=A.data.size * A.shape[-1] + math.prod(out.shape) * A.shape[-1])

@@ -9,7 +9,7 @@ import numpy as np
 
 from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
-from asyncgrad.ops import elementwise, indexing, reduction
+from asyncgrad.ops import conv, elementwise, indexing, linalg, pooling, reduction
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, reduced_axes
 from asyncgrad.tensor import Tensor
@@ -73,6 +73,11 @@ class TensorMath:
         return Tensor._make(value, like.device, False, None, 0, [0])
 
     @staticmethod
+    def zeros_like(g: Tensor) -> Tensor:
+        """Zeros that record nothing, as torch's ``zeros_like(grad)`` in its formulas."""
+        return Tensor._make(g.device.xp.zeros_like(g.data), g.device, False, None, 0, [0])
+
+    @staticmethod
     def cat(gs: list, axis: int) -> Tensor:  # views and shape ops (ops/views.py, ops/shape.py)
         return shape_ops.cat(gs, axis)
 
@@ -83,6 +88,17 @@ class TensorMath:
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
     threshold_backward = staticmethod(elementwise.threshold_backward)
+    # ops-math
+    trunc = staticmethod(elementwise.trunc)
+    floor = staticmethod(elementwise.floor)
+    sinh = staticmethod(elementwise.sinh)
+    cosh = staticmethod(elementwise.cosh)
+    inv = staticmethod(linalg.inv)
+    solve = staticmethod(linalg.solve_matrix)
+    einsum = staticmethod(linalg.einsum_explicit)
+    # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
+    convolution = staticmethod(conv.convolution_op)
+    pool = staticmethod(pooling.pool_op)
     # ops-index: the scans
     cumsum = staticmethod(reduction.cumsum)
     cumprod = staticmethod(reduction.cumprod)

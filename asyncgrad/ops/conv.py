@@ -1,0 +1,196 @@
+"""Convolution: ``conv1d``/``conv2d`` (torch's ``ConvolutionBackward0``) through im2col and BLAS.
+
+Note [Three convolutions]: a convolution ``y = conv(x, w)`` is bilinear, and so are its two
+adjoints, ``dx = conv_T(g, w)`` (the transposed convolution) and ``dw = wgrad(x, g)``. Each
+one's derivatives are the other two: from ``<u, conv_T(g, w)> = <conv(u, w), g>`` and
+``<u, wgrad(x, g)> = <conv(x, u), g>``,
+
+* conv(x, w):    d/dx = conv_T(g, w),      d/dw = wgrad(x, g)
+* conv_T(g0, w): d/dg0 = conv(g, w),       d/dw = wgrad(g, g0)
+* wgrad(x, g0):  d/dx = conv_T(g0, g),     d/dg0 = conv(x, g)
+
+So one node class with a ``kind`` (``"forward"``, ``"input"``, ``"weight"``) covers all three,
+and its formula calls ``F.convolution``: raw kernels under ``ArrayMath`` (``windows.py``),
+this module's recorded op under ``TensorMath``, which is how ``create_graph=True`` records a
+differentiable backward and second (and higher) order comes from the same three lines. torch
+names the forward's node ``ConvolutionBackward0`` and the adjoints' ``ConvolutionBackwardBackward0``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from asyncgrad._validate import tensor_arg
+from asyncgrad.ops._node import OpNode, record, same_device
+from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC
+from asyncgrad.ops.shape import squeeze, unsqueeze
+from asyncgrad.ops.windows import Params, convolution, out_size
+from asyncgrad.tensor import Tensor, scalar_type_name
+
+
+class _Convolution(OpNode):
+    """One of the three convolutions (Note [Three convolutions]); inputs ``a``, ``b`` and, for the
+    forward, the bias. It saves ``a`` only if ``b`` needs a gradient and ``b`` only if ``a`` does."""
+
+    __slots__ = ("kind", "a_shape", "b_shape", "params")
+
+    def backward(self, F, g):
+        a, b = F.unpack(self)
+        p = self.params
+        kind = self.kind
+        ga = gb = gc = None
+        if kind == "forward":      # a = x, b = w
+            if self.needs(0):
+                ga = F.convolution("input", g, b, self.a_shape, p)
+            if self.needs(1):
+                gb = F.convolution("weight", a, g, self.b_shape, p)
+            if len(self.next_edges) == 2:
+                return ga, gb
+            if self.needs(2):
+                gc = F.sum(g, axis=(0,) + tuple(range(2, g.ndim)))
+            return ga, gb, gc
+        if kind == "input":        # a = g0, b = w
+            if self.needs(0):
+                ga = F.convolution("forward", g, b, None, p)
+            if self.needs(1):
+                gb = F.convolution("weight", g, a, self.b_shape, p)
+            return ga, gb
+        # kind == "weight": a = x, b = g0
+        if self.needs(0):
+            ga = F.convolution("input", b, g, self.a_shape, p)
+        if self.needs(1):
+            gb = F.convolution("forward", a, g, None, p)
+        return ga, gb
+
+
+class ConvolutionBackward0(_Convolution):
+    __slots__ = ()
+
+
+class ConvolutionBackwardBackward0(_Convolution):
+    __slots__ = ()
+
+
+def _work(x_shape: tuple[int, ...], w_shape: tuple[int, ...], out: tuple[int, ...], groups: int) -> int:
+    """The backward's cost (Note [Cost classes]): two products of the forward's multiply-adds, plus
+    the im2col copy and the fold, which run at elementwise speed."""
+    macs = x_shape[0] * w_shape[0] * math.prod(out) * w_shape[1] * math.prod(w_shape[2:])
+    cols = macs // max(1, w_shape[0] // groups)
+    return int(2 * macs * MATMUL_WORK_PER_MAC) + 2 * cols
+
+
+def convolution_op(kind: str, a: Tensor, b: Tensor, shape: tuple[int, ...] | None, params: Params,
+                   bias: Tensor | None = None) -> Tensor:
+    """``TensorMath.convolution``, and the forward once ``conv1d``/``conv2d`` have checked their
+    arguments: one of the three convolutions as a recorded op."""
+    dev = a.device
+    out = convolution(kind, a.data, b.data, shape, params)
+    if bias is not None:
+        out = out + dev.xp.reshape(bias.data, (-1,) + (1,) * (out.ndim - 2))
+    x_shape = a.shape if kind != "input" else out.shape
+    w_shape = b.shape if kind != "weight" else out.shape
+    y_shape = out.shape if kind == "forward" else (a.shape if kind == "input" else b.shape)
+    cls = ConvolutionBackward0 if kind == "forward" else ConvolutionBackwardBackward0
+    inputs = (a, b) if bias is None else (a, b, bias)
+    return record(cls, inputs, out, dev, kind, a.shape, b.shape, params,
+                  saved=(a if b._requires_grad else None, b if a._requires_grad else None),
+                  work=_work(x_shape, w_shape, y_shape[2:], params[3]))
+
+
+def _tuple(value: Any, d: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * d
+    items = tuple(value)
+    if len(items) == 1:
+        return items * d
+    if len(items) != d or not all(isinstance(v, int) for v in items):
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {d} values to match the "
+                           f"convolution dimensions, but got {name}={list(items)}")
+    return items
+
+
+def conv_nd(d: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any, dilation: Any,
+            groups: int) -> Tensor:
+    """``conv1d`` (``d=1``) and ``conv2d`` (``d=2``): torch's checks and words, then ``convolution_op``."""
+    fn = f"conv{d}d"
+    tensor_arg(input, fn, "input", 1)
+    tensor_arg(weight, fn, "weight", 2)
+    same_device(input, weight)
+    if bias is not None:
+        tensor_arg(bias, fn, "bias", 3)
+        same_device(input, bias)
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"Expected {d + 1}D (unbatched) or {d + 2}D (batched) input to {fn}, but got input of "
+                           f"size: {list(input.shape)}")
+    if input.ndim == d + 1:  # unbatched: one sample, as torch runs it (its node is then the squeeze's)
+        return squeeze(conv_nd(d, unsqueeze(input, 0), weight, bias, stride, padding, dilation, groups), 0)
+    if weight.ndim != d + 2:
+        raise RuntimeError(f"weight should have at least three dimensions, got weight of size {list(weight.shape)}"
+                           if weight.ndim < 3 else
+                           f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
+                           f"{list(weight.shape)}, but got {input.ndim}-dimensional input of size "
+                           f"{list(input.shape)} instead")
+    stride = _tuple(stride, d, "stride")
+    dilation = _tuple(dilation, d, "dilation")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    kernel = weight.shape[2:]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * d
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [v * (k - 1) for v, k in zip(dilation, kernel)]
+            pads = tuple((t // 2, t - t // 2) for t in total)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pads = tuple((p, p) for p in _tuple(padding, d, "padding"))
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError("negative padding is not supported")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size {list(weight.shape)} instead")
+    if input.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+                           f"{input.shape[1]} channels instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[0]):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                           f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} but found "
+                           f"{scalar_type_name(weight.dtype)}")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({input.dtype.name.replace('float64', 'double').replace('float32', 'float')}) "
+                           f"and bias type ({bias.dtype.name.replace('float64', 'double').replace('float32', 'float')}"
+                           ") should be the same")
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"slow_conv2d_cpu" not implemented for \'{input.dtype.name.capitalize()}\'')
+    padded = [n + b + a for n, (b, a) in zip(input.shape[2:], pads)]
+    effective = [v * (k - 1) + 1 for v, k in zip(dilation, kernel)]
+    if any(e > p for e, p in zip(effective, padded)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size")
+    if any(out_size(n, k, s, v, b, a) <= 0 for n, k, s, v, (b, a) in zip(input.shape[2:], kernel, stride, dilation,
+                                                                          pads)):
+        raise RuntimeError("Given input size is too small for the convolution's output")
+    return convolution_op("forward", input, weight, None, (stride, pads, dilation, groups), bias)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """torch.nn.functional.conv1d: ``(N, C, L)`` or ``(C, L)`` input, ``(O, C / groups, K)`` weight."""
+    return conv_nd(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """torch.nn.functional.conv2d: ``(N, C, H, W)`` or ``(C, H, W)`` input, ``(O, C / groups, KH, KW)`` weight."""
+    return conv_nd(2, input, weight, bias, stride, padding, dilation, groups)

@@ -1,0 +1,250 @@
+"""Pooling: ``max_pool1d/2d``, ``avg_pool1d/2d``, ``adaptive_avg_pool2d`` on sliding windows.
+
+Note [Pooling's linear maps]: for fixed windows (and, for max pooling, a fixed choice of each
+window's largest element) pooling is linear in its input, and so is its gradient. Each pooling
+is a pair of maps, adjoint to one another, on raw arrays in ``windows.pool``:
+
+* max: ``max_gather`` (the value at each window's argmax) and ``max_scatter`` (a gradient sent
+  back to those positions; overlapping windows add up);
+* average: ``avg_forward`` (window sums over the divisor) and ``avg_backward``;
+* adaptive average: ``adaptive_forward`` (``rows @ x @ cols.T``, averaging matrices) and
+  ``adaptive_backward``.
+
+One node class per map records it, and its formula is the adjoint map through ``F.pool``, so
+``create_graph=True`` records the backward as the adjoint op and higher orders follow. Node
+names are torch's (``MaxPool2DWithIndicesBackward0``, its backward's
+``MaxPool2DWithIndicesBackwardBackward0``...). The 1-D poolings run the 2-D ones on an
+unsqueezed input, as torch does (their node is then the squeeze's, as torch's is).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from asyncgrad._validate import tensor_arg
+from asyncgrad.ops._node import SavesVariables, plain, record
+from asyncgrad.ops.shape import squeeze, unsqueeze
+from asyncgrad.ops.windows import max_pool, pool
+from asyncgrad.tensor import Tensor
+
+_ADJOINT = {"max_gather": "max_scatter", "max_scatter": "max_gather", "avg_forward": "avg_backward",
+            "avg_backward": "avg_forward", "adaptive_forward": "adaptive_backward",
+            "adaptive_backward": "adaptive_forward"}
+
+
+class _Pool(SavesVariables):
+    """One of pooling's linear maps (Note [Pooling's linear maps]); ``info`` holds the windows and
+    the argmax, divisor or averaging matrices, which torch keeps as saved variables."""
+
+    __slots__ = ("kind", "info")
+
+    def backward(self, F, g):
+        return (F.pool(_ADJOINT[self.kind], g, self.info),)
+
+
+class MaxPool2DWithIndicesBackward0(_Pool):
+    __slots__ = ()
+
+
+class MaxPool2DWithIndicesBackwardBackward0(_Pool):
+    __slots__ = ()
+
+
+class AvgPool2DBackward0(_Pool):
+    __slots__ = ()
+
+
+class AvgPool2DBackwardBackward0(_Pool):
+    __slots__ = ()
+
+
+class AdaptiveAvgPool2DBackward0(_Pool):
+    __slots__ = ()
+
+
+class AdaptiveAvgPool2DBackwardBackward0(_Pool):
+    __slots__ = ()
+
+
+_NODES = {"max_gather": MaxPool2DWithIndicesBackward0, "max_scatter": MaxPool2DWithIndicesBackwardBackward0,
+          "avg_forward": AvgPool2DBackward0, "avg_backward": AvgPool2DBackwardBackward0,
+          "adaptive_forward": AdaptiveAvgPool2DBackward0, "adaptive_backward": AdaptiveAvgPool2DBackwardBackward0}
+
+
+def _work(info: tuple) -> int:
+    kernel, _, _, _, x_shape, out, _ = info
+    return 2 * x_shape[0] * x_shape[1] * math.prod(out) * math.prod(kernel) + math.prod(x_shape)
+
+
+def pool_op(kind: str, a: Tensor, info: tuple) -> Tensor:
+    """``TensorMath.pool``: one of pooling's maps as a recorded op."""
+    return record(_NODES[kind], (a,), pool(kind, a.data, info), a.device, kind, info, work=_work(info))
+
+
+def _pair(value: Any, name: str) -> tuple[int, int]:
+    if isinstance(value, int):
+        return (value, value)
+    items = tuple(value)
+    if len(items) == 1:
+        return (items[0], items[0])
+    if len(items) != 2:
+        raise RuntimeError(f"max_pool2d: {name} must either be a single int, or a tuple of two ints")
+    return items  # type: ignore[return-value]
+
+
+def _windows_of(fn: str, input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                ceil_mode: bool) -> tuple:
+    """Checks (torch's words) and the window layout: kernel, stride, pads (the padding, plus what
+    ceil_mode adds after), dilation, the batched input shape, the output size."""
+    if input.ndim not in (3, 4) or input.numel() == 0:
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    kernel = _pair(kernel_size, "kernel_size")
+    step = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _pair(stride, "stride")
+    pads = _pair(padding, "padding")
+    dil = _pair(dilation, "dilation")
+    if any(s == 0 for s in step):
+        raise RuntimeError("stride should not be zero")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kernel[0]} kW: {kernel[1]}")
+    for p, k, d in zip(pads, kernel, dil):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={d}")
+    shape = input.shape if input.ndim == 4 else (1,) + input.shape
+    out = []
+    extra = []
+    for n, k, s, p, d in zip(shape[2:], kernel, step, pads, dil):
+        span = n + 2 * p - d * (k - 1) - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p)))
+    if any(o <= 0 for o in out):
+        c = shape[1]
+        raise RuntimeError(f"Given input size: ({c}x{shape[2]}x{shape[3]}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
+    return kernel, step, tuple((p, p + e) for p, e in zip(pads, extra)), dil, shape, tuple(out)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """torch.nn.functional.max_pool2d; ``return_indices`` gives each maximum's flat position in
+    its input plane (int64), as torch does, for ``max_unpool2d``-style uses."""
+    tensor_arg(input, "max_pool2d", "input", 1)
+    kernel, step, pads, dil, shape, out = _windows_of("max_pool2d", input, kernel_size, stride, padding, dilation,
+                                                      ceil_mode)
+    dev = input.device
+    backend = dev.backend
+    xp = dev.xp
+    dtype = input.dtype
+    low = -math.inf if dtype.kind == "f" else int(np.iinfo(dtype).min) if dtype.kind in "iu" else False
+    x = input.data if input.ndim == 4 else xp.reshape(input.data, shape)
+    values, arg, _ = max_pool(x, kernel, step, pads, dil, low)
+    info = (kernel, step, pads, dil, shape, out, arg)
+    if input.ndim == 3:
+        values = xp.reshape(values, values.shape[1:])
+    result = record(MaxPool2DWithIndicesBackward0, (input,), values, dev, "max_gather", info, work=_work(info))
+    if not return_indices:
+        return result
+    rows = xp.reshape(backend.arange(out[0], np.int64), (-1, 1)) * step[0] - pads[0][0]
+    cols = xp.reshape(backend.arange(out[1], np.int64), (1, -1)) * step[1] - pads[1][0]
+    at = (rows + (arg // kernel[1]) * dil[0]) * shape[3] + cols + (arg % kernel[1]) * dil[1]
+    return result, plain(at if input.ndim == 4 else xp.reshape(at, at.shape[1:]), dev)
+
+
+def _divisor(shape: tuple, kernel: tuple, step: tuple, pads: tuple, out: tuple, count_include_pad: bool,
+             divisor_override: int | None, dev: Any) -> Any:
+    """torch's divisor of each window: its elements inside the padded input (``count_include_pad``)
+    or inside the input itself; ceil_mode's extra windows count only what they overlap."""
+    if divisor_override is not None:
+        return divisor_override
+    counts = []
+    for n, k, s, (p, _), o in zip(shape[2:], kernel, step, pads, out):
+        dim = []
+        for i in range(o):
+            start = i * s - p
+            end = min(start + k, n + p)
+            dim.append(end - start if count_include_pad else min(end, n) - max(start, 0))
+        counts.append(dim)
+    table = [[float(a * b) for b in counts[1]] for a in counts[0]]
+    return dev.backend.from_host(table, dtype=None)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """torch.nn.functional.avg_pool2d (torch's divisor rules, ``_divisor``)."""
+    tensor_arg(input, "avg_pool2d", "input", 1)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    kernel, step, pads, dil, shape, out = _windows_of("avg_pool2d", input, kernel_size, stride, padding, 1,
+                                                      ceil_mode)
+    dev = input.device
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"avg_pool2d" not implemented for \'{input.dtype.name.capitalize()}\'')
+    divisor = _divisor(shape, kernel, step, pads, out, count_include_pad, divisor_override, dev)
+    if not isinstance(divisor, int):
+        divisor = dev.backend.astype(divisor, input.dtype)
+    info = (kernel, step, pads, dil, shape, out, divisor)
+    return record(AvgPool2DBackward0, (input,), pool("avg_forward", input.data, info), dev, "avg_forward", info,
+                  work=_work(info))
+
+
+def _averaging(n: int, o: int, dtype: Any, dev: Any) -> Any:
+    """The (o, n) matrix averaging torch's adaptive windows [floor(i n / o), ceil((i + 1) n / o))."""
+    rows = []
+    for i in range(o):
+        start, end = (i * n) // o, -(-((i + 1) * n) // o)
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(n)])
+    return dev.backend.from_host(rows, dtype=dtype)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """torch.nn.functional.adaptive_avg_pool2d: ``output_size`` an int or a pair (None keeps a size)."""
+    tensor_arg(input, "adaptive_avg_pool2d", "input", 1)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"Input dimension should be at least 3, got {input.ndim}" if input.ndim < 3 else
+                         f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    size = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(size) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be 2, but got {len(size)}")
+    h, w = input.shape[-2:]
+    oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
+    dev = input.device
+    shape = input.shape if input.ndim == 4 else (1,) + input.shape
+    info = ((1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), shape, (oh, ow),
+            (_averaging(h, oh, input.dtype, dev), _averaging(w, ow, input.dtype, dev)))
+    return record(AdaptiveAvgPool2DBackward0, (input,), pool("adaptive_forward", input.data, info), dev,
+                  "adaptive_forward", info, work=2 * math.prod(shape[:2]) * (h * w * ow + h * ow * oh) // 16)
+
+
+def _one_d(fn: Any, input: Tensor, name: str, kernel_size: Any, stride: Any, padding: Any, *rest: Any) -> Any:
+    """A 1-D pooling as torch runs it: the 2-D one on ``input.unsqueeze(-2)``, then squeezed."""
+    tensor_arg(input, name, "input", 1)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{name}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
+
+    def single(v: Any) -> Any:
+        return v if isinstance(v, int) else tuple(v)[0]
+
+    step = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else (1, single(stride))
+    result = fn(unsqueeze(input, -2), (1, single(kernel_size)), step, (0, single(padding)), *rest)
+    if isinstance(result, tuple):
+        return squeeze(result[0], -2), squeeze(result[1], -2)
+    return squeeze(result, -2)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """torch.nn.functional.max_pool1d on ``(N, C, L)`` or ``(C, L)``."""
+    dil = dilation if isinstance(dilation, int) else tuple(dilation)[0]
+    return _one_d(max_pool2d, input, "max_pool1d", kernel_size, stride, padding, (1, dil), ceil_mode, return_indices)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """torch.nn.functional.avg_pool1d on ``(N, C, L)`` or ``(C, L)``."""
+    return _one_d(avg_pool2d, input, "avg_pool1d", kernel_size, stride, padding, ceil_mode, count_include_pad)

@@ -1,0 +1,272 @@
+"""Sliding windows on raw device arrays: the kernels of convolution and pooling, forward and backward.
+
+Note [Windows are strided views]: a convolution or a pooling reads, for every output position,
+a window of its (padded) input. Those windows are one strided view of the input, shaped
+``(N, C, *kernel, *out)``: along a kernel axis the stride is the input's times the dilation,
+along an output axis the input's times the stride, so windows overlap in memory and nothing is
+copied (``backend.strided_view``, which the standard has no word for; nothing writes through it).
+Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
+it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
+``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
+a 0/1 band matrix, so overlapping windows add up without a scatter; pooling's backwards, whose
+columns are cheap to give slab by slab, use ``fold_slabs`` (one strided slice-add per kernel
+position). Then the padding is cut off.
+
+Everything here takes and returns the arrays of one device, through its backend (Note [One
+array backend per device]), so ``ArrayMath`` (``_node.py``) can run a backward formula's
+``F.convolution`` with it, and the recorded ops (``conv.py``, ``pooling.py``) their forwards.
+A layout ``params`` is ``(stride, pads, dilation, groups)``: tuples over the spatial dims, each
+pad a ``(before, after)`` pair (``padding='same'`` with an even kernel pads one more after).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from asyncgrad.devices.backend import backend_of
+
+Params = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
+
+
+def _at(a: Any, key: Any) -> Any:
+    return a[key]
+
+
+def out_size(size: int, kernel: int, stride: int, dilation: int, before: int, after: int) -> int:
+    """Output positions along one dim: windows of ``dilation * (kernel - 1) + 1`` elements that fit."""
+    return (size + before + after - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def pad(x: Any, pads: tuple[tuple[int, int], ...], value: float = 0.0) -> Any:
+    """``x`` with its last ``len(pads)`` dims padded by ``value`` (a new array), or ``x`` itself."""
+    if not any(before or after for before, after in pads):
+        return x
+    backend = backend_of(x)
+    lead = x.ndim - len(pads)
+    shape = x.shape[:lead] + tuple(n + b + a for n, (b, a) in zip(x.shape[lead:], pads))
+    out = backend.full(shape, value, backend.dtype(x))
+    backend.setitem(out, (slice(None),) * lead + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[lead:], pads)), x)
+    return out
+
+
+def windows(xp_: Any, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
+            out: tuple[int, ...]) -> Any:
+    """The ``(N, C, *kernel, *out)`` view of a padded ``(N, C, *spatial)`` array (Note [Windows are strided views])."""
+    backend = backend_of(xp_)
+    st = backend.strides(xp_)
+    spatial = st[2:]
+    strides = st[:2] + tuple(s * d for s, d in zip(spatial, dilation)) + tuple(s * k for s, k in zip(spatial, stride))
+    return backend.strided_view(xp_, xp_.shape[:2] + kernel + out, strides, 0)
+
+
+def _offset_key(offset: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
+                out: tuple[int, ...]) -> tuple:
+    """The strided slice of the padded input that kernel position ``offset`` reads for every output."""
+    return (slice(None), slice(None)) + tuple(
+        slice(k * d, k * d + s * (o - 1) + 1, s) for k, s, d, o in zip(offset, stride, dilation, out))
+
+
+def fold(cols: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+         dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Any:
+    """The adjoint of ``windows``: ``cols`` ``(N, C, *kernel, *out)`` added back into an input of
+    ``shape`` (overlaps add up), its padding cut off.
+
+    One spatial dim at a time, as a matmul with a 0/1 band matrix (row ``k * out + o`` has its one
+    at ``o * stride + k * dilation``): BLAS does the adding, where one strided slice-add per kernel
+    position (``fold_slabs``) runs numpy's loops over rows only ``out`` elements long."""
+    backend = backend_of(cols)
+    xp = backend.xp
+    d = len(kernel)
+    out = cols.shape[2 + d:]
+    padded = tuple(n + b + a for n, (b, a) in zip(shape[2:], pads))
+    acc = cols
+    labels = ["n", "c"] + [f"k{j}" for j in range(d)] + [f"o{j}" for j in range(d)]
+    for j in range(d):  # (k_j, o_j) moved last and merged, times the band: p_j, appended last
+        keep = [i for i, name in enumerate(labels) if name not in (f"k{j}", f"o{j}")]
+        order = tuple(keep) + (labels.index(f"k{j}"), labels.index(f"o{j}"))
+        moved = xp.permute_dims(acc, order)
+        merged = xp.reshape(moved, moved.shape[:-2] + (kernel[j] * out[j],))
+        acc = xp.matmul(merged, _band(kernel[j], out[j], padded[j], stride[j], dilation[j], backend,
+                                      backend.dtype(cols)))
+        labels = [labels[i] for i in keep] + [f"p{j}"]
+    return crop(acc, shape, pads)
+
+
+def _band(kernel: int, out: int, size: int, stride: int, dilation: int, backend: Any, dtype: Any) -> Any:
+    """The ``(kernel * out, size)`` matrix adding each (kernel position, output) column at the input
+    position it read (``fold``), on the backend's device."""
+    return backend.from_host(_band_rows(kernel, out, size, stride, dilation), dtype=dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _band_rows(kernel: int, out: int, size: int, stride: int, dilation: int) -> tuple:
+    rows = []
+    for k in range(kernel):
+        for o in range(out):
+            row = [0.0] * size
+            row[o * stride + k * dilation] = 1.0
+            rows.append(row)
+    return tuple(map(tuple, rows))
+
+
+def fold_slabs(slab: Any, like: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+               dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...], out: tuple[int, ...]) -> Any:
+    """``fold`` of columns given slab by slab: ``slab(index, offset)`` is the ``(N, C, *out)``
+    gradient that kernel position ``offset`` (``index`` in C order) read, added where it read it."""
+    backend = backend_of(like)
+    padded = shape[:2] + tuple(n + b + a for n, (b, a) in zip(shape[2:], pads))
+    acc = backend.zeros(padded, backend.dtype(like))
+    for index, offset in enumerate(itertools.product(*(range(k) for k in kernel))):
+        target = backend.view(acc, _at, _offset_key(offset, stride, dilation, out))
+        target += slab(index, offset)
+    return crop(acc, shape, pads)
+
+
+def crop(acc: Any, shape: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> Any:
+    """The unpadded ``shape`` inside a padded array, as a contiguous copy (a gradient owns its memory)."""
+    if not any(b or a for b, a in pads):
+        return acc
+    backend = backend_of(acc)
+    key = (slice(None), slice(None)) + tuple(slice(b, b + n) for n, (b, _) in zip(shape[2:], pads))
+    return backend.copy(backend.view(acc, _at, key), "C")
+
+
+def _layout(w_shape: tuple[int, ...], groups: int) -> tuple[int, int, int]:
+    """Output channels per group, input channels per group times kernel elements, kernel elements."""
+    k = math.prod(w_shape[2:])
+    return w_shape[0] // groups, w_shape[1] * k, k
+
+
+def conv_forward(x: Any, w: Any, params: Params) -> Any:
+    """``conv(x, w)`` without bias: im2col from the windows, then one batched matmul with the weight."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(x)
+    xp = backend.xp
+    kernel = w.shape[2:]
+    xpad = pad(x, pads)
+    out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
+    og, cgk, _ = _layout(w.shape, groups)
+    n = x.shape[0]
+    cols = xp.reshape(windows(xpad, kernel, stride, dilation, out), (n, groups, cgk, math.prod(out)))
+    y = xp.matmul(xp.reshape(w, (groups, og, cgk)), cols)
+    return xp.reshape(y, (n, w.shape[0]) + out)
+
+
+def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """The adjoint of ``conv`` in ``x`` (a transposed convolution): the weight's columns times the
+    gradient, folded back onto the input."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(g)
+    xp = backend.xp
+    kernel = w.shape[2:]
+    og, cgk, _ = _layout(w.shape, groups)
+    out = g.shape[2:]
+    n = g.shape[0]
+    g2 = xp.reshape(g, (n, groups, og, math.prod(out)))
+    cols = xp.matmul(xp.matrix_transpose(xp.reshape(w, (groups, og, cgk))), g2)
+    cols = xp.reshape(cols, (n, x_shape[1]) + kernel + out)
+    return fold(cols, x_shape, kernel, stride, dilation, pads)
+
+
+def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params) -> Any:
+    """The adjoint of ``conv`` in ``w``: the gradient times im2col's columns, summed over samples
+    and positions in one matmul per group."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(x)
+    xp = backend.xp
+    kernel = w_shape[2:]
+    xpad = pad(x, pads)
+    out = g.shape[2:]
+    og, cgk, _ = _layout(w_shape, groups)
+    n = x.shape[0]
+    d = len(kernel)
+    view = windows(xpad, kernel, stride, dilation, out)  # (N, C, *K, *O) -> (C, *K, N, *O)
+    order = tuple(range(1, 2 + d)) + (0,) + tuple(range(2 + d, 2 + 2 * d))
+    rows = n * math.prod(out)
+    cols = xp.reshape(xp.permute_dims(view, order), (groups, cgk, rows))
+    g2 = xp.reshape(xp.permute_dims(xp.reshape(g, (n, groups, og, rows // n)), (1, 2, 0, 3)), (groups, og, rows))
+    dw = xp.matmul(g2, xp.matrix_transpose(cols))
+    return xp.reshape(dw, w_shape)
+
+
+def convolution(kind: str, a: Any, b: Any, shape: tuple[int, ...] | None, params: Params) -> Any:
+    """One of the three bilinear maps of a convolution (Note [Three convolutions] in conv.py):
+    ``"forward"`` conv(x=a, w=b), ``"input"`` its adjoint in x (g=a, w=b, x's ``shape``),
+    ``"weight"`` its adjoint in w (x=a, g=b, w's ``shape``)."""
+    if kind == "forward":
+        return conv_forward(a, b, params)
+    if kind == "input":
+        return conv_input_grad(a, b, shape, params)  # type: ignore[arg-type]
+    return conv_weight_grad(a, b, shape, params)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- pooling
+PoolInfo = tuple  # (kernel, stride, pads, dilation, x_shape, out, extra): extra is the argmax, divisor or matrices
+
+
+def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+             dilation: tuple[int, ...], low: Any) -> tuple[Any, Any, tuple[int, ...]]:
+    """Each window's largest value and its position in the window (C order), as torch picks it: the
+    first of equal maxima, and in a window holding NaN (the maximum then) the last NaN. Elementwise
+    passes over one strided slice per kernel position (an ``argmax`` over a short axis of an
+    im2col copy costs several times more): the maxima, then the positions that hold them, last
+    to first; the padding is ``low``, never picked."""
+    backend = backend_of(x)
+    xp = backend.xp
+    xpad = pad(x, pads, low)
+    out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
+    parts = [backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
+             for offset in itertools.product(*(range(k) for k in kernel))]
+    best = backend.copy(parts[0], "C")
+    for part in parts[1:]:
+        best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
+    arg = backend.zeros(best.shape, np.int64)
+    for index in range(len(parts) - 1, -1, -1):
+        arg = xp.where(parts[index] == best, backend.full((), index, np.int64), arg)
+    if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
+        for index, part in enumerate(parts):
+            arg = xp.where(xp.isnan(part), backend.full((), index, np.int64), arg)
+    return best, arg, out
+
+
+def pool(kind: str, a: Any, info: PoolInfo) -> Any:
+    """The linear maps of pooling (Note [Pooling's linear maps] in pooling.py), on raw arrays."""
+    backend = backend_of(a)
+    xp = backend.xp
+    if a.ndim == 1 + len(info[0]):  # an unbatched (C, *spatial) tensor: one sample
+        batched = _pool(kind, xp.reshape(a, (1,) + a.shape), info)
+        return xp.reshape(batched, batched.shape[1:])
+    return _pool(kind, a, info)
+
+
+def _pool(kind: str, a: Any, info: PoolInfo) -> Any:
+    kernel, stride, pads, dilation, x_shape, out, extra = info
+    backend = backend_of(a)
+    xp = backend.xp
+    if kind == "max_scatter":      # a: (N, C, *out) gradient -> each window's argmax position
+        zero = xp.zeros_like(a)
+        return fold_slabs(lambda index, offset: xp.where(extra == index, a, zero), a, x_shape, kernel, stride,
+                          dilation, pads, out)
+    if kind == "max_gather":       # a: input-shaped -> the value at each window's argmax position
+        apad = pad(a, pads)
+        result = backend.zeros(x_shape[:2] + out, backend.dtype(a))
+        for index, offset in enumerate(itertools.product(*(range(k) for k in kernel))):
+            part = backend.view(apad, _at, _offset_key(offset, stride, dilation, out))
+            result = xp.where(extra == index, part, result)
+        return result
+    if kind == "avg_forward":      # a: the input -> window sums / divisor
+        apad = pad(a, pads)
+        axes = tuple(range(2, 2 + len(kernel)))
+        return xp.sum(windows(apad, kernel, stride, dilation, out), axis=axes) / extra
+    if kind == "avg_backward":     # a: (N, C, *out) gradient -> spread evenly over each window
+        share = a / extra
+        return fold_slabs(lambda index, offset: share, a, x_shape, kernel, stride, dilation, pads, out)
+    rows, cols = extra             # adaptive average: y = rows @ x @ cols.T, and its adjoint
+    if kind == "adaptive_forward":
+        return xp.matmul(rows, xp.matmul(a, xp.matrix_transpose(cols)))
+    return xp.matmul(xp.matrix_transpose(rows), xp.matmul(a, cols))
