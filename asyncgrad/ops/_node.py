@@ -199,8 +199,11 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         edges = None
     if edges is not None:
         # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out here, as they
-        # would run: no frame for either, and the node's meta and work are stored once. Keep them
-        # in step with Node.__init__ (graph.py) and Tensor._make (tensor.py).
+        # would run: no frame for either, and the node's meta and work are stored once. That took
+        # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
+        # the hot path] in engine/worker.py), 4% of a W1 node's forward. Keep them in step with
+        # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
+        # that every slot of both is set on a recorded result.
         node = _new(cls)
         node.next_edges = edges
         node.sequence_nr = next(_sequence)
