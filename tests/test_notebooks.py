@@ -18,11 +18,12 @@ nbformat = pytest.importorskip("nbformat", reason="reading notebooks needs nbfor
 FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
 
 NAMES = ["01_quickstart", "02_inside_the_engine", "03_training", "04_reentrant_and_checkpointing",
-         "05_higher_order"]
-WITH_PICTURES = {"02_inside_the_engine", "03_training", "04_reentrant_and_checkpointing", "05_higher_order"}
+         "05_higher_order", "06_distributed"]
+WITH_PICTURES = {"02_inside_the_engine", "03_training", "04_reentrant_and_checkpointing", "05_higher_order",
+                 "06_distributed"}
 
 
-def test_the_five_notebooks_are_there():
+def test_the_notebooks_are_there():
     assert sorted(p.stem for p in FOLDER.glob("*.ipynb")) == NAMES
 
 

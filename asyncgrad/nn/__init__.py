@@ -2,7 +2,7 @@
 
 from asyncgrad.nn import functional, init, utils
 from asyncgrad.nn.module import Module
-from asyncgrad.nn.modules import CrossEntropyLoss, Linear, MSELoss, ReLU, Sigmoid, Tanh
+from asyncgrad.nn.modules import Linear, MSELoss, ReLU, Sigmoid, Tanh
 from asyncgrad.nn.parameter import Parameter
 
 __all__ = [
@@ -19,3 +19,44 @@ from asyncgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPoo
 __all__ += ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "Embedding", "Flatten", "Identity",
            "MaxPool1d", "MaxPool2d", "ModuleDict", "ModuleList", "ParameterList", "Unflatten"]
 # end nn-conv
+
+# nn-model: normalisation, activations, dropout, losses, attention, recurrent layers
+from asyncgrad.nn.activation import (  # noqa: E402
+    CELU,
+    ELU,
+    GELU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmax,
+    Softplus,
+)
+from asyncgrad.nn.dropout import Dropout  # noqa: E402
+from asyncgrad.nn.loss import (  # noqa: E402
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from asyncgrad.nn.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: E402
+from asyncgrad.nn.rnn import GRU, LSTM, RNN  # noqa: E402
+from asyncgrad.nn.transformer import MultiheadAttention, TransformerEncoderLayer  # noqa: E402
+
+__all__ += [
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Dropout", "ELU", "GELU",
+    "GRU", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM",
+    "LayerNorm", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "MultiheadAttention", "NLLLoss", "PReLU", "RNN",
+    "ReLU6", "SELU", "SiLU", "SmoothL1Loss", "Softmax", "Softplus", "TransformerEncoderLayer",
+]

@@ -26,8 +26,7 @@ class _Indexed(Module):
 
     def _check(self, value: Any) -> None:
         if not isinstance(value, self._kind):
-            raise TypeError(f"{type(self).__name__}.append: {type(value).__name__} is not a "
-                            f"{self._kind.__name__} subclass" if self._kind is Module else
+            raise TypeError(f"{type(value).__name__} is not a Module subclass" if self._kind is Module else  # torch's
                             f"{type(self).__name__}: expected a Parameter, got {type(value).__name__}")
 
     def _reset(self, values: list[Any]) -> None:

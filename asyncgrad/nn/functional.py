@@ -24,3 +24,42 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``inplace=True`` overwrites ``input`` (and bumps its version) instead of allocating."""
     tensor_arg(input, "relu")
     return input.relu_() if inplace else input.relu()
+
+
+# nn-model: activations, dropout, normalisation, losses, attention
+from asyncgrad.nn.loss import (  # noqa: E402
+    cosine_similarity,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    normalize,
+    smooth_l1_loss,
+)
+from asyncgrad.ops.activation import (  # noqa: E402
+    celu,
+    elu,
+    gelu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softplus,
+)
+from asyncgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
+from asyncgrad.ops.dropout import dropout  # noqa: E402
+from asyncgrad.ops.elementwise import sigmoid, tanh  # noqa: E402
+from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits  # noqa: E402
+from asyncgrad.ops.norm import batch_norm, group_norm, layer_norm  # noqa: E402
+
+__all__ += [
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "cosine_similarity", "dropout",
+    "elu", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "kl_div", "l1_loss",
+    "layer_norm", "leaky_relu", "logsigmoid", "mish", "multi_head_attention_forward", "normalize", "prelu", "relu6",
+    "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softplus", "tanh",
+]

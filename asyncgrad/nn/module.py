@@ -113,6 +113,66 @@ class Module:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
+    # ------------------------------------------------------------------ buffers (nn-model)
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor the module keeps but does not train (BatchNorm's running statistics).
+
+        Note [Buffers are attributes]: a buffer is a plain attribute whose name the module lists in
+        ``_buffer_names`` (name -> persistent), so ``self.running_mean`` reads it and assigning
+        rebinds it, as in torch. ``named_buffers`` walks those names; ``state_dict`` holds the
+        persistent ones after the module's parameters, as torch orders them.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        names = self.__dict__.setdefault("_buffer_names", {})
+        if hasattr(self, name) and name not in names:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            kind = type(tensor)
+            label = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            raise TypeError(f"cannot assign '{label}' object to buffer "
+                            f"'{name}' (torch Tensor or None required)")
+        names[name] = persistent
+        setattr(self, name, tensor)
+
+    def _own_buffers(self, persistent_only: bool = False) -> Iterator[tuple[str, Tensor]]:
+        """This module's buffers that hold a tensor, in registration order."""
+        state = vars(self)
+        for name, persistent in state.get("_buffer_names", {}).items():
+            value = state.get(name)
+            if isinstance(value, Tensor) and (persistent or not persistent_only):
+                yield name, value
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        modules = self.named_modules(prefix, remove_duplicate) if recurse else iter([(prefix, self)])
+        seen: set[int] = set()
+        for module_name, module in modules:
+            for name, buf in module._own_buffers():
+                if id(buf) in seen:
+                    continue
+                if remove_duplicate:
+                    seen.add(id(buf))
+                yield (f"{module_name}.{name}" if module_name else name), buf
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def _state_entries(self) -> Iterator[tuple[str, Tensor]]:
+        """Every module's parameters, then its persistent buffers, pre-order: torch's state_dict order."""
+        for module_name, module in self.named_modules(remove_duplicate=False):
+            prefix = f"{module_name}." if module_name else ""
+            for name, member in module._members():
+                if isinstance(member, Parameter):
+                    yield prefix + name, member
+            for name, buf in module._own_buffers(persistent_only=True):
+                yield prefix + name, buf
+
     # ------------------------------------------------------------------ training state
     def zero_grad(self, set_to_none: bool = True) -> None:
         zero_grads(self.parameters(), set_to_none)
@@ -134,14 +194,15 @@ class Module:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> OrderedDict[str, Tensor]:
-        """Detached tensors sharing memory with the parameters, keyed like torch's (shared ones under each name)."""
-        return OrderedDict((name, param.detach()) for name, param in self.named_parameters(remove_duplicate=False))
+        """Detached tensors sharing memory with the parameters and persistent buffers, keyed like torch's
+        (shared ones under each name)."""
+        return OrderedDict((name, value.detach()) for name, value in self._state_entries())
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values into the existing parameters in place, so optimizers holding them stay valid."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        params = dict(self.named_parameters(remove_duplicate=False))
+        params = dict(self._state_entries())
         missing = [name for name in params if name not in state_dict]
         unexpected = [name for name in state_dict if name not in params]
         errors = []
@@ -211,8 +272,9 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """``to(device)``, ``to(dtype)`` (floating parameters only, as torch), ``to(device, dtype)``
-        or ``to(tensor)``: every parameter (and its grad) converted in place, so the module keeps
-        its Parameter objects (an optimizer built before holds the same ones)."""
+        or ``to(tensor)``: every parameter (and its grad) and every buffer converted in place, so
+        the module keeps its Parameter objects (an optimizer built before holds the same ones); an
+        integer buffer (``num_batches_tracked``) moves but keeps its dtype, as in torch."""
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         if kwargs:
@@ -231,7 +293,7 @@ class Module:
                                 f"dtype={_dtype_name(dtype)}")
         target = as_device(dev) if dev is not None else None
         with no_grad():
-            for param in self.parameters():
+            for param in [*self.parameters(), *self.buffers()]:  # buffers: nn-model
                 _convert_in_place(param, target, dtype)
         return self
 

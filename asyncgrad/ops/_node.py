@@ -460,6 +460,15 @@ class ArrayMath:
     convolution = staticmethod(windows.convolution)
     pool = staticmethod(windows.pool)
 
+    # nn-model: the primitives the activation and normalisation formulas need
+    @staticmethod
+    def tanh(x: Any) -> Any:
+        return backend_of(x).xp.tanh(x)
+
+    @staticmethod
+    def log1p(x: Any) -> Any:
+        return backend_of(x).xp.log1p(x)
+
     # views and shape ops (ops/views.py, ops/shape.py)
     @staticmethod
     def cat(gs: list, axis: int) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -170,8 +171,9 @@ class NllLossBackward0(OpNode):
         return (g * coef,)
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+             ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """torch's signature: ``size_average`` and ``reduce`` (deprecated there) are accepted and ignored."""
     tensor_arg(input, "nll_loss_nd", "input", 1)
     tensor_arg(target, "nll_loss_nd", "target", 2)
     ignore_index = int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
@@ -236,16 +238,19 @@ def _nll_loss_kdim(input: Tensor, target: Tensor, weight: Tensor | None, ignore_
         raise RuntimeError(f"Expected target size {list(expected)}, got {list(target.shape)}")
     order = (0,) + tuple(range(2, input.ndim)) + (1,)
     rows = input.permute(order).reshape(-1, input.shape[1])
-    out = nll_loss(rows, target.reshape(-1), weight, ignore_index, reduction)
+    out = nll_loss(rows, target.reshape(-1), weight, ignore_index=ignore_index, reduction=reduction)
     return out.reshape(expected) if reduction == "none" else out
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-                  reduction: str = "mean") -> Tensor:
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """log_softmax over the class dim (1, or 0 for an unbatched input), then nll_loss.
 
     A float ``target`` of the input's shape holds class probabilities instead of indices;
     ``weight`` then scales each class's term, and "mean" divides by the batch size (torch).
+    ``label_smoothing`` mixes the target with the uniform distribution over the classes, as
+    torch's ``cross_entropy_loss_label_smoothing`` does (``_label_smoothed``).
     """
     tensor_arg(input, "cross_entropy_loss", "input", 1)
     tensor_arg(target, "cross_entropy_loss", "target", 2)
@@ -263,7 +268,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
                                f"{scalar_type_name(target.dtype)}")
     elif target.dtype.kind not in "iu":
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     logp = log_softmax(input, dim)
+    if label_smoothing > 0 and target.dtype.kind == "f":
+        target = target * (1 - label_smoothing) + label_smoothing / input.shape[dim]
+    elif label_smoothing > 0:
+        return _label_smoothed(logp, target, weight, ignore_index, reduction, label_smoothing, dim)
     if target.dtype.kind == "f":
         if weight is not None:
             same_device(input, weight)
@@ -273,4 +284,30 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
         if reduction == "mean":
             return losses.mean()
         return losses.sum() if reduction == "sum" else losses
-    return nll_loss(logp, target, weight, ignore_index, reduction)
+    return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+
+
+def _label_smoothed(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
+                    smoothing: float, dim: int) -> Tensor:
+    """(1 - e) nll_loss + e / C * smooth, smooth = -sum_c w_c logp_c per position (0 where ignored),
+    averaged for "mean" over the targets' weights (or the count of kept positions) as torch does."""
+    classes = logp.shape[dim]
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if weight is not None:
+        same_device(logp, weight)
+        shape = (-1,) + (1,) * (logp.ndim - dim - 1)
+        smooth = -(logp * weight.reshape(shape)).sum(dim)
+    else:
+        smooth = -logp.sum(dim)
+    kept = target != ignore_index
+    smooth = smooth * kept.to(smooth.dtype)
+    if reduction == "mean":
+        if weight is not None:
+            safe = target * kept.to(target.dtype)
+            total = (weight.reshape(-1)[safe.reshape(-1)] * kept.reshape(-1).to(weight.dtype)).sum()
+        else:
+            total = kept.to(smooth.dtype).sum()
+        smooth = smooth.sum() / total
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - smoothing) + smooth * (smoothing / classes)

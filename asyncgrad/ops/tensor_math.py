@@ -99,6 +99,9 @@ class TensorMath:
     # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
     convolution = staticmethod(conv.convolution_op)
     pool = staticmethod(pooling.pool_op)
+    # nn-model: the primitives the activation and normalisation formulas need
+    tanh = staticmethod(elementwise.tanh)
+    log1p = staticmethod(elementwise.log1p)
     # ops-index: the scans
     cumsum = staticmethod(reduction.cumsum)
     cumprod = staticmethod(reduction.cumprod)
