@@ -141,7 +141,7 @@ from asyncgrad.tensor import Tensor
 
 __version__ = "0.1.0"
 
-# ops-math: more of torch's math, the matmul family, norms, ag.linalg, constructors and checks
+# pointwise math, the matmul family, norms, ag.linalg, constructors and checks
 from asyncgrad import linalg  # noqa: E402
 from asyncgrad.constructors import as_tensor, is_tensor  # noqa: E402
 from asyncgrad.ops.elementwise import (  # noqa: E402
@@ -203,15 +203,14 @@ from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
 
 arctan2 = atan2
 
-# engine-reentry: torch's multithreading switch and inference mode
+# grad modes: torch's multithreading switch and inference mode
 from asyncgrad.autograd.grad_mode import (  # noqa: E402
     inference_mode,
     is_inference_mode_enabled,
     set_multithreading_enabled,
 )
 
-# ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions (one block, below
-# the others so that merging areas' blocks never interleaves)
+# indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
 from asyncgrad.ops.indexing import (  # noqa: E402
     gather,
     index_add,
@@ -238,5 +237,5 @@ from asyncgrad.ops.reduction import (  # noqa: E402
 )
 from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
 
-# behaviours: torch.Size (what Tensor.shape and Tensor.size() return)
+# torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402

@@ -1,4 +1,4 @@
-"""ops-math: ``Tensor.new_*`` (a new tensor taking its dtype and device from ``self``),
+"""``Tensor.new_*`` (a new tensor taking its dtype and device from ``self``),
 ``as_tensor`` (sharing memory where it can) and ``is_tensor``, as torch's."""
 
 from __future__ import annotations

@@ -35,6 +35,17 @@ async def test_scaled_dot_product_attention(kwargs):
     await check_gradgrad(fn, Q[:1, :1], K[:1, :1], V[:1, :1], torch_check=False)
 
 
+@DEVICES
+async def test_scaled_dot_product_attention_grouped_query_heads():
+    """enable_gqa: 6 query heads over 3 key/value heads (each serves two), as torch repeats them."""
+    q = RNG.standard_normal((2, 6, 4, 5))
+
+    def fn(lib, q, k, v):
+        return lib.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    await check_op(fn, q, K, V)
+
+
 def test_sdpa_dropout_repeats_under_seed_and_rejects_mask_with_causal():
     q = ag.tensor(Q)
     ag.manual_seed(1)

@@ -5,9 +5,10 @@ Note [Await or not]: ``t.backward()``, ``ag.backward()`` and ``ag.grad()`` retur
 inner coroutine directly: no task, no future, no wrapper frame per suspension). Not awaited,
 it still never lets a backward be skipped silently:
 
-* No event loop running in this thread (a plain script, a kernel thread, a plain-def backward
-  in a greenback portal): the call runs to completion at once, as ``backward_sync`` does, and
-  returns an already finished ``EngineCall``; errors are raised by the call itself.
+* No event loop running in this thread (a plain script, a kernel thread), or plain code that a
+  backward runs on the loop (a plain-def backward or a hook, inline in its server, a greenback
+  portal): the call runs to completion at once, as ``backward_sync`` does, and returns an
+  already finished ``EngineCall``; errors are raised by the call itself.
 * Inside a running asyncio loop, an ``EngineCall`` that nobody awaits or hands to a task within
   two loop iterations is started as a background task (``_promote``). Until then it is
   *fresh*; from then on it is *in the background* until it finishes. While a fresh, running
@@ -55,7 +56,7 @@ from typing import Any, Coroutine, Generator, TypeVar
 
 import sniffio
 
-from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.autograd.graph import current_graph_task
 
 _get_running_loop = asyncio._get_running_loop
 _getframe = sys._getframe

@@ -2,10 +2,11 @@
 
 The node recorded for ``MyFn.apply`` is also its ``ctx`` (as in torch, ``MyFnBackward``).
 A backward may be a plain ``def`` or an ``async def``. An ``async def`` backward runs as a
-task of its own on the loop; a plain one runs in the device's executor when it is large and
-otherwise in a greenback portal on the loop, so that either kind may run a reentrant
-``ag.backward``/``ag.grad`` (awaited, or ``*_sync`` from a plain backward) without ever
-holding its device worker.
+task of its own on the loop (itself a greenback portal); a plain one runs in the device's
+executor when it is large and a thread is free, and otherwise inline in its device's server,
+which is a greenback portal (Note [Servers] in engine/worker.py). Either kind may run a
+reentrant ``ag.backward``/``ag.grad`` (awaited, or ``*_sync`` from a plain backward) without
+stalling its device's queue: a suspended server has a helper serve it meanwhile.
 
 When the backward call it belongs to is cancelled or fails, an ``async def`` backward gets
 ``CancelledError`` at its ``await``, and the caller sees the exception only once it has ended

@@ -76,27 +76,33 @@ class _GradModeContext:
             return _wrap_async_generator(mode, fn)
         if inspect.isgeneratorfunction(fn):
             return _wrap_generator(mode, fn)
-        if inspect.iscoroutinefunction(fn):
+        return _wrap_call(grad_enabled, mode, fn)
 
-            @functools.wraps(fn)
-            async def async_wrapper(*args, **kwargs):
-                token = grad_enabled.set(mode)
-                try:
-                    return await fn(*args, **kwargs)
-                finally:
-                    grad_enabled.reset(token)
 
-            return async_wrapper
+def _wrap_call(var: contextvars.ContextVar, mode: bool, fn: Callable) -> Callable:
+    """``fn`` with ``var`` set to ``mode`` while it runs (Note [Grad mode at every resume]): around
+    the call of a plain function, inside the coroutine of an ``async def``."""
+    if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            token = grad_enabled.set(mode)
+        async def async_wrapper(*args, **kwargs):
+            token = var.set(mode)
             try:
-                return fn(*args, **kwargs)
+                return await fn(*args, **kwargs)
             finally:
-                grad_enabled.reset(token)
+                var.reset(token)
 
-        return wrapper
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        token = var.set(mode)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            var.reset(token)
+
+    return wrapper
 
 
 def _wrap_generator(mode: bool, fn: Callable) -> Callable:
@@ -106,34 +112,23 @@ def _wrap_generator(mode: bool, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def generator_context(*args: Any, **kwargs: Any) -> Any:
         gen = fn(*args, **kwargs)
+        switch = enable_grad() if mode else no_grad()
         try:
-            token = grad_enabled.set(mode)
-            try:
+            with switch:
                 response = gen.send(None)
-            finally:
-                grad_enabled.reset(token)
             while True:
                 try:
                     request = yield response
                 except GeneratorExit:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         gen.close()
-                    finally:
-                        grad_enabled.reset(token)
                     raise
                 except BaseException:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = gen.throw(*sys.exc_info()[1:2])
-                    finally:
-                        grad_enabled.reset(token)
                 else:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = gen.send(request)
-                    finally:
-                        grad_enabled.reset(token)
         except StopIteration as stop:
             return stop.value
 
@@ -146,34 +141,23 @@ def _wrap_async_generator(mode: bool, fn: Callable) -> Callable:
     @functools.wraps(fn)
     async def async_generator_context(*args: Any, **kwargs: Any) -> Any:
         gen = fn(*args, **kwargs)
+        switch = enable_grad() if mode else no_grad()
         try:
-            token = grad_enabled.set(mode)
-            try:
+            with switch:
                 response = await gen.asend(None)
-            finally:
-                grad_enabled.reset(token)
             while True:
                 try:
                     request = yield response
                 except GeneratorExit:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         await gen.aclose()
-                    finally:
-                        grad_enabled.reset(token)
                     raise
                 except BaseException:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = await gen.athrow(*sys.exc_info()[1:2])
-                    finally:
-                        grad_enabled.reset(token)
                 else:
-                    token = grad_enabled.set(mode)
-                    try:
+                    with switch:
                         response = await gen.asend(request)
-                    finally:
-                        grad_enabled.reset(token)
         except StopAsyncIteration:
             return
 
@@ -205,7 +189,7 @@ class set_grad_enabled(_GradModeContext):
         return super().__call__(fn)
 
 
-# --------------------------------------------------------------------------- engine-reentry: multithreading
+# --------------------------------------------------------------------------- multithreading
 multithreading_enabled = contextvars.ContextVar("asyncgrad_multithreading_enabled", default=True)
 """Read by ``Engine.execute`` as a backward starts: False keeps every node of it on the loop."""
 
@@ -236,31 +220,10 @@ class set_multithreading_enabled:
         # The decorator form switches only inside ``fn``. (torch's leaves the mode switched in the
         # decorating context, since its constructor switches it and nothing restores it.)
         multithreading_enabled.set(self.prev)
-        mode = self.mode
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*args, **kwargs):
-                token = multithreading_enabled.set(mode)
-                try:
-                    return await fn(*args, **kwargs)
-                finally:
-                    multithreading_enabled.reset(token)
-
-            return async_wrapper
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            token = multithreading_enabled.set(mode)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                multithreading_enabled.reset(token)
-
-        return wrapper
+        return _wrap_call(multithreading_enabled, self.mode, fn)
 
 
-# --------------------------------------------------------------------------- engine-reentry: inference mode
+# --------------------------------------------------------------------------- inference mode
 inference_enabled = contextvars.ContextVar("asyncgrad_inference_mode", default=False)
 
 

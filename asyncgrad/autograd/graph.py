@@ -30,10 +30,16 @@ import threading
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
-from asyncgrad.engine.graph_task import current_graph_task
-
 if TYPE_CHECKING:  # Note [The public graph module]: installed here by autograd/accumulate.py
     from asyncgrad.autograd.accumulate import get_gradient_edge  # noqa: F401  (re-exported)
+    from asyncgrad.engine.graph_task import GraphTask
+
+current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
+    "asyncgrad_current_graph_task", default=None
+)
+"""The graph task whose node is running in this context (None outside any backward). Set by the
+engine (engine/graph_task.py re-exports it); it lives here, in the graph record's layer, so that
+the multi-grad hooks below can read it without importing the engine."""
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "

@@ -121,7 +121,7 @@ class ArrayBackend:
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
 
-    # ops-math: the special functions and kernels the Array API has no word for
+    # the special functions and kernels the Array API has no word for
     def erf(self, array: Any) -> Any:
         """The error function, in the array's float dtype (Note [erf to double precision] in special.py)."""
         return self._special(special.erf, array)
@@ -163,7 +163,7 @@ class ArrayBackend:
                 matrix[k + 1:, k:] -= np.outer(matrix[k + 1:, k] / matrix[k, k], matrix[k, k:])
         return None
 
-    # ---- ops-index: what the standard lacks for scatter, sorting and unique (numpy's own words)
+    # ---- what the standard lacks for scatter, sorting and unique (numpy's own words)
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         """``out`` with its entries at the advanced ``index`` multiplied by ``values`` (repeats multiply
         up), in place."""
@@ -368,7 +368,7 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
-    # ops-math: the simulated device's kernels for fmod and einsum run numpy's on the memory inside
+    # the simulated device's kernels for fmod and einsum run numpy's on the memory inside
     def fmod(self, a: Any, b: Any) -> Any:
         return self._wrap(np.fmod(a._array, b._array if isinstance(b, self._array_type) else b), device=a.device)
 
@@ -376,7 +376,7 @@ class StrictBackend(ArrayBackend):
         out = np.einsum(equation, *(a._array for a in arrays), optimize=len(arrays) > 2)
         return self._wrap(np.asarray(out), device=arrays[0].device)
 
-    # ---- ops-index: the simulated device's kernels are numpy's, on the arrays inside
+    # ---- the simulated device's kernels are numpy's, on the arrays inside
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
         return out
@@ -492,7 +492,7 @@ class CupyBackend(ArrayBackend):
         with array.device:  # Note [The array's own GPU]
             return bool(self.cupy.isnan(array).any())
 
-    # ops-math: CuPy's own kernels for what the standard lacks
+    # CuPy's own kernels for what the standard lacks
     def erf(self, array: Any) -> Any:
         from cupyx.scipy import special as cupy_special
 
@@ -514,7 +514,7 @@ class CupyBackend(ArrayBackend):
     def einsum(self, equation: str, *arrays: Any) -> Any:
         return self.cupy.einsum(equation, *arrays)
 
-    # ---- ops-index: CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
+    # ---- CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         host = self.to_host(out)
         host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)

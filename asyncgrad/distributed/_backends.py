@@ -127,7 +127,7 @@ class _LocalWorker:
         return future
 
     def stop(self, why: str) -> None:
-        """Mark the worker dead and stop its loop; ``fail_pending`` then fails the calls in flight."""
+        """Mark the worker dead and stop its loop; ``end`` then fails the calls in flight."""
         with self.lock:
             if self.dead is not None:
                 return

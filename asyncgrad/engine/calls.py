@@ -2,12 +2,13 @@
 on what it returned. Free of engine state so it can run on the loop or in an executor.
 
 Note [One way to run a node]: every node, inline in a device worker (``Engine.evaluate_function``),
-in a kernel thread or in a greenback portal, runs through ``call_function`` (``call_function_async``
-for a coroutine ``apply``). Its first branch is the common case, a node without hooks that is not
-called on undefined gradients and got at least one: ``apply``, then the release of what it saved,
-with no further call. ``evaluate_function`` once carried its own copy of that branch to save the
-call to ``call_function``; the copy bought 373 instructions per node, 1.25% of W1's backward, about
-0.08 µs per node (Note [Measuring the hot path] in worker.py), so there is one copy, here.
+in a kernel thread or as a task of its own, runs through ``call_function`` (``call_function_async``
+for a coroutine ``apply``, the one kind that runs as a task). Its first branch is the common case,
+a node without hooks that is not called on undefined gradients and got at least one: ``apply``,
+then the release of what it saved, with no further call. ``evaluate_function`` once carried its
+own copy of that branch to save the call to ``call_function``; the copy bought 373 instructions
+per node, 1.25% of W1's backward, about 0.08 µs per node (Note [Measuring the hot path] in
+worker.py), so there is one copy, here.
 """
 
 from __future__ import annotations

@@ -23,13 +23,10 @@ import asyncio
 import contextvars
 from typing import TYPE_CHECKING, Any, Callable
 
+from asyncgrad.autograd.graph import current_graph_task  # noqa: F401  (the engine's, defined below it)
+
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
-
-current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
-    "asyncgrad_current_graph_task", default=None
-)
-"""The graph task whose node is running in this context (None outside any backward)."""
 
 current_recorder: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_profiler", default=None)
 """The profiler trace (``asyncgrad.profiler.trace``) that a backward started in this context records

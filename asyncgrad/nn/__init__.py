@@ -10,7 +10,7 @@ __all__ = [
     "functional", "init", "utils",
 ]
 
-# nn-conv: convolution, pooling, shape layers, embedding, containers
+# layers: convolution, pooling, shape layers, embedding, containers
 from asyncgrad.nn.container import ModuleDict, ModuleList, ParameterList, Sequential  # noqa: E402
 from asyncgrad.nn.conv import Conv1d, Conv2d  # noqa: E402
 from asyncgrad.nn.flatten import Embedding, Flatten, Identity, Unflatten  # noqa: E402
@@ -18,9 +18,8 @@ from asyncgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPoo
 
 __all__ += ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "Embedding", "Flatten", "Identity",
            "MaxPool1d", "MaxPool2d", "ModuleDict", "ModuleList", "ParameterList", "Unflatten"]
-# end nn-conv
 
-# nn-model: normalisation, activations, dropout, losses, attention, recurrent layers
+# layers: normalisation, activations, dropout, losses, attention, recurrent layers
 from asyncgrad.nn.activation import (  # noqa: E402
     CELU,
     ELU,

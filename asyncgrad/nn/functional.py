@@ -9,7 +9,7 @@ from asyncgrad.tensor import Tensor
 
 __all__ = ["cross_entropy", "linear", "log_softmax", "mse_loss", "nll_loss", "relu", "softmax"]
 
-# nn-conv: convolution, pooling, embedding, padding, resizing, one_hot
+# convolution, pooling, embedding, padding, resizing, one_hot
 from asyncgrad.nn.spatial import interpolate, one_hot, pad  # noqa: E402
 from asyncgrad.ops.conv import conv1d, conv2d  # noqa: E402
 from asyncgrad.ops.embedding import embedding  # noqa: E402
@@ -17,7 +17,6 @@ from asyncgrad.ops.pooling import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, m
 
 __all__ += ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "embedding", "interpolate",
            "max_pool1d", "max_pool2d", "one_hot", "pad"]
-# end nn-conv
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -26,7 +25,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu_() if inplace else input.relu()
 
 
-# nn-model: activations, dropout, normalisation, losses, attention
+# activations, dropout, normalisation, losses, attention
 from asyncgrad.nn.loss import (  # noqa: E402
     cosine_similarity,
     huber_loss,

@@ -19,6 +19,7 @@ from asyncgrad.devices import device as as_device
 from asyncgrad.dtypes import float32, float64
 from asyncgrad.factories import tensor as as_tensor
 from asyncgrad.nn.parameter import Parameter, zero_grads
+from asyncgrad.ops.shape import to_args
 from asyncgrad.tensor import Tensor
 
 
@@ -113,7 +114,7 @@ class Module:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    # ------------------------------------------------------------------ buffers (nn-model)
+    # ------------------------------------------------------------------ buffers
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """A tensor the module keeps but does not train (BatchNorm's running statistics).
 
@@ -236,7 +237,7 @@ class Module:
                 params[name].copy_(value)
         return IncompatibleKeys(missing, unexpected)
 
-    # ------------------------------------------------------------------ hooks, apply, conversions (nn-conv)
+    # ------------------------------------------------------------------ hooks, apply, conversions
     def _hook_table(self) -> _Hooks:
         hooks = self.__dict__.get("_hooks")
         if hooks is None:
@@ -275,17 +276,9 @@ class Module:
         or ``to(tensor)``: every parameter (and its grad) and every buffer converted in place, so
         the module keeps its Parameter objects (an optimizer built before holds the same ones); an
         integer buffer (``num_batches_tracked``) moves but keeps its dtype, as in torch."""
-        dtype = kwargs.pop("dtype", None)
-        dev = kwargs.pop("device", None)
+        dev, dtype = to_args(args, kwargs)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
-        for arg in args:
-            if isinstance(arg, (str, Device)):
-                dev = arg
-            elif isinstance(arg, Tensor):
-                dev, dtype = arg.device, arg.dtype
-            elif arg is not None:
-                dtype = arg
         if dtype is not None:
             dtype = np.dtype(dtype)
             if dtype.kind != "f":
@@ -293,7 +286,7 @@ class Module:
                                 f"dtype={_dtype_name(dtype)}")
         target = as_device(dev) if dev is not None else None
         with no_grad():
-            for param in [*self.parameters(), *self.buffers()]:  # buffers: nn-model
+            for param in [*self.parameters(), *self.buffers()]:
                 _convert_in_place(param, target, dtype)
         return self
 

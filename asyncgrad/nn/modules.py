@@ -9,7 +9,7 @@ from asyncgrad._validate import int_list
 from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
 from asyncgrad.nn import functional as F
-from asyncgrad.nn.container import Sequential  # noqa: F401  (nn-conv: Sequential lives in container.py)
+from asyncgrad.nn.container import Sequential  # noqa: F401  (Sequential lives in container.py)
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
 from asyncgrad.ops.elementwise import sigmoid, tanh

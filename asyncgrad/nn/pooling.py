@@ -37,7 +37,7 @@ class MaxPool2d(_MaxPoolNd):
                                   self.return_indices)
 
 
-class AvgPool1d(Module):
+class _AvgPoolNd(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__()
@@ -47,31 +47,25 @@ class AvgPool1d(Module):
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
-    def forward(self, input: Tensor) -> Tensor:
-        return pooling.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                                  self.count_include_pad)
-
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
+class AvgPool1d(_AvgPoolNd):
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                  self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         self.divisor_override = divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
         return pooling.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                                   self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool2d(Module):

@@ -132,7 +132,7 @@ _METHODS = {
     "clamp_": _inplace_method(elementwise.clamp, "clamp_"), "relu_": _inplace_method(elementwise.relu, "relu_"),
     "fill_": _inplace_method(inplace.filled, "fill_"), "zero_": _inplace_method(inplace.zeroed, "zero_"),
     "copy_": _inplace_method(inplace.copied, "copy_"),
-    # ops-math
+    # pointwise math, the matmul family, norms
     "reciprocal": elementwise.reciprocal, "expm1": elementwise.expm1, "rsqrt": elementwise.rsqrt,
     "square": elementwise.square, "floor": elementwise.floor, "ceil": elementwise.ceil, "round": elementwise.round,
     "trunc": elementwise.trunc, "tan": elementwise.tan, "atan": elementwise.atan, "asin": elementwise.asin,
@@ -150,7 +150,7 @@ _METHODS = {
     "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv, "outer": linalg.outer,
     "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "norm": linalg.norm,
     "inverse": linalg.inv, "det": linalg.det, "slogdet": linalg.slogdet,
-    # ops-index: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
+    # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
     "gather": indexing.gather, "scatter": indexing.scatter, "scatter_add": indexing.scatter_add,
     "scatter_": _inplace_method(indexing.scatter, "scatter_"),
     "scatter_add_": _inplace_method(indexing.scatter_add, "scatter_add_"),

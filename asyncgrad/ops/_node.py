@@ -391,7 +391,7 @@ class ArrayMath:
     def sign(x: Any) -> Any:
         return backend_of(x).xp.sign(x)
 
-    # ops-math
+    # pointwise math
     @staticmethod
     def trunc(x: Any) -> Any:
         return backend_of(x).xp.trunc(x)
@@ -460,7 +460,7 @@ class ArrayMath:
     convolution = staticmethod(windows.convolution)
     pool = staticmethod(windows.pool)
 
-    # nn-model: the primitives the activation and normalisation formulas need
+    # the primitives the activation and normalisation formulas need
     @staticmethod
     def tanh(x: Any) -> Any:
         return backend_of(x).xp.tanh(x)
@@ -474,7 +474,7 @@ class ArrayMath:
     def cat(gs: list, axis: int) -> Any:
         return backend_of(gs[0]).xp.concat(gs, axis=axis)
 
-    # ---- ops-index: the scans (cumsum's and cumprod's backwards)
+    # ---- the scans (cumsum's and cumprod's backwards)
     @staticmethod
     def cumsum(g: Any, axis: int) -> Any:
         return backend_of(g).xp.cumulative_sum(g, axis=axis)

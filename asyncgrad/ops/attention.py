@@ -40,11 +40,26 @@ def _causal(rows: int, cols: int, device: Any) -> Tensor:
     return arange(rows, device=device).reshape(rows, 1) >= arange(cols, device=device).reshape(1, cols)
 
 
+def _repeat_heads(t: Tensor, heads: int) -> Tensor:
+    """torch's ``t.repeat_interleave(heads // t.size(-3), -3)`` as a broadcast view and a reshape."""
+    groups = t.shape[-3]
+    if groups == heads:
+        return t
+    if heads % groups:
+        raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query, got "
+                           f"{groups} and {heads}")  # asyncgrad's words: torch's check is an assertion
+    wide = t.unsqueeze(-3).expand(*t.shape[:-2], heads // groups, *t.shape[-2:])
+    return wide.reshape(*t.shape[:-3], heads, *t.shape[-2:])
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
-    """softmax(q k^T * scale + mask) v, torch's reference formula; ``dropout_p`` applies to the weights."""
+    """softmax(q k^T * scale + mask) v, torch's reference formula; ``dropout_p`` applies to the weights.
+    ``enable_gqa``: grouped-query attention, each key/value head serving ``Hq // Hkv`` query heads."""
     L, S = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.ndim >= 3:
+        key, value = _repeat_heads(key, query.shape[-3]), _repeat_heads(value, query.shape[-3])
     scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:

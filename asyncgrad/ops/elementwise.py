@@ -564,7 +564,7 @@ _UNARY = (
         lambda F, g, x: g * F.sign(x),                          _ABS_BOOL),
     ("sign",       "SignBackward0",       lambda xp, x: xp.sign(x),                      False, None,     1,
         lambda F, g, _: F.zeros_like(g),                        _bool_sign),
-    # ops-math: the rest of torch's pointwise math (derivatives as torch's derivatives.yaml)
+    # the rest of torch's pointwise math (derivatives as torch's derivatives.yaml)
     ("expm1",      "Expm1Backward0",      lambda xp, x: xp.expm1(x),                     True,  "result", 1,
         lambda F, g, y: g * (y + 1),                            None),
     ("rsqrt",      "RsqrtBackward0",      lambda xp, x: 1 / xp.sqrt(x),                  True,  "result", 3,
@@ -654,7 +654,6 @@ del _row, _node_cls
 neg, exp, log, log1p, sqrt = (_FORWARDS[n] for n in ("neg", "exp", "log", "log1p", "sqrt"))
 sin, cos, tanh, sigmoid = (_FORWARDS[n] for n in ("sin", "cos", "tanh", "sigmoid"))
 reciprocal, relu, abs, sign = (_FORWARDS[n] for n in ("reciprocal", "relu", "abs", "sign"))
-# ops-math
 expm1, rsqrt, floor, ceil, trunc, tan, atan, asin, acos, sinh, cosh = (_FORWARDS[n] for n in (
     "expm1", "rsqrt", "floor", "ceil", "trunc", "tan", "atan", "asin", "acos", "sinh", "cosh"))
 erf, erfc, erfinv, log2, log10, exp2 = (_FORWARDS[n] for n in ("erf", "erfc", "erfinv", "log2", "log10", "exp2"))
@@ -928,7 +927,7 @@ def logical_not(x: Tensor) -> Tensor:
 
 
 
-# --------------------------------------------------------------------------- ops-math: more of torch's math
+# --------------------------------------------------------------------------- more of torch's math
 class RoundBackward0(OpNode):
     """round: zero gradient, as every rounding (Note [Zero derivatives are constants])."""
 

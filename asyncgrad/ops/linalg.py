@@ -122,7 +122,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
                   work=int(size * da.shape[-1] * MATMUL_WORK_PER_MAC) + size)
 
 
-# --------------------------------------------------------------------------- ops-math: the matmul family
+# --------------------------------------------------------------------------- the matmul family
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """torch's ``mm``: two matrices (``matmul``'s MmBackward0)."""
     tensor_arg(a, "mm", "input", 1)
@@ -264,7 +264,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alp
     return _addmm("baddbmm", input, batch1, batch2, beta, alpha)
 
 
-# --------------------------------------------------------------------------- ops-math: einsum
+# --------------------------------------------------------------------------- einsum
 # Note [einsum differentiates through einsum]: the equation is first made explicit (each ellipsis
 # becomes letters of its own, the implicit output torch's: the ellipsis' letters, then the letters
 # seen once, sorted) and each operand is broadcast to its letters' sizes, so one numpy-style
@@ -433,7 +433,7 @@ def einsum_explicit(equation: str, *operands: Tensor) -> Tensor:
                   saved=tuple(operands), work=int(work * MATMUL_WORK_PER_MAC) + 1)
 
 
-# --------------------------------------------------------------------------- ops-math: cdist
+# --------------------------------------------------------------------------- cdist
 class CdistBackward0(OpNode):
     """torch's _cdist_backward, per p: 0 for p = 0; ``sign(diff)`` for 1; ``diff / dist`` for 2;
     ``sign(diff) |diff|^(p-1) / dist^(p-1)`` otherwise; for inf, ``sign(diff)`` where
@@ -518,7 +518,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
                   work=math.prod(diff.shape) * 4)
 
 
-# --------------------------------------------------------------------------- ops-math: norms
+# --------------------------------------------------------------------------- norms
 def _float_input(x: Tensor, fn: str) -> None:
     if x.dtype.kind != "f":
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
@@ -726,7 +726,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtyp
     return vector_norm(x, p, dim, keepdim, dtype=dtype)
 
 
-# --------------------------------------------------------------------------- ops-math: inverse, det, solve
+# --------------------------------------------------------------------------- inverse, det, solve
 class LinAlgError(RuntimeError):
     """torch's ``torch.linalg.LinAlgError``: a matrix the factorisation finds singular."""
 

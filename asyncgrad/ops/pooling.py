@@ -84,14 +84,19 @@ def pool_op(kind: str, a: Tensor, info: tuple) -> Tensor:
     return record(_NODES[kind], (a,), pool(kind, a.data, info), a.device, kind, info, work=_work(info))
 
 
-def _pair(value: Any, name: str) -> tuple[int, int]:
+_PAIR_WORDS = {"kernel_size": "must either be a single int", "stride": "must either be omitted, a single int",
+               "padding": "must either be a single int", "dilation": "must be either a single int"}
+"""How torch's max_pool2d/avg_pool2d word a size that is not one int or two (dilation's word order is its own)."""
+
+
+def _pair(value: Any, name: str, fn: str) -> tuple[int, int]:
     if isinstance(value, int):
         return (value, value)
     items = tuple(value)
     if len(items) == 1:
         return (items[0], items[0])
     if len(items) != 2:
-        raise RuntimeError(f"max_pool2d: {name} must either be a single int, or a tuple of two ints")
+        raise RuntimeError(f"{fn}: {name} {_PAIR_WORDS[name]}, or a tuple of two ints")
     return items  # type: ignore[return-value]
 
 
@@ -101,10 +106,11 @@ def _windows_of(fn: str, input: Tensor, kernel_size: Any, stride: Any, padding: 
     ceil_mode adds after), dilation, the batched input shape, the output size."""
     if input.ndim not in (3, 4) or input.numel() == 0:
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    kernel = _pair(kernel_size, "kernel_size")
-    step = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _pair(stride, "stride")
-    pads = _pair(padding, "padding")
-    dil = _pair(dilation, "dilation")
+    kernel = _pair(kernel_size, "kernel_size", fn)
+    omitted = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    step = kernel if omitted else _pair(stride, "stride", fn)
+    pads = _pair(padding, "padding", fn)
+    dil = _pair(dilation, "dilation", fn)
     if any(s == 0 for s in step):
         raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel):
@@ -221,17 +227,34 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
                   "adaptive_forward", info, work=2 * math.prod(shape[:2]) * (h * w * ow + h * ow * oh) // 16)
 
 
+_SINGLE_WORDS = {"kernel_size": "must be an int, list of ints or tuple of ints",
+                 "stride": "must be None, an int, list of ints, or tuple of ints",
+                 "padding": "must be an int, list of ints, or tuple of ints",
+                 "dilation": "must be an int, list of ints or tuple of ints"}
+"""How torch's max_pool1d words a size that is not one int (avg_pool1d's argument parser words it alike for all)."""
+
+
+def _single(value: Any, arg: str, fn: str) -> int:
+    """A 1-D pooling's size argument: an int, or a sequence of exactly one (torch's errors otherwise)."""
+    if isinstance(value, int):
+        return value
+    items = tuple(value)
+    if len(items) != 1:
+        if fn == "avg_pool1d":
+            raise RuntimeError(f"avg_pool1d() argument '{arg}' should contain one int (got {len(items)})")
+        raise RuntimeError(f"{fn}() {arg} {_SINGLE_WORDS[arg]} of size 1 but got size {len(items)}")
+    return items[0]
+
+
 def _one_d(fn: Any, input: Tensor, name: str, kernel_size: Any, stride: Any, padding: Any, *rest: Any) -> Any:
     """A 1-D pooling as torch runs it: the 2-D one on ``input.unsqueeze(-2)``, then squeezed."""
     tensor_arg(input, name, "input", 1)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"{name}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
-
-    def single(v: Any) -> Any:
-        return v if isinstance(v, int) else tuple(v)[0]
-
-    step = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else (1, single(stride))
-    result = fn(unsqueeze(input, -2), (1, single(kernel_size)), step, (0, single(padding)), *rest)
+    kernel = _single(kernel_size, "kernel_size", name)
+    omitted = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    step = None if omitted else (1, _single(stride, "stride", name))
+    result = fn(unsqueeze(input, -2), (1, kernel), step, (0, _single(padding, "padding", name)), *rest)
     if isinstance(result, tuple):
         return squeeze(result[0], -2), squeeze(result[1], -2)
     return squeeze(result, -2)
@@ -240,7 +263,7 @@ def _one_d(fn: Any, input: Tensor, name: str, kernel_size: Any, stride: Any, pad
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """torch.nn.functional.max_pool1d on ``(N, C, L)`` or ``(C, L)``."""
-    dil = dilation if isinstance(dilation, int) else tuple(dilation)[0]
+    dil = _single(dilation, "dilation", "max_pool1d")
     return _one_d(max_pool2d, input, "max_pool1d", kernel_size, stride, padding, (1, dil), ceil_mode, return_indices)
 
 

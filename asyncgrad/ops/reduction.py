@@ -345,7 +345,7 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
     return record(LogSoftmaxBackward0, (x,), out, dev, axis)
 
 
-# --------------------------------------------------------------------------- ops-index: scans, products, spread
+# --------------------------------------------------------------------------- scans, products, spread
 # (cumsum, cumprod, prod, var/std and their _mean forms, logsumexp, amax/amin, any/all)
 def _int_as_long(x: Tensor, dtype: Any, fn: str) -> Any:
     """The dtype a sum-like op computes in: ``dtype`` if given, int64 for integers and bools (torch)."""
@@ -375,16 +375,26 @@ class CumsumBackward0(OpNode):
         return (grad if self.dtype is None else F.cast(grad, self.dtype),)
 
 
-def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """torch's ``cumsum`` along ``dim``; integers and bools sum as int64 unless ``dtype`` says otherwise."""
-    tensor_arg(x, "cumsum")
-    axis = normalize_dim(dim, x.ndim, "cumsum")
-    dtype = _int_as_long(x, dtype, "cumsum")
+def _cumulative(x: Tensor, dim: int, dtype: Any, fn: str) -> tuple[Any, int | None, Any]:
+    """``cumsum``/``cumprod``'s forward (``fn`` names the Array API's ``cumulative_{sum,prod}``): the
+    result, the node's ``dim`` (None for a 0-d input, a copy) and its ``dtype`` (the input's, to cast
+    the gradient back to, when the op computed in another)."""
+    tensor_arg(x, fn)
+    axis = normalize_dim(dim, x.ndim, fn)
+    dtype = _int_as_long(x, dtype, fn)
     dev = x.device
     data = x.data if dtype is None else dev.backend.astype(x.data, dtype)
-    out = dev.xp.asarray(data, copy=True) if x.ndim == 0 else dev.xp.cumulative_sum(data, axis=axis)
     back = None if dtype is None or dtype == x.dtype else x.dtype
-    return record(CumsumBackward0, (x,), out, dev, None if x.ndim == 0 else axis, back, work=2)
+    if x.ndim == 0:
+        return dev.xp.asarray(data, copy=True), None, back
+    scan = dev.xp.cumulative_sum if fn == "cumsum" else dev.xp.cumulative_prod
+    return scan(data, axis=axis), axis, back
+
+
+def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """torch's ``cumsum`` along ``dim``; integers and bools sum as int64 unless ``dtype`` says otherwise."""
+    out, axis, back = _cumulative(x, dim, dtype, "cumsum")
+    return record(CumsumBackward0, (x,), out, x.device, axis, back, work=2)
 
 
 def _cumprod_backward(F: Any, x: Any, out: Any, g: Any, axis: int) -> Any:
@@ -431,14 +441,8 @@ class CumprodBackward0(OpNode):
 
 def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """torch's ``cumprod`` along ``dim``; integers and bools multiply as int64 unless ``dtype`` says otherwise."""
-    tensor_arg(x, "cumprod")
-    axis = normalize_dim(dim, x.ndim, "cumprod")
-    dtype = _int_as_long(x, dtype, "cumprod")
-    dev = x.device
-    data = x.data if dtype is None else dev.backend.astype(x.data, dtype)
-    out = dev.xp.asarray(data, copy=True) if x.ndim == 0 else dev.xp.cumulative_prod(data, axis=axis)
-    back = None if dtype is None or dtype == x.dtype else x.dtype
-    return record(CumprodBackward0, (x,), out, dev, None if x.ndim == 0 else axis, back, saved=(x,))
+    out, axis, back = _cumulative(x, dim, dtype, "cumprod")
+    return record(CumprodBackward0, (x,), out, x.device, axis, back, saved=(x,))
 
 
 def _prod_backward(F: Any, x: Any, g_kept: Any, axis: int) -> Any:

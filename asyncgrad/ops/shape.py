@@ -451,8 +451,10 @@ def to_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
     return record(ToCopyBackward0, (x,), out, x.device, None, x.dtype)
 
 
-def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; differentiable both ways."""
+def to_args(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """The device and dtype a ``to(...)`` call names (``Tensor.to`` and ``Module.to``): a device
+    (str or Device), a dtype or a tensor (its device and dtype) positionally, or ``device=`` and
+    ``dtype=``, which are popped from ``kwargs`` (what is left there is the caller's error)."""
     dtype = kwargs.pop("dtype", None)
     dev = kwargs.pop("device", None)
     for arg in args:
@@ -462,6 +464,12 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             dev, dtype = arg.device, arg.dtype
         elif arg is not None:
             dtype = arg
+    return dev, dtype
+
+
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; differentiable both ways."""
+    dev, dtype = to_args(args, kwargs)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     dtype = dtype_arg(dtype, "to")

@@ -88,7 +88,7 @@ class TensorMath:
     cos = staticmethod(elementwise.cos)
     sign = staticmethod(elementwise.sign)
     threshold_backward = staticmethod(elementwise.threshold_backward)
-    # ops-math
+    # pointwise math
     trunc = staticmethod(elementwise.trunc)
     floor = staticmethod(elementwise.floor)
     sinh = staticmethod(elementwise.sinh)
@@ -99,10 +99,10 @@ class TensorMath:
     # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
     convolution = staticmethod(conv.convolution_op)
     pool = staticmethod(pooling.pool_op)
-    # nn-model: the primitives the activation and normalisation formulas need
+    # the primitives the activation and normalisation formulas need
     tanh = staticmethod(elementwise.tanh)
     log1p = staticmethod(elementwise.log1p)
-    # ops-index: the scans
+    # the scans
     cumsum = staticmethod(reduction.cumsum)
     cumprod = staticmethod(reduction.cumprod)
 
