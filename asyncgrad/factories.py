@@ -182,12 +182,21 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     return _random("rand", size, dtype, device, requires_grad, generator=generator)
 
 
-def randint(low: int, high: int | None = None, size: tuple = (), *, generator=None, dtype=None,
+def randint(low: int, high: int | None = None, size: tuple | None = None, *, generator=None, dtype=None,
             device=None, requires_grad: bool = False) -> Tensor:
-    """``randint(high, size)`` or ``randint(low, high, size)``; a plain int ``size`` is taken as
-    ``(size,)`` (torch insists on a tuple)."""
-    if isinstance(high, (tuple, list)) and size == ():
+    """``randint(high, size)`` or ``randint(low, high, size)``: the size is required, as torch's; a
+    plain int ``size`` is taken as ``(size,)`` (torch insists on a tuple)."""
+    if isinstance(high, (tuple, list)) and size is None:
         high, size = None, high
+    if size is None and high is not None:  # torch reads randint(a, b) as (high, size)
+        raise TypeError(f"randint(): argument 'size' (position 2) must be tuple of ints, not "
+                        f"{_validate.type_label(high)}")
+    if size is None:
+        raise TypeError(f"randint() received an invalid combination of arguments - got "
+                        f"({_validate.type_label(low)}), but expected one "
+                        "of:\n * (int high, tuple of ints size, *, Generator generator, dtype dtype, device device, "
+                        "bool requires_grad)\n * (int low, int high, tuple of ints size, *, Generator generator, "
+                        "dtype dtype, device device, bool requires_grad)")
     if high is None:
         low, high = 0, _validate.int_arg(low, "randint", "high", 1)
     else:

@@ -216,6 +216,12 @@ def test_randint_high_size_form(torch):
         assert t.shape == tuple(tt.shape) and t.dtype == ag.int64
         low, high = (0, args[0]) if len(args) == 2 else args[:2]
         assert low <= t.min().item() and t.max().item() < high
+    for args in [(5,), (0, 5)]:  # no size: torch refuses rather than give a 0-d tensor
+        with pytest.raises(TypeError) as ours:
+            ag.randint(*args)
+        with pytest.raises(TypeError) as theirs:
+            torch.randint(*args)
+        assert str(ours.value).splitlines()[0] == str(theirs.value).splitlines()[0]
 
 
 # --------------------------------------------------------------------------- anomaly mode

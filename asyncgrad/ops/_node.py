@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad.autograd import graph as graph_module
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled
@@ -23,14 +24,18 @@ from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
+from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
 from asyncgrad.ops import windows
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, _store_data
 
 _new = object.__new__
 _make = Tensor._make
-_node_init = Node.__init__
+_sequence = graph_module._sequence  # Node's numbering (Note [Recording inlined])
+_ndarray = np.ndarray
+_np_generic = np.generic
 _tuple_new = tuple.__new__
 _np_dtype = np.dtype
+_NUMPY_DTYPE_CLASSES = NUMPY_DTYPE_CLASSES
 
 
 class OpNode(Node):
@@ -193,8 +198,23 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
     else:
         edges = None
     if edges is not None:
+        # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out here, as they
+        # would run: no frame for either, and the node's meta and work are stored once. That took
+        # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
+        # the hot path] in engine/worker.py), 4% of a W1 node's forward. Keep them in step with
+        # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
+        # that every slot of both is set on a recorded result.
         node = _new(cls)
-        _node_init(node, edges)
+        node.next_edges = edges
+        node.sequence_nr = next(_sequence)
+        topo = 0
+        for fn, _ in edges:
+            if fn is not None and fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.topological_nr = topo
+        node._hooks = None
+        node._metadata = None
+        node.saved = ()
         if fields:
             try:
                 cls._set_fields(node, fields)
@@ -204,8 +224,8 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
                 for name, value in zip(cls.fields, fields):
                     setattr(node, name, value)
         dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
-        if not isinstance(dtype, _np_dtype):
-            dtype = device.backend.dtype(out)
+        if dtype.__class__ not in _NUMPY_DTYPE_CLASSES and not isinstance(dtype, _np_dtype):
+            dtype = device.backend.dtype(out)  # Note [Is it a numpy dtype] in dtypes.py
         key = (out.shape, dtype, device)
         meta = _META.get(key)  # input_meta's lookup, without its call
         node._input_meta = meta if meta is not None else input_meta(*key)
@@ -214,7 +234,18 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             note_forward(node, device)
         if anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
-        result = _make(out, device, True, node, 0, vc)
+        if out.__class__ is not _ndarray and isinstance(out, _np_generic):
+            result = _make(out, device, True, node, 0, vc)  # a numpy scalar, made a 0-d array there
+        else:
+            result = _new(Tensor)  # Note [Recording inlined]
+            _store_data(result, out)  # the slot itself, as Tensor._make (Note [The data slot] in tensor.py)
+            result.device = device
+            result._requires_grad = True
+            result.grad_fn = node
+            result.output_nr = 0
+            result._grad = None
+            result._vc = vc
+            result._extra = None
         if saved:
             kept = (None if saved[0] is None else SavedTensor(saved[0]),) if len(saved) == 1 else tuple(
                 [None if t is None else SavedTensor(t) for t in saved])

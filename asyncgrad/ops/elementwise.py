@@ -272,8 +272,8 @@ class AddBackward0(OpNode):
 
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     if alpha == 1 and type(b) in _NUMBERS and type(a) is Tensor and (
-            a.data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(AddNumberBackward, (a, None), a.data + b, a.device)
+            a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(AddNumberBackward, (a, None), a._data + b, a.device)
     ta, tb, da, db, dev = operands(a, b, "add")
     try:
         out = da + db if alpha == 1 else da + db * alpha
@@ -306,8 +306,8 @@ class RsubBackward1(OpNode):
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     if alpha == 1 and type(b) in _NUMBERS and type(a) is Tensor and (
-            a.data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(SubNumberBackward, (a, None), a.data - b, a.device)
+            a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(SubNumberBackward, (a, None), a._data - b, a.device)
     ta, tb, da, db, dev = operands(a, b, "sub")
     try:
         out = da - db if alpha == 1 else da - db * alpha
@@ -345,8 +345,8 @@ class MulBackward0(OpNode):
 
 
 def mul(a: Any, b: Any) -> Tensor:
-    if type(b) in _NUMBERS and type(a) is Tensor and (a.data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(MulNumberBackward, (a, None), a.data * b, a.device, b)
+    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(MulNumberBackward, (a, None), a._data * b, a.device, b)
     ta, tb, da, db, dev = operands(a, b, "mul")
     try:
         out = da * db
@@ -382,8 +382,8 @@ class DivBackward0(OpNode):
 
 
 def div(a: Any, b: Any) -> Tensor:
-    if type(b) in _NUMBERS and type(a) is Tensor and (a.data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(DivNumberBackward, (a, None), a.data / b, a.device, b)
+    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(DivNumberBackward, (a, None), a._data / b, a.device, b)
     ta, tb, da, db, dev = operands(a, b, "div")
     if not (_is_floating(da) or _is_floating(db)):
         # true division of integers (or bools) computes in the default float dtype, as torch's
@@ -625,7 +625,7 @@ def _generate(name: str, node_name: str, forward: Callable, to_float: bool, save
     def op(x: Tensor) -> Tensor:
         if x.__class__ is not Tensor:
             tensor_arg(x, name)
-        data = x.data
+        data = x._data  # the slot (Note [The data slot] in tensor.py)
         dev = x.device
         if data.dtype.__class__ in _FLOAT_DTYPES:  # a numpy float (cpu, cuda), without Tensor.dtype
             out = forward(dev.xp, data)
