@@ -51,7 +51,8 @@ class OpNode(Node):
     whose backward calls a transcendental or divides costs several multiplies per element:
     measured with numpy 2.4 on 150k float32 elements (one multiply = 0.28 ns/element): exp, log,
     neg 1-2; relu 2 (a branchless select on a random mask: Note [Branchless zero_where]); clamp,
-    sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9; tensor/tensor 9. A backward that only reshapes or passes its gradient on costs 0."""
+    sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9; tensor/tensor 9. A backward that
+    only reshapes or passes its gradient on costs 0."""
     saves_result = False
     """True when the backward needs the op's own result: ``record`` saves it last in ``saved``."""
 

@@ -173,31 +173,37 @@ def conv_forward(x: Any, w: Any, params: Params) -> Any:
 
 
 def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
-    """The adjoint of ``conv`` in ``x`` (a transposed convolution): the weight's columns times the
-    gradient, folded back onto the input; or, in 2-D where it costs less, ``_banded_input_grad``."""
+    """The adjoint of ``conv`` in ``x`` (a transposed convolution): ``columns_input_grad``, or in
+    2-D, where it costs less (Note [Banded weight]), ``banded_input_grad``. Costs in multiply-adds,
+    a copied element counting as 16 of them (Note [Cost classes])."""
+    if len(w.shape) == 4:
+        groups = params[3]
+        n, c = x_shape[:2]
+        (k0, k1), (o0, o1), og = w.shape[2:], g.shape[2:], w.shape[0] // groups
+        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], params[1]))
+        columns = n * c * k0 * k1 * o0 * o1
+        banded = n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + n * og * groups * o0 * o1)
+        unbanded = columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns
+        if banded <= unbanded:
+            return banded_input_grad(g, w, x_shape, params)
+    return columns_input_grad(g, w, x_shape, params)
+
+
+def columns_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """``conv_input_grad`` as the weight's columns times the gradient, folded back onto the input."""
     stride, pads, dilation, groups = params
-    backend = backend_of(g)
-    xp = backend.xp
+    xp = backend_of(g).xp
     kernel = w.shape[2:]
     og, cgk, _ = _layout(w.shape, groups)
     out = g.shape[2:]
     n = g.shape[0]
-    if len(kernel) == 2:
-        (k0, k1), (o0, o1) = kernel, out
-        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], pads))
-        c = x_shape[1]
-        columns = n * c * k0 * k1 * o0 * o1
-        folded = n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + g.size)
-        unfolded = columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns  # Note [Cost classes]
-        if folded <= unfolded:
-            return _banded_input_grad(g, w, x_shape, params)
     g2 = xp.reshape(g, (n, groups, og, math.prod(out)))
     cols = xp.matmul(xp.matrix_transpose(xp.reshape(w, (groups, og, cgk))), g2)
     cols = xp.reshape(cols, (n, x_shape[1]) + kernel + out)
     return fold(cols, x_shape, kernel, stride, dilation, pads)
 
 
-def _banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
     """``conv_input_grad`` in 2-D with the second spatial dim's fold moved onto the weight.
 
     Note [Banded weight]: the fold along dim 1 is a matmul with a band (``_band``), and it
