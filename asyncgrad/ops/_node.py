@@ -338,7 +338,7 @@ class ArrayMath:
         axes, _ = reduced_axes(g.shape, shape)
         backend = backend_of(g)
         xp = backend.xp
-        return backend.array(xp.reshape(xp.sum(g, axis=axes), shape))
+        return backend.array(ArrayMath.reshape(xp.sum(g, axis=axes), shape))
 
     @staticmethod
     def expand(g: Any, shape: tuple[int, ...]) -> Any:
@@ -353,7 +353,10 @@ class ArrayMath:
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:
-        return backend_of(g).xp.reshape(g, shape)
+        """``g`` itself when it has ``shape`` already: numpy's reshape would return a view, and a
+        gradient that is a view cannot be stolen by AccumulateGrad (``owned_by``), which then
+        copies it (W3's 784x256 weight gradient: a 1.6 MB copy per step)."""
+        return g if g.shape == shape else backend_of(g).xp.reshape(g, shape)
 
     @staticmethod
     def index(g: Any, index: Any) -> Any:
