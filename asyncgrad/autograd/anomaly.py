@@ -6,6 +6,7 @@ import contextvars
 import functools
 import inspect
 import os
+import sys
 import traceback
 import warnings
 from typing import Any
@@ -84,9 +85,16 @@ def _quiet_copy(manager: detect_anomaly) -> detect_anomaly:
 
 
 def warn_error_detected(node_name: str, forward_trace: str) -> None:
-    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was."""
-    warnings.warn(f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}",
-                  UserWarning, stacklevel=2)
+    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was.
+
+    Called while the engine ends a failing graph task: a warning filter that turns it into an
+    exception must not replace the node's error (or leave the graph task unfinished), so, as
+    torch does, such a warning is printed to stderr instead."""
+    text = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}"
+    try:
+        warnings.warn(text, UserWarning, stacklevel=2)
+    except Exception:  # noqa: BLE001 - any filter action that raises: torch prints the warning
+        print(f"UserWarning: {text}", file=sys.stderr)
 
 
 def forward_traceback() -> str:
