@@ -1,0 +1,1045 @@
+"""PyTorch's own autograd tests, ported to asyncgrad to estimate how many of them pass (issue 10).
+
+The population is the in-scope test functions of torch's ``test/test_autograd.py`` (classes
+TestAutograd, TestAutogradFunctional and TestAutogradDeviceType, CPU): 239 names, after leaving
+out CUDA-only, multi-device, sparse, complex, MKL, jit, multithreading/subprocess and legacy
+(non-static) Function / deprecated Variable tests, and the generated ``method_tests`` cases. The
+sample is ``random.Random(0).sample(names, 40)``, ported in sample order; each test names the torch
+test it ports. The ports keep torch's inputs and assertions; where torch calls ``backward`` or
+``grad`` these await. A test asyncgrad fails, or cannot run for want of an op, is kept and marked
+``xfail(strict=True)`` with what differs, so that the gap stays recorded and the day it closes
+the test says so.
+
+torch's file sets the default dtype to double; the ``_double`` fixture does the same here.
+``assertEqual`` on tensors is torch's: rtol and atol 1e-7 for float64, 1.3e-6 / 1e-5 for float32.
+"""
+
+import asyncio
+import io
+import pickle
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+import asyncgrad.nn.functional as F
+from asyncgrad import Function, once_differentiable
+
+S = 5  # torch.testing._internal.common_methods_invocations.S
+
+
+@pytest.fixture(autouse=True)
+def _double():
+    """torch's test file runs ``torch.set_default_dtype(torch.double)`` at import."""
+    before = ag.get_default_dtype()
+    ag.set_default_dtype(ag.float64)
+    yield
+    ag.set_default_dtype(before)
+
+
+def _np(t):
+    if isinstance(t, ag.Tensor):
+        return np.asarray(t.detach().numpy())
+    return np.asarray(t)
+
+
+def assert_equal(actual, expected, atol=None, rtol=None):
+    """torch's ``assertEqual`` for tensors and numbers: same shape, values within its default tolerances."""
+    a, e = _np(actual), _np(expected)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    if atol is None:
+        low = np.float32 in (a.dtype, e.dtype)
+        rtol, atol = (1.3e-6, 1e-5) if low else (1e-7, 1e-7)
+    np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _assert_same_struct(res, base):
+    """TestAutogradFunctional._assert_same_struct."""
+    if isinstance(base, ag.Tensor):
+        assert isinstance(res, ag.Tensor)
+        assert tuple(base.shape) == tuple(res.shape)
+    elif isinstance(base, tuple):
+        assert isinstance(res, tuple)
+        assert len(base) == len(res)
+        for el_base, el_res in zip(base, res):
+            assert isinstance(el_base, ag.Tensor) and isinstance(el_res, ag.Tensor)
+            assert tuple(el_base.shape) == tuple(el_res.shape)
+    else:
+        raise RuntimeError("The base given to `_assert_same_struct` doesn't have the right structure.")
+
+
+def _assert_interleaved_struct(res, base1, base2):
+    """TestAutogradFunctional._assert_interleaved_struct."""
+    if isinstance(base1, ag.Tensor) and isinstance(base2, ag.Tensor):
+        assert isinstance(res, ag.Tensor)
+        assert tuple(res.shape) == tuple(base1.shape) + tuple(base2.shape)
+    elif isinstance(base1, tuple) and isinstance(base2, ag.Tensor):
+        assert isinstance(res, tuple) and len(res) == len(base1)
+        for el_res, el_base1 in zip(res, base1):
+            assert tuple(el_res.shape) == tuple(el_base1.shape) + tuple(base2.shape)
+    elif isinstance(base1, ag.Tensor) and isinstance(base2, tuple):
+        assert isinstance(res, tuple) and len(res) == len(base2)
+        for el_res, el_base2 in zip(res, base2):
+            assert tuple(el_res.shape) == tuple(base1.shape) + tuple(el_base2.shape)
+    elif isinstance(base1, tuple) and isinstance(base2, tuple):
+        assert isinstance(res, tuple) and len(res) == len(base1)
+        for el_res, el_base1 in zip(res, base1):
+            assert isinstance(el_res, tuple) and len(res) == len(base2)
+            for el_el_res, el_base2 in zip(el_res, base2):
+                assert tuple(el_el_res.shape) == tuple(el_base1.shape) + tuple(el_base2.shape)
+    else:
+        raise RuntimeError("The bases given to `_assert_interleaved_struct` don't have the right structure.")
+
+
+def mask_not_all_zeros(shape):
+    """common_methods_invocations.mask_not_all_zeros."""
+    while True:
+        result = ag.randn(*shape).gt(0)
+        if bool(result.sum() > 0):
+            return result
+
+
+async def run_functional_checks(name, apply_fn, run_grad_checks, f_args_variable):
+    """test_autograd.run_functional_checks (gradcheck, gradgradcheck with non-contiguous grad
+    outputs left to asyncgrad's default, a backward with a random grad, the grad's type and size)."""
+    output_variable = apply_fn(*f_args_variable)
+    if run_grad_checks:
+        assert await ag.gradcheck(apply_fn, f_args_variable, eps=1e-6, atol=1e-4)
+        assert await ag.gradgradcheck(apply_fn, f_args_variable)
+    self_variable = f_args_variable[0]
+    if isinstance(output_variable, ag.Tensor) and output_variable.requires_grad and self_variable is not None:
+        await output_variable.backward(ag.randn_like(output_variable))
+        assert self_variable.grad.dtype == self_variable.dtype  # assertEqualTypeString
+        assert tuple(self_variable.size()) == tuple(self_variable.grad.size())
+
+
+# 1
+@pytest.mark.xfail(strict=True, reason="nn.functional.leaky_relu_ (the in-place form) missing")
+async def test_leaky_relu_inplace_with_zero_slope():
+    """Port of TestAutogradDeviceType.test_leaky_relu_inplace_with_zero_slope."""
+    a = ag.tensor([-2., 0., 2.], requires_grad=True)
+    b = F.leaky_relu_(a.clone(), 0.0)
+    await b.backward(ag.ones(3))
+    expected = ag.tensor([0., 0., 1.])
+    assert_equal(a.grad, expected)
+
+
+# 2
+async def test_cat():
+    """Port of TestAutograd.test_cat."""
+    f_args_variable = (ag.randn(1, S, S, requires_grad=True),
+                       ag.randn(2, S, S, requires_grad=True),
+                       ag.randn(3, S, S, requires_grad=True),
+                       0)
+    await run_functional_checks("cat", lambda a, b, c, dim: ag.cat((a, b, c), dim), True, f_args_variable)
+
+
+# 3
+async def test_vhp_output():
+    """Port of TestAutogradFunctional.test_vhp_output."""
+    def foo(a):
+        return 3 * a.narrow(0, 0, 3).exp().sum()
+
+    inputs = ag.rand(4, 4)
+    v = ag.ones(4, 4)
+    res = await ag.functional.vhp(foo, inputs, v)
+    _assert_same_struct(res[1], inputs)
+    assert res[0].grad_fn is None
+    assert res[1].grad_fn is None
+
+    def bar(a, b):
+        return (a + 3 * b.narrow(0, 0, 3)).exp().sum()
+
+    inputs = (ag.rand(3), ag.rand(4))
+    v = (ag.ones(3), ag.ones(4))
+    out, vhp_val = await ag.functional.vhp(bar, inputs, v)
+    _assert_same_struct(vhp_val, inputs)
+    assert out.grad_fn is None
+    assert vhp_val[0].grad_fn is None
+    assert vhp_val[1].grad_fn is None
+
+
+# 4
+async def test_inplace_view_makes_base_require_grad():
+    """Port of TestAutogradDeviceType.test_inplace_view_makes_base_require_grad."""
+    a = ag.randn(4, 4, requires_grad=False)
+    b = ag.randn(4, 2, requires_grad=True)
+
+    def func(root, b):
+        x = root.clone()
+        assert not x.requires_grad
+        x.narrow(1, 2, 2).mul_(b)
+        assert x.requires_grad
+        return x
+
+    assert await ag.gradcheck(func, [a, b], raise_exception=True)
+    go = ag.randn(*a.shape, requires_grad=True)
+    assert await ag.gradgradcheck(func, (a, b), (go,))
+
+
+# 5
+@pytest.mark.xfail(strict=True, reason="torch.eig (and linalg.eig) missing; also random_symmetric_matrix, inverse")
+async def test_eig():
+    """Port of TestAutograd.test_eig."""
+    def func(B):
+        return ag.eig(B, eigenvectors=True)
+
+    def func_eigvals(B):
+        return ag.eig(B, eigenvectors=True)[0]
+
+    def func_eigvecs(B):
+        return ag.eig(B, eigenvectors=True)[1]
+
+    for dims in [(3, 3), (5, 5)]:
+        A = ag.randn(*dims)
+        A = (A + A.transpose(-2, -1)) / 2  # random_symmetric_matrix
+        U = ag.rand(*dims)
+        Uinv = ag.linalg.inv(U)
+        B = ag.matmul(Uinv, ag.matmul(A, U)).requires_grad_()
+        for fn in (func, func_eigvals, func_eigvecs):
+            assert await ag.gradcheck(fn, [B])
+            assert await ag.gradgradcheck(fn, [B])
+
+
+# 6
+async def test_sum_to_with_empty_dim_grad():
+    """Port of TestAutograd.test_sum_to_with_empty_dim_grad."""
+    a = ag.rand(4, 0, requires_grad=True)
+    b = ag.rand(4, 1, requires_grad=True)
+    c = a + b
+    assert c.shape == (4, 0)
+    await c.sum().backward()
+
+    assert_equal(b.grad, ag.zeros(4, 1))
+    assert_equal(a.grad, ag.zeros(4, 0))
+
+
+# 7
+@pytest.mark.xfail(strict=True, reason="vstack missing")
+async def test_vstack():
+    """Port of TestAutograd.test_vstack."""
+    x = ag.randn(10, 10, requires_grad=True)
+    y = ag.randn(10, 10, requires_grad=True)
+    z = ag.randn(10, 10, requires_grad=True)
+    stacked = ag.vstack([x, y, z])
+    grad = ag.randn(30, 10)
+    await stacked.backward(grad)
+    assert_equal(x.grad, grad[0:10])
+    assert_equal(y.grad, grad[10:20])
+    assert_equal(z.grad, grad[20:30])
+
+
+# 8
+@pytest.mark.xfail(strict=True, reason="profiler records backward nodes only: no record_function, no "
+                   "forward-op (aten::mul ...) events, no function_events")
+def test_record_function():
+    """Port of TestAutograd.test_record_function."""
+    x = ag.randn(10, 10)
+
+    def forward(x):
+        with ag.profiler.record_function("outer"):
+            y = x * 2 + 4
+            with ag.profiler.record_function("inner"):
+                y = y - 1
+        y = y / 1
+
+    forward(x)
+    with ag.profiler.trace() as p:
+        forward(x)
+    important_events = ['outer', 'aten::mul', 'aten::add', 'inner', 'aten::sub', 'aten::div']
+    idx = 0
+    for info in p.events:
+        if info.name == important_events[idx]:
+            idx = idx + 1
+        if idx == len(important_events):
+            break
+    assert idx == len(important_events)
+
+    @ag.profiler.record_function('my_func')
+    def f(x, y):
+        return x + y
+
+    with ag.profiler.trace() as p:
+        f(1, 2)
+    assert 'my_func' in str(p)
+
+
+# 9
+@pytest.mark.xfail(strict=True, reason="profiler trace has no __str__ equal to table() (str(prof) != prof.table())")
+def test_profiler_aggregation_table():
+    """Port of TestAutograd.test_profiler_aggregation_table."""
+    x = ag.randn(1024)
+    with ag.profiler.trace() as prof:
+        ag.einsum("i->", x)
+    prof_str = str(prof)
+    prof_table = prof.table()
+    assert prof_table == prof_str
+
+
+# 10
+@pytest.mark.xfail(strict=True, reason="trapz (trapezoid) missing")
+async def test_trapz():
+    """Port of TestAutograd.test_trapz."""
+    f_args_variable = (ag.randn(2, 3, requires_grad=True),
+                       ag.tensor([[1.0, 2.0, 5.5], [2.3, 0.5, 6.2]], requires_grad=True))
+    await run_functional_checks("trapz", lambda y, x: ag.trapz(y, x), True, f_args_variable)
+
+
+# 11
+async def test_hvp_scalar():
+    """Port of TestAutogradFunctional.test_hvp_scalar."""
+    def reducer(x):
+        return x.exp().sum()
+
+    inputs = ag.rand(4, 4)
+    v = ag.ones(4, 4)
+    res = await ag.functional.hvp(reducer, inputs, v)
+    _assert_same_struct(res[1], inputs)
+
+    inputs = ag.rand()
+    v = ag.rand()
+    res = await ag.functional.hvp(reducer, inputs, v)
+    _assert_same_struct(res[1], inputs)
+
+    res = await ag.functional.hvp(reducer, inputs)
+    _assert_same_struct(res[1], inputs)
+
+    def bad_reducer(x):
+        return x.exp().sum().view(1, 1, 1)
+
+    inputs = ag.rand(4, 4)
+    v = ag.rand(4, 4)
+    res = await ag.functional.hvp(bad_reducer, inputs, v)
+    _assert_same_struct(res[1], inputs)
+
+
+# 12
+async def test_where_functional():
+    """Port of TestAutogradDeviceType.test_where_functional."""
+    x = ag.randn(5, 5, requires_grad=True)
+    y = ag.randn(5, 5, requires_grad=True)
+    cond = mask_not_all_zeros((5, 5))
+
+    def where(cond, x, y):
+        return ag.where(cond, x, y)
+
+    assert await ag.gradcheck(where, [cond, x, y], raise_exception=True)
+    assert await ag.gradgradcheck(where, [cond, x, y], [ag.randn(5, 5)])
+
+    x = ag.randn(5, 1, 5, requires_grad=True)
+    y = ag.randn(5, 5, 1, requires_grad=True)
+    assert await ag.gradcheck(where, [cond, x, y], raise_exception=True)
+    assert await ag.gradgradcheck(where, [cond, x, y], [ag.randn(5, 5, 5)])
+
+
+# 13
+async def test_detach():
+    """Port of TestAutograd.test_detach."""
+    x = ag.randn(10, 10, requires_grad=True)
+    y = x + 2
+    y = y.detach()
+    z = y * 4 + 2
+    assert not y.requires_grad
+    assert not z.requires_grad
+
+    x = ag.randn(10, 10, requires_grad=True)
+    y = x * 2
+    y = y.detach()
+    assert not y.requires_grad
+    assert y.grad_fn is None
+    z = x + y
+    await z.sum().backward()
+    assert_equal(x.grad, ag.ones(10, 10))
+
+    # in-place detach
+    x = ag.randn(10, 10, requires_grad=True)
+    y = ag.randn(10, 10, requires_grad=True)
+    a = x * 2
+    await (y + a).sum().backward(retain_graph=True)
+    a.detach_()
+    assert not a.requires_grad
+    await (y + a).sum().backward()  # this won't backprop to x
+    assert_equal(x.grad, ag.ones(10, 10) * 2)
+    assert_equal(y.grad, ag.ones(10, 10) * 2)
+
+    # in-place detach on a view raises an exception
+    view = x.narrow(0, 1, 4)
+    with pytest.raises(RuntimeError, match='view'):
+        view.detach_()
+
+
+# 14
+@pytest.mark.xfail(strict=True, reason="profiler has no record_function and no function_events with counts")
+def test_record_function_callbacks():
+    """Port of TestAutograd.test_record_function_callbacks."""
+    x = ag.randn(10, 10)
+    with ag.profiler.trace() as p:
+        with ag.profiler.record_function("foo"):
+            x * 2 + 4
+    foo_event = [event for event in p.function_events if "foo" in event.name][0]
+    assert foo_event.count == 1
+
+
+# 15
+@pytest.mark.xfail(strict=True, reason="pickle protocols 0 and 1 fail: Tensor defines __slots__ without "
+                   "__getstate__ (protocols 2 and up work)")
+def test_pickle():
+    """Port of TestAutograd.test_pickle."""
+    x = ag.randn(10, 10, requires_grad=True)
+    y = ag.randn(10, 10, requires_grad=False)
+
+    def assert_strict_equal(var1, var2):
+        assert_equal(var1, var2)
+        assert var1.requires_grad == var2.requires_grad
+
+    serialized = [pickle.dumps([x, y], protocol=p) for p in range(3)]
+    for dump in serialized:
+        xc, yc = pickle.loads(dump)
+        assert_strict_equal(xc, x)
+        assert_strict_equal(yc, y)
+
+
+# 16
+async def test_gradcheck_single_input():
+    """Port of TestAutograd.test_gradcheck_single_input."""
+    def f(inp):
+        return inp.mul(5)
+
+    assert await ag.gradcheck(f, ag.rand(10, dtype=ag.float64, requires_grad=True))
+    assert await ag.gradgradcheck(f, ag.rand(10, dtype=ag.float64, requires_grad=True))
+
+
+# 17
+async def test_mark_non_differentiable():
+    """Port of TestAutograd.test_mark_non_differentiable."""
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, input):
+            output = input > 0
+            ctx.mark_non_differentiable(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return (grad_output * 0).to(ag.float64)
+
+    x = ag.randn(5, 5, requires_grad=True)
+    mask = MyFunction.apply(x)
+    assert not mask.requires_grad
+    y = x.masked_fill(mask, 0)
+    await y.sum().backward()
+
+
+# 18
+@pytest.mark.xfail(strict=True, reason="profiler has no profile_memory, record_shapes, key_averages, "
+                   "record_function")
+def test_memory_profiler():
+    """Port of TestAutograd.test_memory_profiler (CPU part; the CUDA and MKLDNN parts are conditional in torch)."""
+    def run_profiler(tensor_creation_fn):
+        with ag.profiler.trace(profile_memory=True, record_shapes=True) as prof:
+            x = None
+            with ag.profiler.record_function("test_user_scope_alloc"):
+                x = tensor_creation_fn()
+            with ag.profiler.record_function("test_user_scope_dealloc"):
+                del x
+        return prof.key_averages(group_by_input_shape=True)
+
+    def check_metrics(stats, metric, allocs=None, deallocs=None):
+        stat_metrics = {stat.key: getattr(stat, metric) for stat in stats}
+        for alloc_fn in allocs or ():
+            assert alloc_fn in stat_metrics
+            assert stat_metrics[alloc_fn] > 0
+        for dealloc_fn in deallocs or ():
+            assert dealloc_fn in stat_metrics
+            assert stat_metrics[dealloc_fn] < 0
+
+    stats = run_profiler(lambda: ag.rand(10, 10))
+    check_metrics(stats, "cpu_memory_usage",
+                  allocs=["aten::empty", "aten::rand", "test_user_scope_alloc"],
+                  deallocs=["test_user_scope_dealloc"])
+
+
+# 19
+async def test_no_unnecessary_save():
+    """Port of TestAutograd.test_no_unnecessary_save."""
+    mu = ag.ones(1, requires_grad=True)
+    x = ag.empty(1)
+    loss = 0
+    for i in range(3):
+        x.detach_()
+        x.copy_(mu + i)
+        ft = ag.tensor([float(i)])
+        multiplied = x * ft
+        s = multiplied.sum()
+        loss += s
+    await loss.backward()
+
+
+# 20
+async def test_unused_output():
+    """Port of TestAutograd.test_unused_output."""
+    x = ag.randn(10, 10, requires_grad=True)
+    outputs = x.chunk(5)
+    o = outputs[2]
+    o = o * 4 + 2
+    await o.sum().backward()
+    expected_grad = ag.zeros(10, 10)
+    expected_grad[4:6] = 4
+    assert_equal(x.grad, expected_grad)
+
+    with ag.no_grad():
+        x.grad.zero_()
+    grad_output = ag.randn(2, 10)
+    outputs = x.chunk(5)
+    await outputs[0].backward(grad_output)
+    expected_grad = ag.zeros(10, 10)
+    expected_grad[:2] = grad_output
+    assert_equal(x.grad, expected_grad)
+
+
+# 21
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_requires_grad_factory(dtype):
+    """Port of TestAutogradDeviceType.test_requires_grad_factory (torch.testing.randn_like is randn_like)."""
+    dtype = getattr(ag, dtype)
+    devices = ["cpu"]
+    fns = [ag.ones_like, ag.randn_like]
+    x = ag.randn(2, 3, dtype=dtype, device=devices[0])
+
+    for fn in fns:
+        for requires_grad in [True, False]:
+            output = fn(x, dtype=dtype, device=devices[0], requires_grad=requires_grad)
+            assert requires_grad == output.requires_grad
+            assert output.dtype is dtype
+            assert devices[0] == str(x.device)
+
+
+# 22
+async def test_vhp_err_check_strict():
+    """Port of TestAutogradFunctional.test_vhp_err_check_strict."""
+    def foo(a):
+        return a.detach().sum()
+
+    def bar(a):
+        # Make a non-leaf Tensor that requires_grad but that is not connected to the input
+        return a.long().float().requires_grad_().clone().sum()
+
+    def bar2(a):
+        # A Linear function for which the jacobian is independent of the input
+        return (3 * a).sum()
+
+    vhp = ag.functional.vhp
+    inp = ag.rand(4)
+    v = ag.rand(4)
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function does not require gradients."):
+        await vhp(foo, inp, v, strict=True)
+    res = await vhp(foo, inp, v, strict=False)
+    _assert_same_struct(res[1], inp)
+    assert_equal(res[1].abs().sum(), 0.)
+
+    with pytest.raises(RuntimeError, match="The output of the user-provided function is independent of input 0"):
+        await vhp(bar, inp, v, strict=True)
+    res = await vhp(bar, inp, v, strict=False)
+    _assert_same_struct(res[1], inp)
+    assert_equal(res[1].abs().sum(), 0.)
+
+    with pytest.raises(RuntimeError, match="jacobian of the user-provided function with respect to input 0 is"):
+        await vhp(bar2, inp, v, strict=True)
+    res = await vhp(bar2, inp, v, strict=False)
+    _assert_same_struct(res[1], inp)
+    assert_equal(res[1].abs().sum(), 0.)
+
+
+# 23
+async def test_hook_none():
+    """Port of TestAutograd.test_hook_none."""
+    class NoneGradientFunction(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            assert ctx.needs_input_grad[0]
+            assert not ctx.needs_input_grad[1]
+            return x, y
+
+        @staticmethod
+        def backward(ctx, grad_x, grad_y):
+            return grad_x, None
+
+    was_called = [False]
+
+    def hook(grad):
+        assert grad is not None
+        was_called[0] = True
+
+    x = ag.randn(5, 5, requires_grad=True)
+    y = ag.randn(5, 5)
+    rx, ry = NoneGradientFunction.apply(x, y)
+    rx.register_hook(hook)
+    ry.register_hook(hook)
+    await sum(rx, ry).sum().backward()
+    assert was_called[0]
+
+
+# 24
+async def test_reentrant_with_callbacks_both_depths():
+    """Port of TestAutograd.test_reentrant_with_callbacks_both_depths (with _test_reentrant_with_callbacks).
+
+    ``Variable._execution_engine.queue_callback`` is ``ag.get_engine().queue_callback``; the
+    reentrant ``tmp_out.backward()`` inside the backward is awaited (an ``async def`` backward).
+    """
+    install_callbacks_in_depths = [0, 1]
+    counter = {"inner": 0, "outer": 0}
+
+    def inc_inner_counter():
+        counter["inner"] += 1
+
+    def inc_outer_counter():
+        counter["outer"] += 1
+
+    class MyFunc(Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, input):
+            if 1 in install_callbacks_in_depths:
+                ag.get_engine().queue_callback(inc_inner_counter)
+            return input
+
+    class MyReentrantFunc(Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        async def backward(ctx, input):
+            if 0 in install_callbacks_in_depths:
+                ag.get_engine().queue_callback(inc_outer_counter)
+            tmp_inp = input.detach().requires_grad_()
+            with ag.enable_grad():
+                tmp_out = (MyFunc.apply(tmp_inp)).sum()
+            await tmp_out.backward()
+            return input
+
+    t1 = ag.rand(3, 3, requires_grad=True)
+    t2 = MyReentrantFunc.apply(t1)
+    t3 = t2.sum()
+    await ag.backward([t3])
+
+    assert counter["outer"] == 1
+    assert counter["inner"] == 1
+
+
+# 25
+async def test_min_max_median_backprops_to_all_values():
+    """Port of TestAutogradDeviceType.test_min_max_median_backprops_to_all_values."""
+    for f in [ag.min, ag.max, ag.median]:
+        x = ag.tensor([1., 0., 1., 0., 1., 0.], requires_grad=True)
+        y = f(x)
+        await y.backward()
+        assert_equal(x.grad.sum(), 1.)
+        assert int((x.grad == 1 / 3).sum()) == 3
+
+
+# 26
+async def test_stack():
+    """Port of TestAutograd.test_stack."""
+    x = ag.randn(10, 10, requires_grad=True)
+    y = ag.randn(10, 10, requires_grad=True)
+    z = ag.randn(10, 10, requires_grad=True)
+    stacked = ag.stack([x, y, z], 0)
+    grad = ag.randn(3, 10, 10)
+    await stacked.backward(grad)
+    assert_equal(x.grad, grad[0])
+    assert_equal(y.grad, grad[1])
+    assert_equal(z.grad, grad[2])
+
+
+# 27
+@pytest.mark.xfail(strict=True, reason="nn.InstanceNorm2d and nn.functional.threshold (inplace) missing")
+async def test_inplace_view_backward():
+    """Port of TestAutograd.test_inplace_view_backward."""
+    net = ag.nn.Sequential(ag.nn.InstanceNorm2d(2), ag.nn.ReLU(True))
+
+    x = ag.tensor([[[[1.0, 1.0]]]], requires_grad=True)
+    g, = await ag.grad(net(x).pow(2), [x], grad_outputs=x.new_ones(x.shape), create_graph=True)
+    await ag.grad(g.sum(), [x])
+    assert_equal(x, ag.tensor([[[[1.0, 1.0]]]]))
+
+    inputs = ag.ones(1, 3, 256, 256, requires_grad=True)
+    tmp1 = (inputs + 1).view_as(inputs)
+    tmp2 = F.threshold(tmp1, 0., 0., True)
+    prob_interpolated = ag.sigmoid(tmp2)
+    gradients = (await ag.grad(outputs=prob_interpolated, inputs=inputs,
+                               grad_outputs=ag.ones(*prob_interpolated.size()),
+                               create_graph=True, retain_graph=True))[0]
+    gradient_penalty = gradients.sum()
+    await gradient_penalty.backward()
+    fn = gradient_penalty.grad_fn.next_functions[0][0].next_functions[1][0]
+    assert fn.name() == "ThresholdBackwardBackward"
+
+
+# 28
+async def test_jvp_scalar():
+    """Port of TestAutogradFunctional.test_jvp_scalar."""
+    def reducer(x):
+        return x.sum()
+
+    inputs = ag.rand(4, 4)
+    v = ag.ones(4, 4)
+    res = await ag.functional.jvp(reducer, inputs, v)
+    _assert_same_struct(res[0], ag.zeros(()))
+    _assert_same_struct(res[1], res[0])
+
+    def expander(x):
+        return x.unsqueeze(0).repeat(4)
+
+    inputs = ag.rand()
+    v = ag.ones(())
+    res = await ag.functional.jvp(expander, inputs, v)
+    _assert_same_struct(res[0], ag.zeros(4))
+    _assert_same_struct(res[1], res[0])
+
+    res = await ag.functional.jvp(expander, inputs)
+    _assert_same_struct(res[0], ag.zeros(4))
+    _assert_same_struct(res[1], res[0])
+
+
+# 29
+@pytest.mark.xfail(strict=True, reason="Tensor.set_ missing")
+async def test_parameter_resize():
+    """Port of TestAutogradDeviceType.test_parameter_resize."""
+    asd = ag.nn.Parameter(ag.ones(16))
+    for _ in range(2):
+        with ag.no_grad():
+            asd.set_(asd[1:])
+            asd.grad = None
+        m = ag.cat((asd, asd))
+        await m.sum().backward()
+
+
+# 30
+@pytest.mark.xfail(strict=True, reason="reentrant graph tasks are not run ahead of the parent graph's ready "
+                   "nodes: MyFunction's backward runs before the last Reentrant backward")
+async def test_reentrant_priority():
+    """Port of TestAutograd.test_reentrant_priority (the reentrant ``backward()`` is awaited)."""
+    order = []
+
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, x):
+            order.append("MyFunction")
+            return x
+
+    class Reentrant(Function):
+        @staticmethod
+        def forward(ctx, x):
+            with ag.enable_grad():
+                ctx.x = x.detach().requires_grad_(True)
+                ctx.x = ctx.x - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        async def backward(ctx, x):
+            order.append("Reentrant")
+            if ctx.x < 0:
+                return x
+            with ag.enable_grad():
+                await Reentrant.apply(ctx.x).backward()
+            return x
+
+    a = MyFunction.apply(ag.tensor(6.0, requires_grad=True))
+    b = Reentrant.apply(ag.tensor(9.0, requires_grad=True))
+    v = a * b
+    await v.backward()
+    assert len(order) == 11
+    assert order.count("Reentrant") == 10
+    assert order[-1] == "MyFunction"
+
+
+# 31
+def test_set_grad_generator_functions():
+    """Port of TestAutograd.test_set_grad_generator_functions."""
+    @ag.no_grad()
+    def gen_no_grad():
+        for i in range(10):
+            assert ag.is_grad_enabled() is False
+            yield i
+
+    with ag.enable_grad():
+        for _ in gen_no_grad():
+            assert ag.is_grad_enabled() is True
+
+    @ag.enable_grad()
+    def gen_enable_grad():
+        for i in range(10):
+            assert ag.is_grad_enabled() is True
+            yield i
+
+    with ag.no_grad():
+        for _ in gen_enable_grad():
+            assert ag.is_grad_enabled() is False
+
+
+# 32
+@pytest.mark.xfail(strict=True, reason="Tensor.type / Tensor.type_as / data_ptr missing (typed classes such as "
+                   "torch.FloatTensor read as dtypes here)")
+async def test_type_conversions():
+    """Port of TestAutograd.test_type_conversions (CPU part; torch.XTensor classes read as their dtypes)."""
+    x = ag.randn(5, 5)
+    assert x.float().dtype == ag.float32
+    assert x.int().dtype == ag.int32
+    for t_dtype in [ag.float64, ag.float32, ag.int32, ag.uint8]:
+        y = ag.randint(0, 5, (5, 5), dtype=t_dtype)
+        assert x.type(t_dtype).dtype is t_dtype
+        assert x.type_as(y).dtype is t_dtype
+        assert y.data_ptr() == y.type(t_dtype).data_ptr()
+
+    fvar = ag.randn(5, 5).float().requires_grad_(True)
+    await fvar.double().sum().backward()
+    assert_equal(fvar.grad, ag.ones_like(fvar))
+    assert fvar.grad.dtype == fvar.dtype
+    dvar = ag.randn(5, 5).double().requires_grad_(True)
+    await dvar.float().sum().backward()
+    assert_equal(dvar.grad, ag.ones_like(dvar))
+    assert dvar.grad.dtype == dvar.dtype
+
+
+# 33
+async def test_retain_grad():
+    """Port of TestAutograd.test_retain_grad."""
+    input = ag.rand(1, 3, requires_grad=True)
+    h1 = input * 3
+    out = (h1 * h1).sum()
+
+    h1.retain_grad()
+    h1.retain_grad()
+
+    await out.backward(retain_graph=True)
+    assert_equal(h1 * 2, h1.grad)
+    await out.backward(retain_graph=True)
+    assert_equal(h1 * 4, h1.grad)
+
+    with ag.no_grad():
+        input.grad.zero_()
+    input.retain_grad()
+    input.retain_grad()
+    await out.backward()
+    assert_equal(input * 18, input.grad)
+
+
+# 34
+async def test_jacobian_create_graph():
+    """Port of TestAutogradFunctional.test_jacobian_create_graph (the functions gradcheck calls are async)."""
+    jacobian = ag.functional.jacobian
+
+    def exp_reducer(x):
+        return x.exp().sum(dim=1)
+
+    inputs = ag.rand(4, 4, requires_grad=True)
+    res = await jacobian(exp_reducer, inputs, create_graph=True)
+    _assert_interleaved_struct(res, exp_reducer(inputs), inputs)
+    assert res.grad_fn is not None
+
+    async def jac1(inp):
+        return await jacobian(exp_reducer, inp, create_graph=True)
+
+    assert await ag.gradcheck(jac1, inputs)
+    assert await ag.gradgradcheck(jac1, inputs)
+
+    def add_exp_reducer(x, y):
+        return (x + y).exp().sum(dim=1)
+
+    inputs = (ag.rand(4, 4, requires_grad=True), ag.rand(4, 4, requires_grad=True))
+    res = await jacobian(add_exp_reducer, inputs, create_graph=True)
+    _assert_interleaved_struct(res, add_exp_reducer(*inputs), inputs)
+    assert res[0].grad_fn is not None
+    assert res[1].grad_fn is not None
+
+    async def jac2(*inp):
+        return await jacobian(add_exp_reducer, inp, create_graph=True)
+
+    assert await ag.gradcheck(jac2, inputs)
+    assert await ag.gradgradcheck(jac2, inputs)
+
+    async def foo(x, y):
+        x = x.cos()
+        val, jac = await jacobian(add_exp_reducer, (x, y), create_graph=True)
+        res = val[0].exp().sum() + val[1].exp().sum() + jac[0].exp().sum()
+        res = res + jac[1].exp().sum() + x.exp().sum() + y.exp().sum()
+        return res
+
+    assert await ag.gradcheck(foo, inputs)
+    assert await ag.gradgradcheck(foo, inputs)
+
+
+# 35
+async def test_backward_badcalls():
+    """Port of TestAutograd.test_backward_badcalls."""
+    x = ag.ones(1)
+    with pytest.raises(RuntimeError, match='does not require grad'):
+        await x.backward()
+
+
+# 36
+async def test_vjp_scalar():
+    """Port of TestAutogradFunctional.test_vjp_scalar."""
+    def reducer(x):
+        return x.sum()
+
+    inputs = ag.rand(4, 4)
+    v = ag.ones(())
+    res = await ag.functional.vjp(reducer, inputs, v)
+    _assert_same_struct(res[0], v)
+    _assert_same_struct(res[1], inputs)
+
+    res = await ag.functional.vjp(reducer, inputs)
+    _assert_same_struct(res[0], v)
+    _assert_same_struct(res[1], inputs)
+
+    def expander(x):
+        return x.unsqueeze(0).repeat(4)
+
+    inputs = ag.rand()
+    v = ag.ones(4)
+    res = await ag.functional.vjp(expander, inputs, v)
+    _assert_same_struct(res[0], v)
+    _assert_same_struct(res[1], inputs)
+
+
+# 37
+async def test_leaf_assignment():
+    """Port of TestAutograd.test_leaf_assignment."""
+    x = ag.randn(5, 5)
+    y = ag.randn(5, requires_grad=True)
+    z = ag.randn(5, requires_grad=True)
+
+    x[0] = y
+    x[1] = 2 * z
+    assert x.requires_grad
+    assert x.grad_fn is not None
+    await x.sum().backward()
+    assert_equal(y.grad, ag.ones(5))
+    assert_equal(z.grad, ag.ones(5) * 2)
+
+
+# 38
+@pytest.mark.xfail(strict=True, reason="profiler has no forward-op events (aten::add/aten::sum) to match "
+                   "backward nodes' sequence_nr against")
+async def test_profiler_seq_nr():
+    """Port of TestAutograd.test_profiler_seq_nr."""
+    with ag.profiler.trace() as p:
+        x = ag.randn(10, 10, requires_grad=True)
+        y = ag.randn(10, 10, requires_grad=True)
+        z = x + y
+        s = z.sum()
+        await s.backward()
+    add_seq_nr = -1
+    sum_seq_nr = -1
+    found_add = found_sum = False
+    found_bwd_add = found_bwd_sum = False
+    found_empty = False
+    for e in p.events:
+        if e.name == "aten::add":
+            add_seq_nr = e.sequence_nr
+            assert not found_add
+            found_add = True
+        elif e.name == "aten::sum":
+            sum_seq_nr = e.sequence_nr
+            assert not found_sum
+            found_sum = True
+        elif "Add" in e.name and "Backward" in e.name:
+            assert e.sequence_nr == add_seq_nr
+            assert not found_bwd_add
+            found_bwd_add = True
+        elif "Sum" in e.name and "Backward" in e.name:
+            assert e.sequence_nr == sum_seq_nr
+            assert not found_bwd_sum
+            found_bwd_sum = True
+        if e.name == "aten::empty":
+            assert e.sequence_nr == -1
+            found_empty = True
+    assert add_seq_nr >= 0
+    assert sum_seq_nr >= 0
+    assert add_seq_nr != sum_seq_nr
+    assert found_add and found_sum and found_bwd_add and found_bwd_sum and found_empty
+
+
+# 39
+@pytest.mark.xfail(strict=True, reason="HANG: with warnings.simplefilter('error') under detect_anomaly, the "
+                   "'Error detected in PowBackward0' warning raised inside the cpu worker kills the worker task "
+                   "and ag.grad never returns (bounded here by a 10 s wait_for); the first half passes")
+async def test_anomaly_grad_warnings():
+    """Port of TestAutograd.test_anomaly_grad_warnings.
+
+    The second ``ag.grad`` is wrapped in ``asyncio.wait_for(..., 10)`` so that the hang it meets
+    today fails the test (plainly: pytest's traceback of the cancelled wait crashed its reporter)
+    instead of stalling the suite; torch's assertions are unchanged.
+    """
+    class StdErrDiverter:
+        def __enter__(self):
+            self.stderr_orig = sys.stderr
+            self.stderr_new = io.StringIO()
+            sys.stderr = self.stderr_new
+            return self
+
+        def __exit__(self, *args):
+            self.captured = self.stderr_new.getvalue()
+            sys.stderr = self.stderr_orig
+
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been "
+                                           "modified by an inplace operation"):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with ag.detect_anomaly():
+                a = ag.randn(5, requires_grad=True)
+                d1 = a + 1
+                d2 = d1 ** 2
+                d1 += 1
+                await ag.grad(d2.sum(), a)
+
+    assert len(w) == 2
+    assert 'Anomaly Detection has been enabled' in str(w[0].message)
+    assert 'Error detected in PowBackward0' in str(w[1].message)
+
+    # if the warning throws, it will be printed to sys.stderr
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been "
+                                           "modified by an inplace operation"):
+        with warnings.catch_warnings(record=True) as w:
+            with ag.detect_anomaly():
+                warnings.simplefilter("error")
+                with StdErrDiverter() as s:
+                    a = ag.randn(5, requires_grad=True)
+                    d1 = a + 1
+                    d2 = d1 ** 2
+                    d1 += 1
+                    try:
+                        await asyncio.wait_for(ag.grad(d2.sum(), a), 10)
+                    except TimeoutError:
+                        pytest.fail("ag.grad did not return within 10 s", pytrace=False)
+
+    assert len(w) == 1
+    assert 'Anomaly Detection has been enabled' in str(w[0].message)
+    assert 'Error detected in PowBackward0' in s.captured
+
+
+# 40
+async def test_cdist_same_inputs():
+    """Port of TestAutogradDeviceType.test_cdist_same_inputs."""
+    sizex = (1, 27, 32)
+    for _p in [0, 1, 2, 3, 1.5, 2.5, float('inf')]:
+        x = ag.randn(*sizex, dtype=ag.float32)
+        dist_grad = ag.randn(1, 27, 27, dtype=ag.float32)
+        y = x.clone()
+        x.requires_grad = True
+        d = ag.cdist(x, y)
+        await d.backward(dist_grad)
+        assert bool(ag.isfinite(x.grad).all())
