@@ -222,14 +222,14 @@ class Spy(ag.Function):
 
 @pytest.mark.parametrize("api", ["backward", "grad"])
 async def test_a_graph_past_shard_at_counts_in_shards_and_stays_exact(api, torch):
-    """12,000 nodes, each step a diamond (two consumers of one node), so counts of 2 are split
-    over the shards (and grad()'s exec_info and visited set too); the gradient is torch's,
-    through backward() and through grad()."""
+    """A graph past SHARD_AT (four nodes a step, each step a diamond: two consumers of one node),
+    so counts of 2 are split over the shards (and grad()'s exec_info and visited set too); the
+    gradient is torch's, through backward() and through grad()."""
     Spy.kinds = []
     x = ag.tensor([0.3, -1.2], dtype=ag.float64, requires_grad=True)
     xt = torch.tensor([0.3, -1.2], dtype=torch.float64, requires_grad=True)
     h, ht = Spy.apply(x), xt
-    for _ in range(4000):
+    for _ in range(SHARD_AT // 4 + 1024):
         h = h * 0.5 + h.sin() * 0.25
         ht = ht * 0.5 + ht.sin() * 0.25
     assert len(counted_nodes(h.grad_fn)) > SHARD_AT + 2 * 1024

@@ -121,6 +121,23 @@ class ArrayBackend:
     def any_nan(self, array: Any) -> bool:
         return bool(np.isnan(array).any())
 
+    def zero_where(self, cond: Any, array: Any) -> Any:
+        """``where(cond, 0, array)`` for a float ``array`` and a same-shaped bool ``cond`` (a new array).
+
+        Note [Branchless zero_where]: numpy's ``where`` branches per element, so on a mask with no
+        pattern (relu's on activations, max pooling's argmax) it mispredicts half the time and runs
+        ~10x slower than a multiply; ``array * ~cond`` is branchless but turns an inf or NaN
+        gradient under a false mask into NaN where torch gives 0. So the float's bits are ANDed
+        with a mask of all ones (keep) or all zeros (+0.0): exact, and three branchless passes.
+        Other backends use ``xp.where`` (on a GPU it does not branch)."""
+        dtype = array.dtype
+        if cond.shape != array.shape or dtype.kind != "f":
+            return np.where(cond, dtype.type(0), array)
+        bits = np.dtype(f"i{dtype.itemsize}")
+        mask = cond.astype(bits)
+        mask -= 1  # cond -> 0, else -1 (all bits set)
+        return np.bitwise_and(array.view(bits), mask, out=mask).view(dtype)
+
     # the special functions and kernels the Array API has no word for
     def erf(self, array: Any) -> Any:
         """The error function, in the array's float dtype (Note [erf to double precision] in special.py)."""
@@ -368,6 +385,9 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
+    def zero_where(self, cond: Any, array: Any) -> Any:
+        return self.xp.where(cond, self.xp.zeros((), dtype=array.dtype, device=array.device), array)
+
     # the simulated device's kernels for fmod and einsum run numpy's on the memory inside
     def fmod(self, a: Any, b: Any) -> Any:
         return self._wrap(np.fmod(a._array, b._array if isinstance(b, self._array_type) else b), device=a.device)
@@ -491,6 +511,10 @@ class CupyBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         with array.device:  # Note [The array's own GPU]
             return bool(self.cupy.isnan(array).any())
+
+    def zero_where(self, cond: Any, array: Any) -> Any:
+        with array.device:  # a GPU's where does not branch (Note [Branchless zero_where])
+            return self.cupy.where(cond, array.dtype.type(0), array)
 
     # CuPy's own kernels for what the standard lacks
     def erf(self, array: Any) -> Any:

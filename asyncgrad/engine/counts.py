@@ -25,8 +25,13 @@ SHARD_OF = tuple(i for i in range(SHARDS) for _ in range(i + 1))
 """``SHARD_OF[node.sequence_nr % SPREAD]``: shard ``i`` takes ``i + 1`` parts in ``SPREAD`` of the
 nodes. Equal shards would fill in step and all resize within the same few dozen insertions,
 which costs as much as one big resize (18 ms measured); unequal ones resize at different times."""
-SHARD_AT = 1 << 13
-"""Entries past which ``compute_dependencies`` shards its counts (the dict's resize there: ~0.2 ms)."""
+SHARD_AT = 1 << 14
+"""Entries past which ``compute_dependencies`` shards its counts. Sharding costs every lookup a
+Python-level call: 1 us a node on W1's 10,000-node chain backward when this was 1 << 13 (6.05 ->
+5.1-5.5 us/node, in-process min of 7), so a graph of that size keeps a plain dict. Not higher: the
+move into shards copies every entry in one step, and at 1 << 16 that held the loop 10 ms in a
+10^6-node backward (``python -m benchmarks.stalls --only huge``: worst 3.6-4.4 ms at 1 << 14,
+3.6-4.9 ms at 1 << 13)."""
 
 
 class ShardedMap:

@@ -50,8 +50,9 @@ class OpNode(Node):
     below the device's inline threshold, so ``work`` must track time, not elements. A node class
     whose backward calls a transcendental or divides costs several multiplies per element:
     measured with numpy 2.4 on 150k float32 elements (one multiply = 0.28 ns/element): exp, log,
-    neg 1-2; clamp, relu, sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9; tensor/tensor
-    9. A backward that only reshapes or passes its gradient on costs 0."""
+    neg 1-2; relu 2 (a branchless select on a random mask: Note [Branchless zero_where]); clamp,
+    sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9; tensor/tensor 9. A backward that
+    only reshapes or passes its gradient on costs 0."""
     saves_result = False
     """True when the backward needs the op's own result: ``record`` saves it last in ``saved``."""
 
@@ -337,7 +338,7 @@ class ArrayMath:
         axes, _ = reduced_axes(g.shape, shape)
         backend = backend_of(g)
         xp = backend.xp
-        return backend.array(xp.reshape(xp.sum(g, axis=axes), shape))
+        return backend.array(ArrayMath.reshape(xp.sum(g, axis=axes), shape))
 
     @staticmethod
     def expand(g: Any, shape: tuple[int, ...]) -> Any:
@@ -352,7 +353,10 @@ class ArrayMath:
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:
-        return backend_of(g).xp.reshape(g, shape)
+        """``g`` itself when it has ``shape`` already: numpy's reshape would return a view, and a
+        gradient that is a view cannot be stolen by AccumulateGrad (``owned_by``), which then
+        copies it (W3's 784x256 weight gradient: a 1.6 MB copy per step)."""
+        return g if g.shape == shape else backend_of(g).xp.reshape(g, shape)
 
     @staticmethod
     def index(g: Any, index: Any) -> Any:
@@ -431,7 +435,7 @@ class ArrayMath:
     def threshold_backward(g: Any, y: Any) -> Any:
         """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
         NaN result passes the gradient."""
-        return backend_of(y).xp.where(y <= 0, 0.0, g)
+        return backend_of(y).zero_where(y <= 0, g)  # Note [Branchless zero_where] in devices/backend.py
 
     @staticmethod
     def cast(g: Any, dtype: np.dtype) -> Any:

@@ -78,12 +78,21 @@ def fold(cols: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tup
 
     One spatial dim at a time, as a matmul with a 0/1 band matrix (row ``k * out + o`` has its one
     at ``o * stride + k * dilation``): BLAS does the adding, where one strided slice-add per kernel
-    position (``fold_slabs``) runs numpy's loops over rows only ``out`` elements long."""
+    position (``fold_slabs``) runs numpy's loops over rows only ``out`` elements long. In 2-D one
+    permute-copy makes each (sample, channel) a ``((k0, o0), (k1, o1))`` matrix, banded from the
+    left and the right, where a dim at a time copies the columns twice."""
     backend = backend_of(cols)
     xp = backend.xp
     d = len(kernel)
     out = cols.shape[2 + d:]
     padded = tuple(n + b + a for n, (b, a) in zip(shape[2:], pads))
+    dtype = backend.dtype(cols)
+    if d == 2:  # one permute: per (n, c) the ((k0, o0), (k1, o1)) matrix, banded on both sides
+        moved = xp.permute_dims(cols, (0, 1, 2, 4, 3, 5))
+        m = xp.reshape(moved, cols.shape[:2] + (kernel[0] * out[0], kernel[1] * out[1]))
+        rows = _band(kernel[0], out[0], padded[0], stride[0], dilation[0], backend, dtype)
+        right = _band(kernel[1], out[1], padded[1], stride[1], dilation[1], backend, dtype)
+        return crop(xp.matmul(xp.matmul(xp.matrix_transpose(rows), m), right), shape, pads)
     acc = cols
     labels = ["n", "c"] + [f"k{j}" for j in range(d)] + [f"o{j}" for j in range(d)]
     for j in range(d):  # (k_j, o_j) moved last and merged, times the band: p_j, appended last
@@ -91,8 +100,7 @@ def fold(cols: Any, shape: tuple[int, ...], kernel: tuple[int, ...], stride: tup
         order = tuple(keep) + (labels.index(f"k{j}"), labels.index(f"o{j}"))
         moved = xp.permute_dims(acc, order)
         merged = xp.reshape(moved, moved.shape[:-2] + (kernel[j] * out[j],))
-        acc = xp.matmul(merged, _band(kernel[j], out[j], padded[j], stride[j], dilation[j], backend,
-                                      backend.dtype(cols)))
+        acc = xp.matmul(merged, _band(kernel[j], out[j], padded[j], stride[j], dilation[j], backend, dtype))
         labels = [labels[i] for i in keep] + [f"p{j}"]
     return crop(acc, shape, pads)
 
@@ -121,9 +129,16 @@ def fold_slabs(slab: Any, like: Any, shape: tuple[int, ...], kernel: tuple[int, 
     backend = backend_of(like)
     padded = shape[:2] + tuple(n + b + a for n, (b, a) in zip(shape[2:], pads))
     acc = backend.zeros(padded, backend.dtype(like))
+    # windows that cannot overlap (pooling's default, stride = kernel) each own their elements:
+    # a slab is stored, not added, which skips reading ``acc`` back
+    disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
     for index, offset in enumerate(itertools.product(*(range(k) for k in kernel))):
-        target = backend.view(acc, _at, _offset_key(offset, stride, dilation, out))
-        target += slab(index, offset)
+        key = _offset_key(offset, stride, dilation, out)
+        if disjoint:
+            backend.setitem(acc, key, slab(index, offset))
+        else:
+            target = backend.view(acc, _at, key)
+            target += slab(index, offset)
     return crop(acc, shape, pads)
 
 
@@ -158,11 +173,26 @@ def conv_forward(x: Any, w: Any, params: Params) -> Any:
 
 
 def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
-    """The adjoint of ``conv`` in ``x`` (a transposed convolution): the weight's columns times the
-    gradient, folded back onto the input."""
+    """The adjoint of ``conv`` in ``x`` (a transposed convolution): ``columns_input_grad``, or in
+    2-D, where it costs less (Note [Banded weight]), ``banded_input_grad``. Costs in multiply-adds,
+    a copied element counting as 16 of them (Note [Cost classes])."""
+    if len(w.shape) == 4:
+        groups = params[3]
+        n, c = x_shape[:2]
+        (k0, k1), (o0, o1), og = w.shape[2:], g.shape[2:], w.shape[0] // groups
+        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], params[1]))
+        columns = n * c * k0 * k1 * o0 * o1
+        banded = n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + n * og * groups * o0 * o1)
+        unbanded = columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns
+        if banded <= unbanded:
+            return banded_input_grad(g, w, x_shape, params)
+    return columns_input_grad(g, w, x_shape, params)
+
+
+def columns_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """``conv_input_grad`` as the weight's columns times the gradient, folded back onto the input."""
     stride, pads, dilation, groups = params
-    backend = backend_of(g)
-    xp = backend.xp
+    xp = backend_of(g).xp
     kernel = w.shape[2:]
     og, cgk, _ = _layout(w.shape, groups)
     out = g.shape[2:]
@@ -171,6 +201,38 @@ def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) ->
     cols = xp.matmul(xp.matrix_transpose(xp.reshape(w, (groups, og, cgk))), g2)
     cols = xp.reshape(cols, (n, x_shape[1]) + kernel + out)
     return fold(cols, x_shape, kernel, stride, dilation, pads)
+
+
+def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """``conv_input_grad`` in 2-D with the second spatial dim's fold moved onto the weight.
+
+    Note [Banded weight]: the fold along dim 1 is a matmul with a band (``_band``), and it
+    commutes with the product over output channels, so it can be applied to the weight first:
+    ``w (O, C, K0, K1)`` times the band ``(K1, O1 * P1)`` is a small ``(O, C, K0, O1, P1)`` array
+    (entry ``w[o, c, k0, (p1 - o1 * s) / d]`` where that is a kernel position, else 0). Then one
+    large matmul, over (output channel, o1), gives ``(N, O0, C, K0, P1)``, and dim 0's band
+    folds ``(k0, o0)`` from the left. Against im2col's columns (``N * C * K0 * K1 * O0 * O1``
+    elements, permuted once more for the fold), it copies arrays ``K1 * O1 / P1`` times smaller
+    and runs BLAS on one large product instead of thousands of tiny ones, for ``P1 / K1`` times
+    the multiply-adds; ``conv_input_grad`` picks it when that costs less (LeNet's second
+    convolution: 0.6 ms against 0.95 ms)."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(g)
+    xp = backend.xp
+    dtype = backend.dtype(g)
+    (k0, k1), (o0, o1) = w.shape[2:], g.shape[2:]
+    og, cg = w.shape[0] // groups, w.shape[1]
+    n = g.shape[0]
+    p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], pads))
+    right = xp.reshape(_band(k1, o1, p1, stride[1], dilation[1], backend, dtype), (k1, o1 * p1))
+    wide = xp.reshape(xp.matmul(xp.reshape(w, (-1, k1)), right), (groups, og, cg, k0, o1, p1))
+    wide = xp.reshape(xp.permute_dims(wide, (0, 1, 4, 2, 3, 5)), (groups, og * o1, cg * k0 * p1))
+    rows = xp.permute_dims(xp.reshape(g, (n, groups, og, o0, o1)), (1, 0, 3, 2, 4))
+    r = xp.matmul(xp.reshape(rows, (groups, n * o0, og * o1)), wide)  # (G, N * O0, Cg * K0 * P1)
+    r = xp.permute_dims(xp.reshape(r, (groups, n, o0, cg, k0, p1)), (1, 0, 3, 4, 2, 5))
+    r = xp.reshape(r, (n, groups * cg, k0 * o0, p1))
+    left = xp.matrix_transpose(_band(k0, o0, p0, stride[0], dilation[0], backend, dtype))
+    return crop(xp.matmul(left, r), x_shape, pads)
 
 
 def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params) -> Any:
@@ -214,8 +276,8 @@ def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     """Each window's largest value and its position in the window (C order), as torch picks it: the
     first of equal maxima, and in a window holding NaN (the maximum then) the last NaN. Elementwise
     passes over one strided slice per kernel position (an ``argmax`` over a short axis of an
-    im2col copy costs several times more): the maxima, then the positions that hold them, last
-    to first; the padding is ``low``, never picked."""
+    im2col copy costs several times more): the maxima, then the first position holding each; the
+    padding is ``low``, never picked."""
     backend = backend_of(x)
     xp = backend.xp
     xpad = pad(x, pads, low)
@@ -225,9 +287,13 @@ def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     best = backend.copy(parts[0], "C")
     for part in parts[1:]:
         best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
+    # the first position holding the maximum = how many positions before it do not; counted
+    # branchlessly (a ``where`` per position mispredicts: Note [Branchless zero_where])
     arg = backend.zeros(best.shape, np.int64)
-    for index in range(len(parts) - 1, -1, -1):
-        arg = xp.where(parts[index] == best, backend.full((), index, np.int64), arg)
+    found = None
+    for part in parts[:-1]:
+        found = part == best if found is None else xp.logical_or(found, part == best)
+        arg += backend.astype(xp.logical_not(found), np.dtype(np.int64))
     if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
         for index, part in enumerate(parts):
             arg = xp.where(xp.isnan(part), backend.full((), index, np.int64), arg)
@@ -249,9 +315,8 @@ def _pool(kind: str, a: Any, info: PoolInfo) -> Any:
     backend = backend_of(a)
     xp = backend.xp
     if kind == "max_scatter":      # a: (N, C, *out) gradient -> each window's argmax position
-        zero = xp.zeros_like(a)
-        return fold_slabs(lambda index, offset: xp.where(extra == index, a, zero), a, x_shape, kernel, stride,
-                          dilation, pads, out)
+        return fold_slabs(lambda index, offset: backend.zero_where(extra != index, a), a, x_shape, kernel, stride,
+                          dilation, pads, out)  # Note [Branchless zero_where] in devices/backend.py
     if kind == "max_gather":       # a: input-shaped -> the value at each window's argmax position
         apad = pad(a, pads)
         result = backend.zeros(x_shape[:2] + out, backend.dtype(a))

@@ -1,0 +1,71 @@
+"""The two kernels of a 2-D convolution's input gradient (``windows.conv_input_grad``): im2col's
+columns folded back, and the banded weight (Note [Banded weight]), each against the other and
+against torch's ``conv2d_input``, on ``cpu`` and ``sim:0``, with stride, padding, dilation and
+groups; and which one the cost model picks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import has_torch
+
+import asyncgrad as ag
+from asyncgrad.ops import windows
+
+pytestmark = pytest.mark.parametrize("op_device", ["cpu", "sim:0"], indirect=True)
+
+CASES = {  # x shape, w shape, (stride, pads, dilation, groups)
+    "lenet_conv2": ((4, 8, 12, 12), (16, 8, 5, 5), ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)),
+    "stride_padding": ((2, 2, 7, 6), (3, 2, 3, 3), ((2, 2), ((1, 1), (1, 1)), (1, 1), 1)),
+    "dilation_asymmetric": ((1, 2, 7, 8), (2, 2, 2, 3), ((1, 2), ((2, 2), (1, 1)), (2, 1), 1)),
+    "uneven_pads_groups": ((2, 6, 11, 9), (9, 2, 3, 2), ((2, 1), ((1, 1), (0, 2)), (1, 2), 3)),
+    "wide_image": ((2, 3, 32, 32), (64, 3, 3, 3), ((1, 1), ((1, 1), (1, 1)), (1, 1), 1)),
+}
+
+
+def _arrays(case, op_device):
+    x_shape, w_shape, params = CASES[case]
+    rng = np.random.default_rng(11)
+    stride, pads, dilation, _ = params
+    out = tuple(windows.out_size(n, k, s, d, b, a)
+                for n, k, s, d, (b, a) in zip(x_shape[2:], w_shape[2:], stride, dilation, pads))
+    w = rng.standard_normal(w_shape)
+    g = rng.standard_normal((x_shape[0], w_shape[0]) + out)
+    dev = ag.device(op_device)
+    return x_shape, params, w, g, dev.backend.from_host(w), dev.backend.from_host(g), dev
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_both_kernels_agree_with_torch(case, op_device):
+    x_shape, params, w, g, w_dev, g_dev, dev = _arrays(case, op_device)
+    banded = dev.backend.to_host(windows.banded_input_grad(g_dev, w_dev, x_shape, params))
+    columns = dev.backend.to_host(windows.columns_input_grad(g_dev, w_dev, x_shape, params))
+    assert banded.shape == columns.shape == x_shape
+    np.testing.assert_allclose(banded, columns, rtol=1e-12, atol=1e-12)
+    if not has_torch():
+        return
+    import torch
+
+    stride, pads, dilation, groups = params
+    if any(b != a for b, a in pads):  # torch's conv2d_input pads symmetrically: pad, then crop
+        padded = (x_shape[0], x_shape[1]) + tuple(n + b + a for n, (b, a) in zip(x_shape[2:], pads))
+        full = torch.nn.grad.conv2d_input(padded, torch.tensor(w), torch.tensor(g), stride, 0, dilation, groups)
+        expected = full[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]].numpy()
+    else:
+        expected = torch.nn.grad.conv2d_input(x_shape, torch.tensor(w), torch.tensor(g), stride,
+                                              tuple(b for b, _ in pads), dilation, groups).numpy()
+    np.testing.assert_allclose(banded, expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(("case", "picked"), [("lenet_conv2", "banded"), ("wide_image", "columns")])
+def test_cost_model_picks(case, picked, op_device, monkeypatch):
+    """LeNet's small planes take the banded weight; a 32-wide image with 64 output channels, where
+    the band would cost ``P1 / K1`` times the multiply-adds, keeps the columns."""
+    x_shape, params, _, _, w_dev, g_dev, _ = _arrays(case, op_device)
+    calls = []
+    for name in ("banded", "columns"):
+        kernel = getattr(windows, f"{name}_input_grad")
+        monkeypatch.setattr(windows, f"{name}_input_grad",
+                            lambda *args, _k=kernel, _n=name: calls.append(_n) or _k(*args))
+    windows.conv_input_grad(g_dev, w_dev, x_shape, params)
+    assert calls == [picked]
