@@ -59,3 +59,12 @@ async def test_max_pool_gradient_with_ties(op_device, kw):
         np.testing.assert_allclose(x.grad.cpu().numpy(), t.grad.numpy(), rtol=0, atol=1e-12)
     else:  # every output's gradient lands somewhere, once
         np.testing.assert_allclose(x.grad.cpu().numpy().sum(), grad.sum())
+
+
+@pytest.mark.parametrize("value", [2.0, -1.5, 0.0])
+async def test_relu_of_a_0d_tensor(op_device, value):
+    """A 0-d relu (of a sum: numpy reduces to scalars) takes where's path, not the bit trick (numpy
+    scalars take no ``out=``): the gradient is torch's threshold_backward, 0 at 0."""
+    x = ag.tensor([value, value], device=op_device, requires_grad=True)
+    await x.sum().relu().backward()
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [1.0, 1.0] if value > 0 else [0.0, 0.0])

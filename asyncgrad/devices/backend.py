@@ -131,7 +131,7 @@ class ArrayBackend:
         with a mask of all ones (keep) or all zeros (+0.0): exact, and three branchless passes.
         Other backends use ``xp.where`` (on a GPU it does not branch)."""
         dtype = array.dtype
-        if cond.shape != array.shape or dtype.kind != "f":
+        if cond.shape != array.shape or dtype.kind != "f" or not cond.ndim:  # 0-d: numpy scalars have no out=
             return np.where(cond, dtype.type(0), array)
         bits = np.dtype(f"i{dtype.itemsize}")
         mask = cond.astype(bits)
