@@ -103,6 +103,7 @@ from asyncgrad.ops.shape import (
     diag,
     flatten,
     flip,
+    hstack,
     permute,
     reshape,
     roll,
@@ -113,6 +114,7 @@ from asyncgrad.ops.shape import (
     tril,
     triu,
     unsqueeze,
+    vstack,
 )
 from asyncgrad.ops.views import (
     as_strided,
@@ -138,6 +140,9 @@ from asyncgrad.random import (
 )
 from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
+
+detach = Tensor.detach
+"""torch's function form, ``ag.detach(t)``: ``t.detach()``."""
 
 __version__ = "0.1.0"
 

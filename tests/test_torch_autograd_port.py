@@ -219,7 +219,6 @@ async def test_sum_to_with_empty_dim_grad():
 
 
 # 7
-@pytest.mark.xfail(strict=True, reason="vstack missing")
 async def test_vstack():
     """Port of TestAutograd.test_vstack."""
     x = ag.randn(10, 10, requires_grad=True)
@@ -1066,8 +1065,6 @@ async def test_too_many_grads():
 
 
 # 42
-@pytest.mark.xfail(strict=True, reason="ag.detach (the function form of Tensor.detach) missing; with "
-                   "input.detach() the rest passes")
 async def test_gradcheck_fail_when_no_differentiable_outputs_and_num_grad_not_zero():
     """Port of TestAutograd.test_gradcheck_fail_when_no_differentiable_outputs_and_num_grad_not_zero."""
     def autograd_fn(input):

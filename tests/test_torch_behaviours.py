@@ -347,3 +347,37 @@ async def test_backward_with_create_graph_warns_once_as_torch(torch, monkeypatch
         warnings.simplefilter("always")
         (tx * tx).sum().backward(create_graph=True)
     assert all(str(w.message).startswith(CREATE_GRAPH_WARNING) for w in theirs)  # once per process: maybe none
+
+
+@pytest.mark.parametrize("name", ["vstack", "hstack"])
+@pytest.mark.parametrize("shapes", [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()], [(2, 1), (2, 2)], [(2, 2, 1), (2, 2, 3)]])
+async def test_vstack_and_hstack_against_torch(torch, name, shapes):
+    """torch's vstack (cat on dim 0 of at-least-2-d views) and hstack (dim 0 for 1-d, else dim 1):
+    values, CatBackward0, gradients, and the same refusal where shapes do not join."""
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    ours = [ag.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    try:
+        expected = getattr(torch, name)(theirs)
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError) as raised:
+            getattr(ag, name)(ours)
+        assert str(raised.value).splitlines()[0] == str(exc).splitlines()[0]
+        return
+    out = getattr(ag, name)(ours)
+    assert out.grad_fn.name() == "CatBackward0" and tuple(out.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy())
+    g = rng.standard_normal(tuple(expected.shape))
+    await out.backward(ag.tensor(g))
+    expected.backward(torch.tensor(g))
+    for a, t in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy())
+    with pytest.raises(RuntimeError, match=f"{name} expects a non-empty TensorList"):
+        getattr(ag, name)([])
+
+
+def test_detach_function_form():
+    x = ag.ones(2, requires_grad=True)
+    d = ag.detach(x)
+    assert not d.requires_grad and d.grad_fn is None and d._version == x._version

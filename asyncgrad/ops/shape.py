@@ -401,6 +401,31 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return record(StackBackward0, tuple(tensors), out, dev, axis, len(tensors))
 
 
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """torch's ``vstack``: ``cat`` along dim 0 of the tensors made at least 2-d (a 1-d tensor of n
+    is a row (1, n), a 0-d one (1, 1)), so the node is CatBackward0 as torch's."""
+    return cat([_at_least(t, 2) for t in _non_empty(tensors, "vstack")], 0)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """torch's ``hstack``: ``cat`` along dim 0 of 1-d tensors (0-d ones made (1,)), else along dim 1."""
+    tensors = [_at_least(t, 1) for t in _non_empty(tensors, "hstack")]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def _non_empty(tensors: Sequence[Tensor], name: str) -> Sequence[Tensor]:
+    if isinstance(tensors, (list, tuple)) and not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+def _at_least(t: Tensor, ndim: int) -> Tensor:
+    """torch's ``atleast_1d``/``atleast_2d`` for one tensor: leading dims of 1 as a view."""
+    if not isinstance(t, Tensor):
+        return t  # cat words the refusal
+    return t if t.ndim >= ndim else reshape(t, *((1,) * (ndim - max(t.ndim, 1)) + (tuple(t.shape) or (1,))))
+
+
 # --------------------------------------------------------------------------- copies
 class CloneBackward0(OpNode):
     __slots__ = ()
