@@ -176,10 +176,10 @@ class _Stuck(ag.Function):
         return g
 
 
-async def test_cancelling_the_outer_backward_while_a_hook_waits_in_a_nested_one():
+async def _backward_stuck_in_a_nested_one(x: ag.Tensor, inner: ag.Tensor) -> asyncio.Future:
+    """``(x * 2).sum().backward()`` started, and waited for until the hook on ``x * 2`` sits in a nested
+    ``backward_sync`` through ``inner``, held by ``_Stuck`` until ``_Stuck.release`` is set."""
     _Stuck.entered, _Stuck.release = asyncio.Event(), asyncio.Event()
-    x = ag.ones(2, requires_grad=True)
-    inner = ag.ones(2, requires_grad=True)
 
     def hook(g):
         with ag.enable_grad():
@@ -190,6 +190,13 @@ async def test_cancelling_the_outer_backward_while_a_hook_waits_in_a_nested_one(
     y.register_hook(hook)
     task = asyncio.ensure_future(y.sum().backward())
     await asyncio.wait_for(_Stuck.entered.wait(), 5)
+    return task
+
+
+async def test_cancelling_the_outer_backward_while_a_hook_waits_in_a_nested_one():
+    x = ag.ones(2, requires_grad=True)
+    inner = ag.ones(2, requires_grad=True)
+    task = await _backward_stuck_in_a_nested_one(x, inner)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -205,19 +212,9 @@ async def test_cancelling_the_outer_backward_while_a_hook_waits_in_a_nested_one(
 
 async def test_a_stalled_nested_backward_does_not_stall_other_backwards():
     """While a hook waits in a nested backward, its helper serves every graph task of the queue."""
-    _Stuck.entered, _Stuck.release = asyncio.Event(), asyncio.Event()
     inner = ag.ones(2, requires_grad=True)
     x = ag.ones(2, requires_grad=True)
-
-    def hook(g):
-        with ag.enable_grad():
-            (_Stuck.apply(inner) * 5).sum().backward_sync()
-        return g
-
-    y = x * 2
-    y.register_hook(hook)
-    first = asyncio.ensure_future(y.sum().backward())
-    await asyncio.wait_for(_Stuck.entered.wait(), 5)
+    first = await _backward_stuck_in_a_nested_one(x, inner)
     other = ag.ones(3, requires_grad=True)
     await asyncio.wait_for((other.exp() * 2).sum().backward(), 5)
     np.testing.assert_allclose(other.grad.numpy(), 2 * np.e * np.ones(3))

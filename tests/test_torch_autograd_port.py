@@ -582,14 +582,9 @@ async def test_hook_none():
     assert was_called[0]
 
 
-# 24
-async def test_reentrant_with_callbacks_both_depths():
-    """Port of TestAutograd.test_reentrant_with_callbacks_both_depths (with _test_reentrant_with_callbacks).
-
-    ``Variable._execution_engine.queue_callback`` is ``ag.get_engine().queue_callback``; the
-    reentrant ``tmp_out.backward()`` inside the backward is awaited (an ``async def`` backward).
-    """
-    install_callbacks_in_depths = [0, 1]
+async def _reentrant_with_callbacks(install_callbacks_in_depths: list[int]) -> dict:
+    """torch's ``_test_reentrant_with_callbacks``: the counters of callbacks queued at depth 0
+    (the outer backward) and depth 1 (the reentrant one)."""
     counter = {"inner": 0, "outer": 0}
 
     def inc_inner_counter():
@@ -630,6 +625,17 @@ async def test_reentrant_with_callbacks_both_depths():
     t2 = MyReentrantFunc.apply(t1)
     t3 = t2.sum()
     await ag.backward([t3])
+    return counter
+
+
+# 24
+async def test_reentrant_with_callbacks_both_depths():
+    """Port of TestAutograd.test_reentrant_with_callbacks_both_depths (with _test_reentrant_with_callbacks).
+
+    ``Variable._execution_engine.queue_callback`` is ``ag.get_engine().queue_callback``; the
+    reentrant ``tmp_out.backward()`` inside the backward is awaited (an ``async def`` backward).
+    """
+    counter = await _reentrant_with_callbacks([0, 1])
 
     assert counter["outer"] == 1
     assert counter["inner"] == 1
@@ -1092,47 +1098,7 @@ async def test_isolated_node():
 # 44
 async def test_reentrant_with_callbacks_depth_0():
     """Port of TestAutograd.test_reentrant_with_callbacks_depth_0 (see item 24 for the translation)."""
-    install_callbacks_in_depths = [0]
-    counter = {"inner": 0, "outer": 0}
-
-    def inc_inner_counter():
-        counter["inner"] += 1
-
-    def inc_outer_counter():
-        counter["outer"] += 1
-
-    class MyFunc(Function):
-        @staticmethod
-        def forward(ctx, input):
-            return input
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, input):
-            if 1 in install_callbacks_in_depths:
-                ag.get_engine().queue_callback(inc_inner_counter)
-            return input
-
-    class MyReentrantFunc(Function):
-        @staticmethod
-        def forward(ctx, input):
-            return input
-
-        @staticmethod
-        @once_differentiable
-        async def backward(ctx, input):
-            if 0 in install_callbacks_in_depths:
-                ag.get_engine().queue_callback(inc_outer_counter)
-            tmp_inp = input.detach().requires_grad_()
-            with ag.enable_grad():
-                tmp_out = (MyFunc.apply(tmp_inp)).sum()
-            await tmp_out.backward()
-            return input
-
-    t1 = ag.rand(3, 3, requires_grad=True)
-    t2 = MyReentrantFunc.apply(t1)
-    t3 = t2.sum()
-    await ag.backward([t3])
+    counter = await _reentrant_with_callbacks([0])
     assert counter["outer"] == 1
     assert counter["inner"] == 0
 
