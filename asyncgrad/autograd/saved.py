@@ -50,7 +50,7 @@ class SavedTensor:
     link: Any
 
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
-        self.data = tensor.data
+        self.data = tensor._data  # the slot, not the property (Note [The data slot] in tensor.py)
         self.vc = tensor._vc
         self.version = tensor._vc[0]
         self.device = tensor.device

@@ -26,7 +26,7 @@ from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
 from asyncgrad.ops import windows
-from asyncgrad.tensor import Tensor, _store_data
+from asyncgrad.tensor import Tensor
 
 _new = object.__new__
 _make = Tensor._make
@@ -239,7 +239,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             result = _make(out, device, True, node, 0, vc)  # a numpy scalar, made a 0-d array there
         else:
             result = _new(Tensor)  # Note [Recording inlined]
-            _store_data(result, out)  # the slot itself, as Tensor._make (Note [The data slot] in tensor.py)
+            result._data = out  # the slot itself, as Tensor._make (Note [The data slot] in tensor.py)
             result.device = device
             result._requires_grad = True
             result.grad_fn = node
