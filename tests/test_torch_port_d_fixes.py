@@ -1,7 +1,5 @@
 """What porting items 181-239 of torch's autograd tests fixed, checked against torch 2.13.
 
-* a short list index holding sequences, slices, ``...`` or None is a tuple of indices (torch's
-  treatSequenceAsTuple), with torch's deprecation warning;
 * a view a custom Function returns refuses in-place changes that would record, in torch's words
   (Note [Views a Function returns] in autograd/function.py);
 * ``del t.data`` / ``t.requires_grad`` / ``t._grad_fn`` / ``t._backward_hooks`` raise torch's errors;
@@ -10,9 +8,6 @@
 The torch comparisons skip cleanly without torch, as in tests/helpers.py.
 """
 
-import warnings
-
-import numpy as np
 import pytest
 
 import asyncgrad as ag
@@ -23,61 +18,6 @@ except ImportError:  # the comparisons with torch are left out
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="compares with torch, which is not installed")
-
-SEQUENCE_WARNING = "Using a non-tuple sequence for multidimensional indexing is deprecated"
-
-LIST_INDICES = [
-    [[1, 1, 3, 2, 1, 2], [0]],
-    [[[1, 2], [0, 0]], [[0, 1], [1, 1]]],
-    [slice(None), [2, 3]],
-    [[2, 3], slice(None)],
-    [0, None],
-    [Ellipsis, 1],
-]
-
-
-def _index_case(lib, index):
-    x = lib.arange(1., 17, dtype=lib.float64).view(4, 4).requires_grad_()
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        y = x[index]
-    y.sum().backward()
-    # torch's C++ warnings end with where they were raised: " (Triggered internally at ...)"
-    return y.detach().numpy(), x.grad.numpy(), [str(m.message).split(" (Triggered internally")[0] for m in w]
-
-
-@pytest.mark.parametrize("index", LIST_INDICES, ids=str)
-def test_a_short_list_of_sequences_is_a_tuple_of_indices(index):
-    value, grad, messages = _index_case(ag, index)
-    expected = np.arange(1., 17).reshape(4, 4)[tuple(index)]
-    np.testing.assert_array_equal(value, expected)
-    assert len(messages) == 1 and messages[0].startswith(SEQUENCE_WARNING)
-    if torch is not None:
-        t_value, t_grad, t_messages = _index_case(torch, index)
-        np.testing.assert_array_equal(value, t_value)
-        np.testing.assert_array_equal(grad, t_grad)
-        assert messages == t_messages
-
-
-@pytest.mark.parametrize("index", [[1, 2], [1, -1, 0], [[0]] * 32], ids=["ints", "negative", "32 lists"])
-def test_other_lists_are_one_integer_array_index(index):
-    x = ag.arange(64., dtype=ag.float64).view(64, 1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        out = x[index]
-    np.testing.assert_array_equal(out.numpy(), np.arange(64.).reshape(64, 1)[np.asarray(index)])
-
-
-def test_assigning_through_a_list_of_sequences_warns_once_and_writes_the_tuple_index():
-    x = ag.zeros(3, 3, dtype=ag.float64)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        x[[[0, 2], [1, 1]]] = 5.0
-    assert len(w) == 1 and str(w[0].message).startswith(SEQUENCE_WARNING)
-    expected = np.zeros((3, 3))
-    expected[[0, 2], [1, 1]] = 5.0
-    np.testing.assert_array_equal(x.numpy(), expected)
-
 
 def _custom_view_cases(lib):
     """The message each in-place change raises (or None), for views custom Functions return."""

@@ -21,23 +21,26 @@ from asyncgrad.ops.shape import expanded_shape, indexed, reshape
 from asyncgrad.tensor import Tensor, scalar_type_name, type_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
-_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 _SEQUENCE_AS_TUPLE = (
-    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; use "
-    "x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, x[torch.tensor(seq)], "
-    "which will result either in an error or a different result")
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; "
+    "use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, "
+    "x[torch.tensor(seq)], which will result either in an error or a different result")
 
 
-def sequence_index(index: list) -> Any:
-    """A list index as torch reads it (its treatSequenceAsTuple, numpy's old rule): shorter than 32
-    and holding a tensor, a sequence, a slice, ``...`` or None, it is a tuple of indices, with
-    torch 2.13's deprecation warning (``x[[[1, 2], [0]]]`` is ``x[[1, 2], [0]]``); otherwise it is
-    one integer-array index."""
-    if len(index) < 32 and any(isinstance(item, (Tensor, list, tuple, range, slice, np.ndarray)) or item is None
-                               or item is Ellipsis for item in index):
+# Note [Sequence index as tuple]
+# torch (treatSequenceAsTuple, numpy's old rule) reads a list index shorter than 32 that holds a
+# slice, Ellipsis, None, a tensor or a sequence as the tuple of its items, with a deprecation
+# warning: ``x[[slice(None), [1, 3]]]`` is ``x[:, [1, 3]]`` and ``x[[[0, 4], [2, 2]]]`` is
+# ``x[[0, 4], [2, 2]]``. numpy reads such a list as one array, so it is made a tuple first.
+def sequence_as_tuple(index: Any) -> Any:
+    """The index, a list that torch reads as a tuple made one (Note [Sequence index as tuple])."""
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(item, (slice, Tensor, list, tuple, np.ndarray)) or item is None or item is Ellipsis
+            for item in index):
         warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=3)
         return tuple(index)
     return index
+_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
 def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
@@ -177,8 +180,7 @@ def _basic_node(x: Tensor, index: Any) -> type:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    if index.__class__ is list:
-        index = sequence_index(index)
+    index = sequence_as_tuple(index)
     if x.ndim == 0 and index not in ((), Ellipsis, None):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                          "C++ to convert a 0-dim tensor to a number")
