@@ -48,6 +48,10 @@ _Index: TypeAlias = (
 """Basic and integer-array indices, or a tuple of them."""
 
 creation_lock: threading.Lock
+# torch port d: the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
+NO_GRAD_VIEW: str
+MULTI_OUTPUT_VIEW: str
+IN_CUSTOM_FUNCTION: str
 
 def type_name(dtype: npt.DTypeLike) -> str: ...
 def scalar_type_name(dtype: npt.DTypeLike) -> str: ...

@@ -19,6 +19,7 @@ except ImportError:  # the comparisons with torch are left out
 
 needs_torch = pytest.mark.skipif(torch is None, reason="compares with torch, which is not installed")
 
+
 def _custom_view_cases(lib):
     """The message each in-place change raises (or None), for views custom Functions return."""
     class Alias(lib.autograd.Function):
