@@ -491,6 +491,10 @@ class Tensor:
         requires_grad: builtins.bool = False,
     ) -> Tensor: ...
 
+    # ------------------------------------------------------------ torch port, items 121-180 (ops/views.py)
+    def _is_view(self) -> builtins.bool: ...
+    def storage_offset(self) -> builtins.int: ...
+
     # ------------------------------------------------------------ package-internal (tensor.py)
     # Not for users; declared so that asyncgrad's own modules, which read them, type-check too.
     _requires_grad: builtins.bool

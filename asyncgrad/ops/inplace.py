@@ -250,7 +250,8 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
             view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
             continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
-                             backend.view_index(base.data, view.data), base.shape, None, work=base.data.size)
+                             backend.view_index(base.data, view.data), base.shape, None, None,
+                             work=base.data.size)
         if view._extra.retains_grad:
             _move_retain_grad(view.grad_fn, view.output_nr, node)
         view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
@@ -301,15 +302,24 @@ class Error(OpNode):
 class AsStridedBackward0(OpNode):
     """A view read again from its base after the base changed in place, or ``as_strided``: the
     gradient goes to the base's elements at ``index`` (their flat positions in the base); for an
-    as_strided of a view, ``from_root`` then reads the view's own elements out of that."""
+    as_strided of a view, ``from_root`` then reads the view's own elements out of that.
 
-    __slots__ = ("index", "base_shape", "from_root")
+    Note [as_strided of an overlapping input]: when the view ``x`` given to as_strided aliases
+    one base element from several of its own (an expanded ``x``), the base element's gradient is
+    shared among them: ``share`` holds, per element of ``x``, how many of ``x``'s elements alias
+    its base element (None when none repeats), and each gets its base element's gradient divided
+    by that, as torch's as_strided_backward divides by its count of the input geometry; without
+    it, the backward of the expand that made ``x`` would add the base element's gradient up
+    again, once per alias."""
+
+    __slots__ = ("index", "base_shape", "from_root", "share")
 
     def backward(self, F, g):
         size = math.prod(self.base_shape)
         flat = F.index_add((size,), (self.index, False), g)
         if self.from_root is not None:
-            return (F.index(flat, self.from_root),)
+            g_in = F.index(flat, self.from_root)
+            return (g_in if self.share is None else g_in / F.constant(self.share, g_in),)
         return (F.reshape(flat, self.base_shape),)
 
 
