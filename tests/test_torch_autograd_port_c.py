@@ -1493,9 +1493,7 @@ async def test_pdist_large():
 
 
 # 179
-@pytest.mark.xfail(strict=True, reason="a non-tuple index list holding a slice ([slice(None), [2, 3]]) is not "
-                   "read as a tuple, as torch 2.13 still does (with a deprecation warning): 'Could not infer dtype "
-                   "of slice'")
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence:UserWarning")
 async def test_indexing():
     """Port of TestAutograd.test_indexing.
 
