@@ -43,32 +43,6 @@ def sequence_as_tuple(index: Any) -> Any:
 _INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
-_SEQUENCE_AS_TUPLE = (
-    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; "
-    "use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, "
-    "x[torch.tensor(seq)], which will result either in an error or a different result")
-
-
-def _sequence_as_tuple(index: list) -> bool:
-    """Note [A list index read as a tuple]: torch (2.13 still, with a deprecation warning) reads
-    a list index as a tuple of indices, numpy's old heuristic, when it is shorter than 32 and
-    holds a tensor, a sequence, a slice, an Ellipsis or None: ``x[[slice(None), [2, 3]]]`` is
-    ``x[:, [2, 3]]`` and ``x[[[1, 2], [3, 0]]]`` is ``x[[1, 2], [3, 0]]``; a list of numbers stays
-    one index tensor."""
-    if len(index) >= 32:
-        return False
-    return any(isinstance(item, (Tensor, list, tuple, slice)) or item is Ellipsis or item is None for item in index)
-
-
-def sequence_as_tuple(index: Any) -> Any:
-    """A user's index for ``x[index]`` / ``x[index] = v``: a list read as a tuple where torch reads it so
-    (Note [A list index read as a tuple]), with torch's deprecation warning; else the index itself."""
-    if isinstance(index, list) and _sequence_as_tuple(index):
-        warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=3)
-        return tuple(index)
-    return index
-
-
 def normalize_index(x: Tensor, index: Any) -> tuple[Any, bool]:
     """The index as ``x``'s backend takes it (its arrays ``x``'s device's), and whether it is basic
     (gives a view)."""
