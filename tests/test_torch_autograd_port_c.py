@@ -247,9 +247,6 @@ async def test_hessian_match_vhp_hvp():
 
 
 # 133
-@pytest.mark.xfail(strict=True, reason="a custom Function that mark_dirty()s a view does not rebase the view's base "
-                   "onto CopySlices (x keeps CloneBackward0), so the gradient to its other input is lost (b's "
-                   "Jacobian is all zeros)")
 async def test_inplace_view_python():
     """Port of TestAutogradDeviceType.test_inplace_view_python."""
     a = ag.randn(4, 4, requires_grad=True)

@@ -53,3 +53,61 @@ async def test_as_strided_of_an_expanded_input(op_device):
     await check_op(lambda x: x.expand(5, 5).as_strided([5, 5], [0, 1], 0), (5,), name="AsStridedBackward0")
     await check_op(lambda x: x.expand(10, 2, 3).as_strided([2, 3], [3, 1], 0), (2, 3), name="AsStridedBackward0")
     await check_op(lambda x: x.expand(4, 3).as_strided([3, 3], [1, 0], 0), (3,), name="AsStridedBackward0", seed=1)
+
+
+def _py_add(lib):
+    """torch's test_inplace_view_python's PyAdd, in ``lib`` (asyncgrad or torch)."""
+    class PyAdd(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, grad * 3
+
+    return PyAdd
+
+
+async def test_custom_function_dirty_view_rebases_its_base_as_torch():
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (ag, torch):
+        a = lib.arange(16.0).view(4, 4).requires_grad_()
+        b = lib.ones(2, 2).requires_grad_()
+        x = a.clone()
+        view = x.narrow(1, 2, 2).narrow(0, 1, 2)
+        out = _py_add(lib).apply(view, b)
+        assert out is view
+        assert (type(x.grad_fn).__name__ if lib is torch else x.grad_fn.name()) == "CopySlices"
+        assert (type(view.grad_fn).__name__ if lib is torch else view.grad_fn.name()) == "AsStridedBackward0"
+        loss = (x * lib.arange(16.0).view(4, 4)).sum()
+        if lib is torch:
+            loss.backward()
+        else:
+            await loss.backward()
+        grads.append((a.grad.tolist(), b.grad.tolist()))
+    assert grads[0] == grads[1]
+
+
+def test_custom_function_dirty_view_refusals_as_torch():
+    class TwoOut(ag.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            a.add_(b)
+            ctx.mark_dirty(a)
+            return a, a + b
+
+        @staticmethod
+        def backward(ctx, ga, gab):
+            return ga + gab, ga + gab
+
+    a, b = ag.ones(2, requires_grad=True), ag.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="If your Function modifies inplace an input that is a view of another "
+                       "Tensor, your Function cannot return more than one Tensor"):
+        TwoOut.apply(a.clone().view_as(a), b)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an "
+                       "in-place operation."):
+        _py_add(ag).apply(a[:1], b[:1])

@@ -23,6 +23,7 @@ import numpy as np
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.function import install_view_rebase
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
@@ -228,6 +229,23 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     return view
 
 
+def _rebase_custom_view(view: Tensor, fn: Node) -> None:
+    """Note [A custom Function's in-place op on a view] (autograd/function.py): the custom
+    Function ``fn`` wrote into ``view`` and marked it dirty; its base becomes CopySlices over
+    ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
+    every view of the base, ``view`` included, reads the base again."""
+    base = view._extra.base
+    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    backend = view.device.backend
+    index = backend.view_index(base.data, view.data)
+    repeats = any(stride == 0 and n > 1 for n, stride in zip(view.shape, backend.strides(view.data)))
+    node = _rebased_node(CopySlices, (gradient_edge(base),) + fn.next_edges[1:], base, fn, index, base.shape, repeats)
+    node.saved = fn.saved
+    _rebase(base, node)
+    _refresh_views(base, None)
+
+
 def _snapshot(x: Tensor) -> Tensor:
     """A copy of ``x``'s value with its place in the graph: what the op saves as the old value."""
     snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
@@ -417,3 +435,6 @@ def copied(x: Tensor, src: Tensor) -> Tensor:
         raise broadcast_error(x.shape, src.shape) from None
     return record(CopyBackwards, (x, src), out, dev, src.shape, src.dtype,
                   None if src.device is dev else src.device)
+
+
+install_view_rebase(_rebase_custom_view)
