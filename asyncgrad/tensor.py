@@ -378,6 +378,33 @@ class Tensor:
             extra.post_accumulate_hooks = {}
         return add_hook(extra.post_accumulate_hooks, hook)
 
+    # torch port, items 121-180: torch's settable ``_backward_hooks`` (test_requires_grad)
+    @property
+    def _backward_hooks(self) -> dict | None:
+        """The dict of this tensor's hooks (``register_hook``'s, called with the gradient in its
+        order), None before any, as torch's; for a non-leaf it lives on its grad_fn's slot."""
+        if self.grad_fn is not None:
+            return self.grad_fn._hook_store().tensor_pre.get(self.output_nr)
+        return self._extra.hooks if self._extra is not None else None
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks: dict | None) -> None:
+        if self.grad_fn is not None:
+            store = self.grad_fn._hook_store().tensor_pre
+            if hooks is None:
+                store.pop(self.output_nr, None)
+            else:
+                store[self.output_nr] = hooks
+            return
+        extra = self._extras()
+        extra.hooks = hooks
+        acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+        if acc is not None:
+            if hooks is None:
+                acc._hook_store().tensor_pre.pop(0, None)
+            else:
+                acc._register_hook_dict(hooks)
+
     def detach(self) -> Tensor:
         """A new leaf sharing memory and the version counter, cut off from the graph."""
         return Tensor._make(self._data, self.device, False, None, 0, self._vc)
