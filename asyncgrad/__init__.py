@@ -244,3 +244,14 @@ from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique 
 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402
+
+# strides and memory formats (asyncgrad/_layout.py)
+# isort: split
+from asyncgrad._layout import (  # noqa: E402
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
+from asyncgrad.factories import empty_strided  # noqa: E402

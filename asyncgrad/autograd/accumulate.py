@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Any
 
+from asyncgrad._layout import contiguous_strides, contract_strides, element_strides, obeys_layout_contract
 from asyncgrad.autograd import graph
 from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.autograd.hook_calls import type_name_of
@@ -66,12 +68,14 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     old = variable._grad
     if create_graph:
         if old is None:
-            variable._grad = grad if grad.requires_grad else grad.detach().clone()
+            variable._grad = grad if grad.requires_grad else Tensor._make(
+                _obey_contract(variable, grad.data, False), variable.device, False, None, 0, [0])
         else:
             variable._grad = old + grad
     elif old is None:
-        if not steal:
-            grad = variable.device.backend.copy(grad, "C")
+        backend = variable.device.backend
+        if not steal or backend.strides(grad) != backend.strides(variable._data):
+            grad = _obey_contract(variable, grad, steal)  # Note [The gradient layout contract]
         variable._grad = Tensor._make(grad, variable.device, False, None, 0, [0])
     elif old.requires_grad:
         variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
@@ -86,6 +90,39 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
                 if not isinstance(result, Tensor):
                     raise TypeError(f"expected Variable, but hook returned '{type_name_of(result)}'")
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def _obey_contract(variable: Tensor, grad: Any, steal: bool) -> Any:
+    """``grad`` itself when it may be stolen and obeys the layout contract, else a copy that obeys it.
+
+    Note [The gradient layout contract]: as torch's AccumulateGrad (accumulate_grad.h,
+    utils/grad_layout_contract.h), a new ``.grad`` of a leaf that is non-overlapping and dense
+    (some permutation of its dims is contiguous: a channels-last or transposed leaf) has the
+    leaf's strides, so an optimizer's ``p -= lr * p.grad`` walks both in the same order; any
+    other leaf's (a view with gaps, an expanded one) is row-major. A stolen gradient must
+    already obey; a copied one is laid out so. Later gradients are added in place, keeping that
+    layout (or, recording a graph, ``old + new``, whose layout follows ``old``). The common case
+    costs one comparison of two strides tuples: a row-major gradient for a row-major leaf is
+    stolen as before, or copied row-major at once (``is_contiguous`` on the leaf).
+    """
+    backend = variable.device.backend
+    data = variable._data
+    if backend.is_contiguous(data):
+        if steal and backend.is_contiguous(grad):
+            return grad
+        out = backend.copy(grad, "C")
+        if backend.strides(out) == backend.strides(data):
+            return out
+        steal = False  # the leaf's size-1 dims have other strides: a copy with exactly the leaf's, as torch's
+    itemsize = variable.dtype.itemsize
+    shape = tuple(data.shape)
+    strides = element_strides(backend.strides(data), itemsize)
+    if steal and obeys_layout_contract(shape, element_strides(backend.strides(grad), itemsize), strides):
+        return grad
+    wanted = contract_strides(shape, strides)
+    if wanted == contiguous_strides(shape):
+        return backend.copy(grad, "C")
+    return backend.copy_strided(grad, wanted)
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

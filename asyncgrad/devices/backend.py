@@ -227,6 +227,20 @@ class ArrayBackend:
         its first element (torch's as_strided, diagonal). The caller keeps it inside the memory."""
         return _strided(array, shape, strides, offset)
 
+    def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: Any) -> Any:
+        """A new uninitialised array with these ``strides`` (elements, non-negative): a view of a
+        fresh 1-d allocation just large enough (torch's empty_strided; Note [Strides are the
+        device memory's] in _layout.py)."""
+        itemsize = np.dtype(dtype).itemsize
+        size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+        return self.strided_view(self.empty((size,), dtype), shape, tuple(s * itemsize for s in strides), 0)
+
+    def copy_strided(self, array: Any, strides: tuple[int, ...]) -> Any:
+        """A copy of ``array`` laid out with these ``strides`` (elements; a dense layout)."""
+        out = self.empty_strided(tuple(array.shape), strides, self.dtype(array))
+        self.setitem(out, Ellipsis, array)
+        return out
+
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
         return array.copy(order=order)
