@@ -60,7 +60,8 @@ LAYOUTS = {
     "empty_like_cl": lambda lib, d: lib.empty_like(_rand(lib, d, 2, 3, 4, 5), memory_format=lib.channels_last),
     "full_like_permuted": lambda lib, d: lib.full_like(_rand(lib, d, 2, 3, 4).permute(2, 0, 1), 2.0),
     "rand_like_cl": lambda lib, d: lib.rand_like(_rand(lib, d, 2, 3, 4, 5).to(memory_format=lib.channels_last)),
-    "randn_like_contiguous": lambda lib, d: lib.randn_like(_rand(lib, d, 4, 6).t(), memory_format=lib.contiguous_format),
+    "randn_like_contiguous": lambda lib, d: lib.randn_like(_rand(lib, d, 4, 6).t(),
+                                                           memory_format=lib.contiguous_format),
     "empty_strided": lambda lib, d: lib.empty_strided((2, 2), (4, 2), device=d if lib is ag else "cpu"),
     "empty_strided_overlap": lambda lib, d: lib.empty_strided((2, 3), (0, 1), device=d if lib is ag else "cpu"),
 }
@@ -105,8 +106,10 @@ def test_bad_input_as_torch(dev):
 
     check_raises(lambda lib: x(lib).stride(2), IndexError,
                  r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)")
-    check_raises(lambda lib: lib.tensor(1.0).stride(0), IndexError, "Dimension specified as 0 but tensor has no dimensions")
-    check_raises(lambda lib: x(lib).stride("a"), TypeError, "stride\\(\\): argument 'dim' \\(position 1\\) must be int, not str")
+    check_raises(lambda lib: lib.tensor(1.0).stride(0), IndexError,
+                 "Dimension specified as 0 but tensor has no dimensions")
+    check_raises(lambda lib: x(lib).stride("a"), TypeError,
+                 "stride\\(\\): argument 'dim' \\(position 1\\) must be int, not str")
     assert ag.ones(2, 3, device=dev).contiguous(memory_format=ag.preserve_format).stride() == (3, 1)
     check_raises(lambda lib: x(lib).t().contiguous(memory_format=lib.preserve_format), RuntimeError,
                  "preserve memory format is unsupported by the contiguous operator")
@@ -178,7 +181,8 @@ async def test_leaf_grad_layout_as_torch(dev, torch, leaf, loss):
         # gradient (it counts references to the tensor, asyncgrad to the memory) and keeps that
         # view's stride there, asyncgrad copies it with the leaf's; every other stride agrees
         shape = ours_value.shape
-        ours, ours2, theirs, theirs2 = ([s for s, n in zip(st, shape) if n != 1] for st in (ours, ours2, theirs, theirs2))
+        ours, ours2, theirs, theirs2 = ([s for s, n in zip(st, shape) if n != 1]
+                                        for st in (ours, ours2, theirs, theirs2))
     assert ours == theirs and ours2 == theirs2, (leaf, loss)
     np.testing.assert_allclose(ours_value, theirs_value, rtol=1e-12)
 
