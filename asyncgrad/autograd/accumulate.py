@@ -69,13 +69,19 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     if create_graph:
         if old is None:
             variable._grad = grad if grad.requires_grad else Tensor._make(
-                _obey_contract(variable, grad.data, False), variable.device, False, None, 0, [0])
+                _obey_contract(variable, variable.device.backend.copy(grad.data, "C")), variable.device, False, None,
+                0, [0])
         else:
             variable._grad = old + grad
     elif old is None:
         backend = variable.device.backend
-        if not steal or backend.strides(grad) != backend.strides(variable._data):
-            grad = _obey_contract(variable, grad, steal)  # Note [The gradient layout contract]
+        # Note [The gradient layout contract]: a row-major copy suits a row-major leaf as it is
+        if not steal:
+            grad = backend.copy(grad, "C")
+            if not backend.is_contiguous(variable._data):
+                grad = _obey_contract(variable, grad)
+        elif backend.strides(grad) != backend.strides(variable._data):
+            grad = _obey_contract(variable, grad)
         variable._grad = Tensor._make(grad, variable.device, False, None, 0, [0])
     elif old.requires_grad:
         variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
@@ -92,8 +98,9 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
-def _obey_contract(variable: Tensor, grad: Any, steal: bool) -> Any:
-    """``grad`` itself when it may be stolen and obeys the layout contract, else a copy that obeys it.
+def _obey_contract(variable: Tensor, grad: Any) -> Any:
+    """``grad`` (an array the leaf may keep: stolen or a fresh copy) itself when it obeys the
+    layout contract, else a copy that does.
 
     Note [The gradient layout contract]: as torch's AccumulateGrad (accumulate_grad.h,
     utils/grad_layout_contract.h), a new ``.grad`` of a leaf that is non-overlapping and dense
@@ -102,22 +109,17 @@ def _obey_contract(variable: Tensor, grad: Any, steal: bool) -> Any:
     other leaf's (a view with gaps, an expanded one) is row-major. A stolen gradient must
     already obey; a copied one is laid out so. Later gradients are added in place, keeping that
     layout (or, recording a graph, ``old + new``, whose layout follows ``old``). The common case
-    costs one comparison of two strides tuples: a row-major gradient for a row-major leaf is
-    stolen as before, or copied row-major at once (``is_contiguous`` on the leaf).
+    costs one check: a stolen gradient of a row-major leaf has the leaf's very strides (one
+    comparison of two strides tuples), a gradient copied row-major as before suits a row-major
+    leaf (``is_contiguous`` on the leaf); this function is called only when they fail.
+    A dim of size 1 is free, as in torch: a gradient that differs from the leaf only there is kept.
     """
     backend = variable.device.backend
     data = variable._data
-    if backend.is_contiguous(data):
-        if steal and backend.is_contiguous(grad):
-            return grad
-        out = backend.copy(grad, "C")
-        if backend.strides(out) == backend.strides(data):
-            return out
-        steal = False  # the leaf's size-1 dims have other strides: a copy with exactly the leaf's, as torch's
     itemsize = variable.dtype.itemsize
     shape = tuple(data.shape)
     strides = element_strides(backend.strides(data), itemsize)
-    if steal and obeys_layout_contract(shape, element_strides(backend.strides(grad), itemsize), strides):
+    if obeys_layout_contract(shape, element_strides(backend.strides(grad), itemsize), strides):
         return grad
     wanted = contract_strides(shape, strides)
     if wanted == contiguous_strides(shape):
