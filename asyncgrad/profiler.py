@@ -1,4 +1,6 @@
 """A profiler of backward passes: one event per node run, with where, in which thread and how it ran.
+(torch's profiler of forward ops and ranges, ``profile`` and ``record_function``, is
+``ag.autograd.profiler``'s, re-exported here.)
 
 ``with ag.profiler.trace() as prof:`` is a plain context manager around awaited work. What it
 records is decided per graph task, not per process:
@@ -35,9 +37,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from asyncgrad.autograd.profiler import profile, record_function
 from asyncgrad.engine.graph_task import current_recorder
 
-__all__ = ["Event", "trace"]
+__all__ = ["Event", "profile", "record_function", "trace"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,21 @@ class trace:
                                      thread.name, thread.ident or 0))
         if self._outer is not None:
             self._outer.record(node, device, worker, graph_task, start, end, inline, thread)
+
+    def record_op(self, name: str, inputs: tuple, result: Any, sequence_nr: int, allocates: bool) -> None:
+        """A forward op: not this trace's business, but a profile around it records it (Note [Forward
+        ops reach the profiler through record] in autograd/recorder.py)."""
+        if self._outer is not None:
+            self._outer.record_op(name, inputs, result, sequence_nr, allocates)
+
+    def record_factory(self, name: str, result: Any) -> None:
+        """A factory's result: passed on, as ``record_op``."""
+        if self._outer is not None:
+            self._outer.record_factory(name, result)
+
+    def open_range(self, name: str) -> list:
+        """A ``record_function`` range: passed on, as ``record_op``; its events in the profiles around."""
+        return [] if self._outer is None else self._outer.open_range(name)
 
     def timed(self, worker: Any, fn: Callable) -> Callable:
         """``fn(graph_task, node, inputs)`` for a kernel thread: runs it and records its run as
