@@ -434,7 +434,7 @@ class profile:
         self._outer = current_recorder.get()
         self._token = current_recorder.set(self)
         self._origin = _clock()
-        self._marks[threading.get_ident()] = (self._origin, _cpu_clock())
+        self._mark()  # after the origin: an event starts after the profile, as torch's do
         self._running = True
         PROFILING[0] += 1
         return self
