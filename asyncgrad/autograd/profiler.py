@@ -122,13 +122,18 @@ class _Averages:
 class FunctionEvent(_Averages):
     """One profiled op, range or backward node run (torch's signature: times in microseconds)."""
 
-    def __init__(self, id: int, name: str, thread: int, start_us: float, end_us: float,
+    def __init__(self, id: int, name: str, thread: int, start_us: float | None = None, end_us: float | None = None,
                  overload_name: str | None = None, fwd_thread: int | None = None,
                  input_shapes: list | None = None, stack: list | None = None, scope: int = 0,
                  use_device: str | None = None, cpu_memory_usage: int = 0, device_memory_usage: int = 0,
                  is_async: bool = False, is_remote: bool = False, sequence_nr: int = -1, node_id: int = -1,
                  device_type: str = "cpu", device_index: int = 0, is_legacy: bool = False,
-                 flops: int | None = None, trace_name: str | None = None) -> None:
+                 flops: int | None = None, trace_name: str | None = None, *, cpu_start: float | None = None,
+                 cpu_end: float | None = None) -> None:
+        if start_us is None or end_us is None:  # torch 1.7's names for them (its tests use both)
+            if cpu_start is None or cpu_end is None:
+                raise TypeError("FunctionEvent needs start_us and end_us")
+            start_us, end_us = cpu_start, cpu_end
         self.id = id
         self.node_id = node_id
         self.name = name
@@ -164,6 +169,11 @@ class FunctionEvent(_Averages):
     @property
     def key(self) -> str:
         return self.name
+
+    @property
+    def cpu_interval(self) -> Interval:
+        """``time_range`` by its torch 1.7 name."""
+        return self.time_range
 
     @property
     def cpu_time_total(self) -> float:
@@ -431,22 +441,30 @@ class profile:
             return self
         if self._running or self._function_events is not None:
             raise RuntimeError("Profiler context manager is not reentrant")
-        self._outer = current_recorder.get()
-        self._token = current_recorder.set(self)
-        self._origin = _clock()
-        self._mark()  # after the origin: an event starts after the profile, as torch's do
-        self._running = True
-        PROFILING[0] += 1
+        self._start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if not self.enabled:
-            return
+        if self.enabled:
+            self._stop()
+
+    def _start(self) -> None:
+        self._outer = current_recorder.get()
+        self._token = current_recorder.set(self)
+        if not self._events:
+            self._origin = _clock()
+        self._mark()  # after the origin: an event starts after the profile, as torch's do
+        self._running = True
+        PROFILING[0] += 1
+
+    def _stop(self) -> None:
         self._running = False
         PROFILING[0] -= 1
         current_recorder.reset(self._token)
         self._token = None
         self._live.clear()  # the weak references die with their callbacks uncalled
+        for event in self._events:  # a trace may run again: its events' family is found anew
+            event.cpu_children, event.cpu_parent = [], None
         events = EventList(sorted(self._events, key=lambda e: (e.time_range.start, -e.time_range.end)),
                            use_device=self.use_device, profile_memory=self.profile_memory,
                            with_flops=self.with_flops)
