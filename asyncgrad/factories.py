@@ -34,7 +34,7 @@ _rng = [random.default_generator.numpy]
 def _leaf(array: Any, dev: Device, requires_grad: Any, fn: str) -> Tensor:
     """The new leaf; ``requires_grad=None`` passes as False, as torch's factories (not ``tensor``) take it."""
     t = plain(array, dev)
-    if PROFILING[0]:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+    if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
         note_factory(fn, t)
     if requires_grad is not False and requires_grad is not None:
         if not _validate.bool_arg(requires_grad, fn, "requires_grad"):

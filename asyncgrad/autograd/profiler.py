@@ -455,11 +455,11 @@ class profile:
             self._origin = _clock()
         self._mark()  # after the origin: an event starts after the profile, as torch's do
         self._running = True
-        PROFILING[0] += 1
+        PROFILING.append(self)
 
     def _stop(self) -> None:
         self._running = False
-        PROFILING[0] -= 1
+        PROFILING.remove(self)
         current_recorder.reset(self._token)
         self._token = None
         self._live.clear()  # the weak references die with their callbacks uncalled
@@ -636,7 +636,7 @@ class record_function:
         self._events: list[FunctionEvent] = []
 
     def __enter__(self) -> record_function:
-        if PROFILING[0]:
+        if PROFILING:
             recorder = current_recorder.get()
             if recorder is not None:
                 self._events = recorder.open_range(self.name)

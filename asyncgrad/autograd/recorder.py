@@ -4,13 +4,18 @@ the one flag that ``record`` (ops/_node.py) and the factories test before tellin
 Note [Forward ops reach the profiler through record]: ``ag.autograd.profiler.profile`` records
 the forward ops run in its context as torch's ``aten::`` events. Every differentiable op returns
 through ``record`` and every factory through ``factories._leaf``, so these two places are the
-only ones that report an op; they pay one test of ``PROFILING[0]`` (the number of profiles
-active anywhere in the process) when no profile is, and only then look up the context's recorder
+only ones that report an op; they pay one truth test of ``PROFILING`` (the profiles open
+anywhere in the process) when no profile is open, and only then look up the context's recorder
 (``current_recorder``, the same variable that backward passes record through: Note [Recording is
-per task] in asyncgrad/profiler.py). A recorder is any object with the engine's ``record`` and
-``timed`` and with ``record_op``; a trace that records backward nodes only passes forward ops on
-to the recorder it is nested in. This module imports nothing of asyncgrad: the ops and the engine
-both sit above it.
+per task] in asyncgrad/profiler.py). A recorder is a ``profile`` (``ag.profiler.trace`` is one):
+the engine's ``record`` and ``timed``, and ``record_op``, ``record_factory``, ``open_range``, each
+passed on to the recorder it is nested in. This module imports nothing of asyncgrad: the ops and
+the engine both sit above it.
+
+The test costs 91 instructions under cachegrind (``flag[0]`` would cost 142), against about
+26,000 per op of a 10,000-op chain of ``y * 2.0`` with the cyclic GC off; that chain, measured
+before and after the test went in, differed by less than the 1,000 instructions per op that two
+heap layouts (hash seeds) alone move it by.
 """
 
 from __future__ import annotations
@@ -23,11 +28,11 @@ current_recorder: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgra
 """The profiler (``asyncgrad.profiler.trace`` or ``ag.autograd.profiler.profile``) that a backward
 started in this context records into, or None. Read once when a graph task starts
 (``GraphTask.profile``); the worker sets it to its current graph task's, as it does grad mode, so a
-reentrant child records where its parent does. Forward ops read it when ``PROFILING[0]``."""
+reentrant child records where its parent does. Forward ops read it when ``PROFILING``."""
 
-PROFILING = [0]
-"""How many ``profile`` blocks are open in the process: ``record`` asks the context's recorder
-about an op only when this is not 0 (Note [Forward ops reach the profiler through record])."""
+PROFILING: list = []
+"""The ``profile`` blocks open in the process (a ``trace`` is one): ``record`` asks the context's
+recorder about an op only when this is not empty (Note [Forward ops reach the profiler through record])."""
 
 open_ranges: contextvars.ContextVar[tuple] = contextvars.ContextVar("asyncgrad_record_function", default=())
 """The ``record_function`` ranges open in this context, innermost last: memory allocated or freed
@@ -63,7 +68,7 @@ def aten_name(cls: type) -> str:
 
 def note_op(cls: type, inputs: tuple, result: Any, sequence_nr: int, allocates: bool) -> None:
     """Tell the context's recorder, if any, that the op of node class ``cls`` just returned
-    ``result`` (called by ``record`` when ``PROFILING[0]``)."""
+    ``result`` (called by ``record`` when ``PROFILING``)."""
     recorder = current_recorder.get()
     if recorder is not None:
         recorder.record_op(aten_name(cls), inputs, result, sequence_nr, allocates)
@@ -71,7 +76,7 @@ def note_op(cls: type, inputs: tuple, result: Any, sequence_nr: int, allocates: 
 
 def note_factory(fn: str, result: Any) -> None:
     """Tell the context's recorder, if any, that the factory ``fn`` (``"rand"``, ``"zeros"``) just
-    made ``result`` (called by the factories when ``PROFILING[0]``)."""
+    made ``result`` (called by the factories when ``PROFILING``)."""
     recorder = current_recorder.get()
     if recorder is not None:
         recorder.record_factory("aten::" + fn, result)

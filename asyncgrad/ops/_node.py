@@ -256,13 +256,13 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             node.saved = (SavedTensor(result, True),)
         if view_of is not None:
             mark_view(result, view_of, cls)
-        if PROFILING[0]:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+        if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
             note_op(cls, inputs, result, node.sequence_nr, view_of is None)
         return result
     result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
         mark_view(result, view_of, cls)
-    if PROFILING[0]:
+    if PROFILING:
         note_op(cls, inputs, result, -1, view_of is None)
     return result
 
