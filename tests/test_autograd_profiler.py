@@ -348,3 +348,15 @@ def test_table_sorting_and_averages():
     by_shape = p.key_averages(group_by_input_shape=True)
     assert [a.input_shapes for a in by_shape if a.key == "aten::mm"] == [[[50, 50], [50, 50]]]
     assert str(p) == p.table()
+
+
+def test_torch_1_7_spellings():
+    """torch 1.7 (part of the ported population) named the interval ``cpu_interval``, the event's
+    times ``cpu_start``/``cpu_end`` and the parent pass ``populate_cpu_children``."""
+    events = EventList([FunctionEvent(id=1, node_id=0, name="a", thread=0, cpu_start=0, cpu_end=4),
+                        FunctionEvent(id=2, node_id=0, name="b", thread=0, cpu_start=1, cpu_end=2)])
+    events.populate_cpu_children()
+    assert [c.id for c in events[0].cpu_children] == [2]
+    assert events[1].cpu_interval.elapsed_us() == 1 and events[0].self_cpu_time_total == 3
+    with pytest.raises(TypeError, match="start_us and end_us"):
+        FunctionEvent(id=3, name="c", thread=0)

@@ -306,6 +306,9 @@ class EventList(list):
                         break
                 stack.append(event)
 
+    populate_cpu_children = _populate_cpu_children
+    """torch 1.7's public name for it (the population of ported tests uses both)."""
+
     @property
     def self_cpu_time_total(self) -> float:
         return sum(event.self_cpu_time_total for event in self)
