@@ -1152,8 +1152,6 @@ def test_autograd_views_codegen():
 
 
 # 163
-@pytest.mark.xfail(strict=True, reason="profiler has no EventList / FunctionEvent (populate_cpu_children, "
-                   "cpu_children)")
 def test_profiler_aggregation_fake():
     """Port of TestAutograd.test_profiler_aggregation_fake."""
     events = ag.profiler.EventList()
