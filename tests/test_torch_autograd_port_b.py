@@ -296,7 +296,6 @@ async def test_no_grad():
 
 
 # 72
-@pytest.mark.xfail(strict=True, reason="out= arguments missing (ag.mul takes no out=)")
 def test_mul_out_result_requires_grad():
     """Port of TestAutograd.test_mul_out_result_requires_grad."""
     a = ag.randn(2, 2)
@@ -630,7 +629,6 @@ async def test_vjp_create_graph():
 
 
 # 86
-@pytest.mark.xfail(strict=True, reason="out= arguments missing (ag.mul takes no out=)")
 def test_mul_out():
     """Port of TestAutograd.test_mul_out."""
     a = ag.randn(2, 2, requires_grad=True)
