@@ -10,10 +10,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from asyncgrad._validate import number_arg, tensor_arg, type_label
+from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import reduction
 from asyncgrad.ops import shape as shape_ops
-from asyncgrad.ops._node import OpNode, plain, record, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, plain, record, same_device
 from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.tensor import Tensor, scalar_type_name
@@ -912,3 +913,405 @@ def _solve(A: Tensor, B: Tensor, vector: bool) -> Tensor:
         out = xp.reshape(out, out.shape[:-1])
     return record(LinalgSolveExBackward0, (A, B), out, dev, A.shape, B.shape, vector, saved=(A,),
                   work=A.data.size * A.shape[-1] + math.prod(out.shape) * A.shape[-1])
+
+
+# --------------------------------------------------------------------------- decompositions
+# Note [Decompositions are multi-output nodes]: eigh, eig and svd return several tensors from one
+# node, as torch: ``_record_outputs`` records the first through ``record`` and hangs the others on
+# the same node (output 1, 2, ...), and saves the outputs the formula needs as outputs, so a
+# recorded (create_graph) backward unpacks them connected to this very node and their own
+# dependence on the input is differentiated too: second order for free, as torch's gradgradcheck
+# asks. The node's ``apply`` hands every output's gradient (None where none came) to
+# ``backward(F, grads)``. A decomposition's formula is linear in those gradients.
+class _MultiOutput(OpNode):
+    """A node with several outputs (Note [Decompositions are multi-output nodes])."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        return self.backward(self.graph_math if create_graph else ArrayMath, grads)
+
+
+def _record_outputs(cls: type[OpNode], A: Tensor, outs: tuple[Any, ...], saved_outputs: tuple[int, ...],
+                    *fields: Any, work: int) -> tuple[Tensor, ...]:
+    """``outs`` as outputs of one ``cls`` node on ``A``, the outputs ``saved_outputs`` saved."""
+    dev = A.device
+    first = record(cls, (A,), outs[0], dev, *fields, work=work)
+    node = first.grad_fn
+    if node is None:
+        return (first,) + tuple(plain(o, dev) for o in outs[1:])
+    results = [first]
+    for i, o in enumerate(outs[1:], 1):
+        node._input_meta = node._input_meta + input_meta(tuple(o.shape), dev.backend.dtype(o), dev)
+        results.append(Tensor._make(o, dev, True, node, i, [0]))
+    node.saved = tuple(SavedTensor(results[i], True) for i in saved_outputs)
+    return tuple(results)
+
+
+def _decomposition_work(A: Tensor) -> int:
+    """The cost class of an O(n³) factorisation (Note [Cost classes]): like a product of two
+    matrices of A's size, several times over, so large ones go to the executor."""
+    return int(A.data.size * min(A.shape[-2:]) * MATMUL_WORK_PER_MAC * 8) + A.data.size
+
+
+def _mask(like: Any, rows: int, cols: int, fn: Any) -> Any:
+    """A (rows, cols) 0/1 matrix of ``like``'s dtype, ``fn(i, j)`` true where it is 1 (a triangle,
+    the diagonal), on ``like``'s device: a constant of the formula namespace."""
+    if isinstance(like, Tensor):
+        backend, dtype = like.device.backend, like.dtype
+    else:
+        backend = backend_of(like)
+        dtype = backend.dtype(like)
+    xp = backend.xp
+    i = xp.reshape(backend.arange(rows, np.dtype(np.int64)), (rows, 1))
+    j = xp.reshape(backend.arange(cols, np.dtype(np.int64)), (1, cols))
+    return backend.astype(fn(i, j), dtype)
+
+
+def _const(F: Any, like: Any, rows: int, cols: int, fn: Any) -> Any:
+    return F.constant(_mask(like, rows, cols, fn), like)
+
+
+def _diag_embed(F: Any, v: Any, eye: Any) -> Any:
+    """A batch of diagonal matrices from a batch of vectors (``eye`` the identity of their size)."""
+    shape = tuple(v.shape)
+    return F.reshape(v, shape[:-1] + (1, shape[-1])) * eye
+
+
+def _diagonal(F: Any, M: Any, eye: Any) -> Any:
+    """The diagonals of a batch of square matrices."""
+    return F.sum(M * eye, -1)
+
+
+def _right_solve(F: Any, A: Any, B: Any) -> Any:
+    """``B A⁻¹``."""
+    return F.mT(F.solve(F.mT(A), F.mT(B)))
+
+
+class EighResult(NamedTuple):
+    """torch's ``linalg_eigh`` return type."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class LinalgEighBackward0(_MultiOutput):
+    """A = V diag(L) Vᵀ (symmetric): ``gA = V (diag(gL) + F ∘ ½(VᵀgV - gVᵀV)) Vᵀ`` with
+    F_ij = 1 / (L_j - L_i) off the diagonal (torch's linalg_eig_backward, hermitian case). The
+    skew part keeps the gradient symmetric, as torch's."""
+
+    __slots__ = ()
+
+    def backward(self, F, grads):
+        gL, gV = grads[0], grads[1] if len(grads) > 1 else None
+        L, V = F.unpack(self)
+        n = tuple(L.shape)[-1]
+        eye = _const(F, L, n, n, lambda i, j: i == j)
+        middle = None
+        if gV is not None:
+            shape = tuple(L.shape)
+            diff = F.reshape(L, shape[:-1] + (1, n)) - F.reshape(L, shape + (1,))  # L_j - L_i
+            inner = F.mT(V) @ gV
+            middle = (inner - F.mT(inner)) * 0.5 / (diff + eye)
+        if gL is not None:
+            diagonal = _diag_embed(F, gL, eye)
+            middle = diagonal if middle is None else middle + diagonal
+        if middle is None:
+            return (None,)
+        return (V @ middle @ F.mT(V),)
+
+
+class _EigenvectorsNotComputed(_MultiOutput):
+    """A legacy eigendecomposition asked for no eigenvectors: torch computed none, so it refuses
+    the backward (its words); ``message`` says which function."""
+
+    __slots__ = ("message",)
+
+    def backward(self, F, grads):
+        raise RuntimeError(self.message)
+
+
+class SymeigBackward0(_EigenvectorsNotComputed):
+    __slots__ = ()
+
+
+class EigBackward0(_EigenvectorsNotComputed):
+    __slots__ = ()
+
+
+def _symmetric_from(A: Any, xp: Any, upper: bool) -> Any:
+    """The symmetric matrix that one triangle of ``A`` describes (LAPACK reads only that one)."""
+    n = A.shape[-1]
+    i = xp.reshape(xp.arange(n), (n, 1))
+    j = xp.reshape(xp.arange(n), (1, n))
+    keep = (i <= j) if upper else (i >= j)
+    return xp.where(keep, A, xp.matrix_transpose(A))
+
+
+def _eigh_arrays(A: Tensor, upper: bool) -> tuple[Any, Any]:
+    xp = A.device.xp
+    L, V = xp.linalg.eigh(_symmetric_from(A.data, xp, upper))
+    return L, V
+
+
+def _check_uplo(UPLO: Any) -> bool:
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
+    """torch's ``linalg.eigh``: eigenvalues ascending, orthonormal eigenvectors, from the ``UPLO``
+    triangle; its gradient is symmetric (LinalgEighBackward0)."""
+    tensor_arg(A, "linalg_eigh", "A", 1)
+    upper = _check_uplo(UPLO)
+    _square(A, "linalg.eigh")
+    L, V = _eigh_arrays(A, upper)
+    values, vectors = _record_outputs(LinalgEighBackward0, A, (L, V), (0, 1), work=_decomposition_work(A))
+    return EighResult(values, vectors)
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """torch's ``linalg.eigvalsh``: eigh's eigenvalues; the node keeps the eigenvectors (its output
+    1, never returned) so that every order of its gradient is right."""
+    tensor_arg(A, "linalg_eigvalsh", "A", 1)
+    upper = _check_uplo(UPLO)
+    _square(A, "linalg.eigh")
+    L, V = _eigh_arrays(A, upper)
+    return _record_outputs(LinalgEighBackward0, A, (L, V), (0, 1), work=_decomposition_work(A))[0]
+
+
+def symeig(A: Tensor, eigenvectors: bool = False, upper: bool = True) -> EighResult:
+    """torch's legacy ``symeig`` (removed from torch 2): ``linalg.eigh`` of the ``upper`` triangle;
+    without eigenvectors the second output is empty and the backward refuses, as torch refused."""
+    tensor_arg(A, "symeig", "input", 1)
+    _square(A, "symeig")
+    L, V = _eigh_arrays(A, bool(upper))
+    if eigenvectors:
+        values, vectors = _record_outputs(LinalgEighBackward0, A, (L, V), (0, 1), work=_decomposition_work(A))
+        return EighResult(values, vectors)
+    empty = A.device.backend.zeros((0,), A.dtype)
+    values, vectors = _record_outputs(
+        SymeigBackward0, A, (L, empty), (), "symeig_backward: Setting eigenvectors to false in torch.symeig doesn't "
+        "compute eigenvectors and hence we cannot compute backward. Please use torch.symeig(eigenvectors=True)",
+        work=_decomposition_work(A))
+    return EighResult(values, vectors)
+
+
+class EigResult(NamedTuple):
+    """torch's legacy ``eig`` return type."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class LegacyEigBackward0(_MultiOutput):
+    """torch's 2020 ``eig_backward`` for real eigenvalues: with A = V Λ V⁻¹ (unit-norm columns),
+    ``gA = V⁻ᵀ (diag(gλ) + F ∘ (VᵀgV - VᵀV diag(VᵀgV))) Vᵀ``, F_ij = 1 / (λ_j - λ_i) off the
+    diagonal (the diagonal term keeps the columns' norms). Complex eigenvalues refuse, as torch's:
+    their gradient would be complex, and asyncgrad has no complex dtype."""
+
+    __slots__ = ()
+
+    def backward(self, F, grads):
+        ge, gv = grads[0], grads[1] if len(grads) > 1 else None
+        e, v = F.unpack(self)
+        imag = e.data[..., 1] if isinstance(e, Tensor) else F.index(e, (..., 1))
+        if bool(backend_of(imag).xp.any(imag != 0)):
+            raise RuntimeError("eig_backward: Backward calculation does not support complex eigenvalues at the "
+                               "moment.")
+        lam = F.index(e, (..., 0))
+        n = tuple(lam.shape)[-1]
+        eye = _const(F, lam, n, n, lambda i, j: i == j)
+        vt = F.mT(v)
+        middle = None
+        if gv is not None:
+            shape = tuple(lam.shape)
+            diff = F.reshape(lam, shape[:-1] + (1, n)) - F.reshape(lam, shape + (1,))  # λ_j - λ_i
+            inner = vt @ gv
+            inner = inner - (vt @ v) * F.reshape(_diagonal(F, inner, eye), shape[:-1] + (1, n))
+            middle = inner / (diff + eye) * (1.0 - eye)
+        if ge is not None:
+            diagonal = _diag_embed(F, F.index(ge, (..., 0)), eye)
+            middle = diagonal if middle is None else middle + diagonal
+        if middle is None:
+            return (None,)
+        return (F.solve(vt, middle @ vt),)
+
+
+def eig(A: Tensor, eigenvectors: bool = False) -> EigResult:
+    """torch's legacy ``eig`` (removed from torch 2): real tensors in LAPACK's packing, eigenvalues
+    as (n, 2) rows of (real, imaginary) parts, a complex pair's eigenvectors as the (real,
+    imaginary) columns; without eigenvectors the second output is empty and the backward refuses.
+    ``linalg.eig``'s complex results are refused (Note [Complex numbers are refused])."""
+    tensor_arg(A, "eig", "input", 1)
+    if A.ndim != 2:
+        raise RuntimeError("input should be 2 dimensional")
+    _square(A, "eig")
+    values, vectors = A.device.backend.eig(A.data)
+    if eigenvectors:
+        return EigResult(*_record_outputs(LegacyEigBackward0, A, (values, vectors), (0, 1),
+                                          work=_decomposition_work(A)))
+    empty = A.device.backend.zeros((0,), A.dtype)
+    return EigResult(*_record_outputs(
+        EigBackward0, A, (values, empty), (), "eig_backward: Setting eigenvectors to false in torch.eig doesn't "
+        "compute eigenvectors and hence we cannot compute backward. Please use torch.eig(eigenvectors=True)",
+        work=_decomposition_work(A)))
+
+
+def linalg_eig(A: Tensor) -> Any:
+    """torch's ``linalg.eig`` returns complex tensors, which asyncgrad has not (Note [Complex numbers
+    are refused]): refused; ``ag.eig`` gives the same decomposition in real packing."""
+    tensor_arg(A, "linalg_eig", "A", 1)
+    raise NotImplementedError("linalg.eig returns complex tensors, and asyncgrad has no complex dtype: use "
+                              "ag.eig(A, eigenvectors=True) (real packing) or, for symmetric A, ag.linalg.eigh")
+
+
+def eigvals(A: Tensor) -> Any:
+    """torch's ``linalg.eigvals``: complex, refused as ``linalg.eig``."""
+    tensor_arg(A, "linalg_eigvals", "A", 1)
+    raise NotImplementedError("linalg.eigvals returns complex tensors, and asyncgrad has no complex dtype: use "
+                              "ag.eig(A)[0] (real packing) or, for symmetric A, ag.linalg.eigvalsh")
+
+
+# --------------------------------------------------------------------------- cholesky and triangles
+class LinalgCholeskyExBackward0(OpNode):
+    """A = L Lᵀ: torch's cholesky_backward, ``gA = L⁻ᵀ Φ L⁻¹`` with Φ = ½(P + tril(P, -1)ᵀ),
+    P = tril(Lᵀ gL): symmetric, as torch's. ``upper`` factors are transposed first."""
+
+    __slots__ = ("upper",)
+    saves_result = True
+
+    def backward(self, F, g):
+        (L,) = F.unpack(self)
+        if self.upper:
+            L, g = F.mT(L), F.mT(g)
+        n = tuple(L.shape)[-1]
+        lower = _const(F, L, n, n, lambda i, j: i >= j)
+        strict = _const(F, L, n, n, lambda i, j: i > j)
+        P = (F.mT(L) @ g) * lower
+        phi = (P + F.mT(P * strict)) * 0.5
+        return (_right_solve(F, L, F.solve(F.mT(L), phi)),)
+
+
+def _cholesky(A: Tensor, upper: bool, fn: str) -> Tensor:
+    _square(A, fn)
+    dev = A.device
+    xp = dev.xp
+    try:
+        L = xp.linalg.cholesky(_symmetric_from(A.data, xp, False))
+    except Exception as exc:
+        if "definite" not in str(exc).lower():
+            raise
+        found = dev.backend.not_positive_definite(A.data)
+        element, order = found if found is not None else (0, A.shape[-1])
+        batch = f"(Batch element {element}): " if A.ndim > 2 else ""
+        raise LinAlgError(f"{fn}: {batch}The factorization could not be completed because the input is not "
+                          f"positive-definite (the leading minor of order {order} is not positive-definite).") from None
+    if upper:
+        L = xp.matrix_transpose(L)
+    return record(LinalgCholeskyExBackward0, (A,), L, dev, bool(upper), work=_decomposition_work(A))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """torch's ``linalg.cholesky``: the lower factor of the lower triangle (``upper``: its transpose);
+    a matrix that is not positive-definite raises torch's LinAlgError, naming the leading minor."""
+    tensor_arg(A, "linalg_cholesky", "A", 1)
+    return _cholesky(A, upper, "linalg.cholesky")
+
+
+def cholesky_legacy(A: Tensor, upper: bool = False) -> Tensor:
+    """torch's ``cholesky`` (and ``Tensor.cholesky``): ``upper`` positional."""
+    tensor_arg(A, "cholesky", "input", 1)
+    return _cholesky(A, bool(upper), "cholesky")
+
+
+def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+    """The triangular matrix a triangular solver reads from ``A`` (its diagonal ones if
+    ``unitriangular``): composed of tril/triu, so the gradient lands on that triangle only."""
+    if not unitriangular:
+        return shape_ops.triu(A) if upper else shape_ops.tril(A)
+    part = shape_ops.triu(A, 1) if upper else shape_ops.tril(A, -1)
+    eye = Tensor._make(_mask(A, A.shape[-1], A.shape[-1], lambda i, j: i == j), A.device, False, None, 0, [0])
+    return part + eye
+
+
+def _solve_with(T: Tensor, B: Tensor, left: bool) -> Tensor:
+    if left:
+        return solve_matrix(T, B)
+    return shape_ops.transpose(solve_matrix(shape_ops.transpose(T, -1, -2), shape_ops.transpose(B, -1, -2)), -1, -2)
+
+
+def _triangular_checks(A: Tensor, B: Tensor, fn: str, left: bool = True) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    if B.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor B must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    _float_input(A, fn)
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"{fn}: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
+    k = B.shape[-2] if left else B.shape[-1]
+    if k != A.shape[-1]:
+        raise RuntimeError(f"{fn}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    same_device(A, B)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """torch's ``linalg.solve_triangular``: AX = B (``left``) or XA = B with A's ``upper`` or lower
+    triangle (ones on its diagonal if ``unitriangular``). Composed of the triangle and ``solve``:
+    the gradient is torch's (``-A⁻ᵀ g Xᵀ`` on the triangle), every order."""
+    tensor_arg(A, "linalg_solve_triangular", "A", 1)
+    tensor_arg(B, "linalg_solve_triangular", "B", 2)
+    _triangular_checks(A, B, "linalg.solve_triangular", left)
+    return _solve_with(_triangle(A, bool(upper), bool(unitriangular)), B, left)
+
+
+class TriangularSolveResult(NamedTuple):
+    """torch's ``triangular_solve`` return type."""
+
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> TriangularSolveResult:
+    """torch's legacy ``triangular_solve(b, A)``: (A's triangle, transposed if ``transpose``)⁻¹ b,
+    and a copy of A (differentiable, as torch's)."""
+    tensor_arg(b, "triangular_solve", "input", 1)
+    tensor_arg(A, "triangular_solve", "A", 2)
+    _triangular_checks(A, b, "linalg.solve_triangular")
+    T = _triangle(A, bool(upper), bool(unitriangular))
+    if transpose:
+        T = shape_ops.transpose(T, -1, -2)
+    return TriangularSolveResult(solve_matrix(T, b), shape_ops.clone(A))
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """torch's ``cholesky_solve(B, L)``: (L Lᵀ)⁻¹ B from the factor's triangle (Uᵀ U with ``upper``),
+    as two triangular solves, so every order of its gradient is right."""
+    tensor_arg(B, "cholesky_solve", "input", 1)
+    tensor_arg(L, "cholesky_solve", "input2", 2)
+    _triangular_checks(L, B, "cholesky_solve")
+    T = _triangle(L, bool(upper), False)
+    if upper:  # A = Uᵀ U
+        return solve_matrix(T, solve_matrix(shape_ops.transpose(T, -1, -2), B))
+    return solve_matrix(shape_ops.transpose(T, -1, -2), solve_matrix(T, B))
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """torch's ``cholesky_inverse(L)``: (L Lᵀ)⁻¹ from the factor's triangle. torch's own gradient
+    is that of the whole matrix L (wrong for an input that is not triangular); this one is the
+    gradient of what is computed, the triangle's."""
+    tensor_arg(L, "cholesky_inverse", "input", 1)
+    if L.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    n = L.shape[-1]
+    eye = Tensor._make(L.device.backend.astype(_mask(L, n, n, lambda i, j: i == j), L.dtype), L.device, False,
+                       None, 0, [0])
+    return cholesky_solve(shape_ops.expand(eye, L.shape), L, upper)
