@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import math
 import string
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from asyncgrad._validate import number_arg, tensor_arg, type_label
 from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.devices import cpu
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.dtypes import get_default_dtype
 from asyncgrad.ops import reduction
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, plain, record, same_device
-from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul
+from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul, result_dtype, where
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
+from asyncgrad.ops.views import narrow
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 MATMUL_WORK_PER_MAC = 1 / 16
@@ -656,35 +660,6 @@ def _singular_value_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -
     return shape_ops.permute(out, [order.index(i) for i in range(A.ndim)])
 
 
-class LinalgSvdBackward0(OpNode):
-    """svdvals: dσᵢ = uᵢᵀ dA vᵢ, so the gradient is ``U diag(g) Vᴴ`` (from the saved singular vectors).
-    That formula holds U and V constant: its own derivative would need theirs, which asyncgrad does
-    not compute, so a recorded (create_graph) backward through it is refused, never wrong."""
-
-    __slots__ = ()
-    work_per_element = 2
-
-    def backward(self, F, g):
-        u, vh = F.unpack(self)
-        if isinstance(u, Tensor):
-            raise NotImplementedError("the second derivative of singular values (svdvals, the 'nuc' and 2-norms) is "
-                                      "not implemented in asyncgrad")
-        xp = backend_of(g).xp
-        return (u @ (xp.reshape(g, g.shape + (1,)) * vh),)
-
-
-def svdvals(A: Tensor) -> Tensor:
-    """torch's ``linalg.svdvals``: the singular values, in descending order."""
-    tensor_arg(A, "linalg_svdvals", "A", 1)
-    if A.ndim < 2:
-        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    _float_input(A, "linalg.svd")
-    dev = A.device
-    u, s, vh = dev.xp.linalg.svd(A.data, full_matrices=False)
-    return record(LinalgSvdBackward0, (A,), s, dev, saved=(plain(u, dev), plain(vh, dev)),
-                  work=A.data.size * min(A.shape[-2:]))
-
-
 def _order_text(ord: Any) -> str:
     return str(int(ord)) if float(ord).is_integer() else str(ord)
 
@@ -1279,10 +1254,11 @@ class TriangularSolveResult(NamedTuple):
     cloned_coefficient: Tensor
 
 
-def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> TriangularSolveResult:
     """torch's legacy ``triangular_solve(b, A)``: (A's triangle, transposed if ``transpose``)⁻¹ b,
     and a copy of A (differentiable, as torch's)."""
+    b = input
     tensor_arg(b, "triangular_solve", "input", 1)
     tensor_arg(A, "triangular_solve", "A", 2)
     _triangular_checks(A, b, "linalg.solve_triangular")
@@ -1292,11 +1268,12 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     return TriangularSolveResult(solve_matrix(T, b), shape_ops.clone(A))
 
 
-def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """torch's ``cholesky_solve(B, L)``: (L Lᵀ)⁻¹ B from the factor's triangle (Uᵀ U with ``upper``),
     as two triangular solves, so every order of its gradient is right."""
-    tensor_arg(B, "cholesky_solve", "input", 1)
-    tensor_arg(L, "cholesky_solve", "input2", 2)
+    tensor_arg(input, "cholesky_solve", "input", 1)
+    tensor_arg(input2, "cholesky_solve", "input2", 2)
+    B, L = input, input2
     _triangular_checks(L, B, "cholesky_solve")
     T = _triangle(L, bool(upper), False)
     if upper:  # A = Uᵀ U
@@ -1315,3 +1292,349 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     eye = Tensor._make(L.device.backend.astype(_mask(L, n, n, lambda i, j: i == j), L.dtype), L.device, False,
                        None, 0, [0])
     return cholesky_solve(shape_ops.expand(eye, L.shape), L, upper)
+
+
+# --------------------------------------------------------------------------- svd, pinv
+class SvdResult(NamedTuple):
+    """torch's ``linalg_svd`` return type."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class LegacySvdResult(NamedTuple):
+    """torch's legacy ``svd`` return type (V, not Vᴴ)."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class LinalgSvdBackward0(_MultiOutput):
+    """A = U diag(S) Vᵀ (reduced, k = min(m, n)): torch's svd_backward, in Townsend's form,
+    ``gA = U [skew(UᵀgU) S / E + S skew(VᵀgV) / E + diag(gS)] Vᵀ + (I - UUᵀ) gU S⁻¹ Vᵀ
+    + U S⁻¹ gVᵀ (I - VVᵀ)`` with E_ij = s_j² - s_i² (1 on the diagonal, where skew is 0).
+    With ``full_matrices`` the columns of U and rows of Vh past k are ignored, as torch ignores
+    them. Repeated singular values make E zero: the gradient is then inf/NaN, as torch's."""
+
+    __slots__ = ("k",)
+
+    def backward(self, F, grads):
+        gU, gS, gVh = (tuple(grads) + (None, None, None))[:3]
+        U, S, Vh = F.unpack(self)
+        k = self.k
+        if tuple(U.shape)[-1] != k:  # full_matrices: only the first k singular vectors matter
+            U = F.index(U, (..., slice(None), slice(0, k)))
+            gU = None if gU is None else F.index(gU, (..., slice(None), slice(0, k)))
+        if tuple(Vh.shape)[-2] != k:
+            Vh = F.index(Vh, (..., slice(0, k), slice(None)))
+            gVh = None if gVh is None else F.index(gVh, (..., slice(0, k), slice(None)))
+        eye = _const(F, S, k, k, lambda i, j: i == j)
+        shape = tuple(S.shape)
+        row = F.reshape(S, shape[:-1] + (1, k))     # s_j along a row
+        col = F.reshape(S, shape + (1,))            # s_i down a column
+        V = F.mT(Vh)
+        middle = None
+        if gU is not None or gVh is not None:
+            E = row * row - col * col + eye
+            if gU is not None:
+                UtgU = F.mT(U) @ gU
+                middle = (UtgU - F.mT(UtgU)) * row / E
+            if gVh is not None:
+                VtgV = Vh @ F.mT(gVh)
+                term = col * (VtgV - F.mT(VtgV)) / E
+                middle = term if middle is None else middle + term
+        if gS is not None:
+            diagonal = _diag_embed(F, gS, eye)
+            middle = diagonal if middle is None else middle + diagonal
+        gA = None if middle is None else U @ middle @ Vh
+        m, n = tuple(U.shape)[-2], tuple(Vh.shape)[-1]
+        if gU is not None and m > k:
+            gUSinv = gU / row
+            term = (gUSinv - U @ (F.mT(U) @ gUSinv)) @ Vh
+            gA = term if gA is None else gA + term
+        if gVh is not None and n > k:
+            gVSinv = F.mT(gVh) / row
+            term = U @ F.mT(gVSinv - V @ (Vh @ gVSinv))
+            gA = term if gA is None else gA + term
+        return (gA,)
+
+
+def _svd_arrays(A: Tensor, full_matrices: bool) -> tuple[Any, Any, Any]:
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.svd")
+    return A.device.xp.linalg.svd(A.data, full_matrices=full_matrices)
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> SvdResult:
+    """torch's ``linalg.svd``: (U, S, Vh), S descending; one LinalgSvdBackward0 node for the three."""
+    tensor_arg(A, "linalg_svd", "A", 1)
+    u, s, vh = _svd_arrays(A, bool(full_matrices))
+    return SvdResult(*_record_outputs(LinalgSvdBackward0, A, (u, s, vh), (0, 1, 2), min(A.shape[-2:]),
+                                      work=_decomposition_work(A)))
+
+
+def svd_legacy(A: Tensor, some: bool = True, compute_uv: bool = True) -> LegacySvdResult:
+    """torch's ``svd``: (U, S, V), reduced unless ``some=False``; without ``compute_uv``, U and V
+    are zeros that need no gradient (torch 2's behaviour)."""
+    tensor_arg(A, "svd", "input", 1)
+    if not compute_uv:
+        values = svdvals(A)
+        m, n = A.shape[-2:]
+        backend = A.device.backend
+        batch = tuple(A.shape[:-2])
+        return LegacySvdResult(plain(backend.zeros(batch + (m, m), A.dtype), A.device), values,
+                               plain(backend.zeros(batch + (n, n), A.dtype), A.device))
+    U, S, Vh = svd(A, full_matrices=not some)
+    return LegacySvdResult(U, S, shape_ops.transpose(Vh, -1, -2))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """torch's ``linalg.svdvals``: the singular values, descending. Its node keeps U and Vh as
+    outputs never returned (torch's LinalgSvdBackward0), so every order of its gradient is right."""
+    tensor_arg(A, "linalg_svdvals", "A", 1)
+    u, s, vh = _svd_arrays(A, False)
+    return _record_outputs(LinalgSvdBackward0, A, (s, u, vh), (), min(A.shape[-2:]), work=_decomposition_work(A))[0]
+
+
+class LinalgPinvBackward0(OpNode):
+    """torch's pinv_backward: the derivative of the pseudo-inverse where the rank is constant,
+    all products (of A and A⁺), so every order of it is recorded from matmuls."""
+
+    __slots__ = ()
+    saves_result = True
+    work_per_element = 8
+
+    def backward(self, F, g):
+        A, P = F.unpack(self)
+        m, n = tuple(A.shape)[-2:]
+        Ph, gh = F.mT(P), F.mT(g)
+        if m <= n:
+            K = gh @ P
+            KPh = K @ Ph
+            return (-F.mT(P @ K) + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A),)
+        K = P @ gh
+        PhK = Ph @ K
+        return (-F.mT(K @ P) + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A,)
+
+
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
+    """torch's ``linalg.pinv``: singular values below max(atol, rtol·σ₁) dropped (rtol defaults to
+    ε·max(m, n) when atol is not given, 0 when it is)."""
+    tensor_arg(A, "linalg_pinv", "A", 1)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.pinv(A): The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.pinv")
+    dev = A.device
+    xp = dev.xp
+    u, s, vh = xp.linalg.svd(A.data, full_matrices=False)
+    eps = float(np.finfo(A.dtype).eps)
+    if rtol is None:
+        rtol = eps * max(A.shape[-2:]) if atol is None or atol <= 0 else 0.0
+    top = xp.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+    cutoff = xp.maximum(top * float(rtol), xp.asarray(float(atol or 0.0), dtype=s.dtype))
+    keep = s > cutoff
+    inv_s = xp.where(keep, 1.0 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
+    out = xp.matrix_transpose(vh) @ (xp.reshape(inv_s, inv_s.shape + (1,)) * xp.matrix_transpose(u))
+    return record(LinalgPinvBackward0, (A,), out, dev, saved=(A,), work=_decomposition_work(A))
+
+
+def pinverse(A: Tensor, rcond: float = 1e-15) -> Tensor:
+    """torch's ``pinverse``: ``linalg.pinv`` with relative cutoff ``rcond``."""
+    tensor_arg(A, "pinverse", "input", 1)
+    return pinv(A, rtol=rcond)
+
+
+# --------------------------------------------------------------------------- composed of recorded ops
+# These are torch's functions that torch itself composes (or whose gradients are those of such a
+# composition): built of asyncgrad's recorded ops, their gradients of every order come from them.
+def logdet(A: Tensor) -> Tensor:
+    """torch's ``logdet``: log|det A| where det A > 0, NaN where it is negative, -inf where 0
+    (torch's WhereBackward0 over slogdet)."""
+    tensor_arg(A, "logdet", "input", 1)
+    sign, logabs = slogdet(A)
+    nan = plain(A.device.backend.full((), math.nan, A.dtype), A.device)
+    return where(sign < 0, nan, logabs)
+
+
+def _matrix_product(tensors: list[Tensor]) -> Tensor:
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """torch's ``linalg.matrix_power``: products of A (of A⁻¹ for n < 0), by repeated squaring;
+    n = 0 gives identities that need no gradient, as torch's."""
+    tensor_arg(A, "linalg_matrix_power", "A", 1)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} "
+                           f"by {A.shape[-1]} matrices")
+    n = int(n)
+    if n == 0:
+        eye = A.device.backend.astype(_mask(A, A.shape[-1], A.shape[-1], lambda i, j: i == j), A.dtype)
+        return plain(A.device.xp.broadcast_to(eye, A.shape) * 1, A.device)
+    if n < 0:
+        A, n = inv(A), -n
+    out = None
+    square = A
+    while n:
+        if n & 1:
+            out = square if out is None else matmul(out, square)
+        n >>= 1
+        if n:
+            square = matmul(square, square)
+    assert out is not None
+    return out
+
+
+def multi_dot(tensors: Any) -> Tensor:
+    """torch's ``linalg.multi_dot``: the product of two or more matrices, the first and last may be
+    vectors (a row, a column), multiplied left to right."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        tensor_arg(t, "multi_dot", "tensors", 1)
+        first_or_last = i in (0, len(tensors) - 1)
+        if t.ndim != 2 and not (first_or_last and t.ndim == 1):
+            which = "first" if i == 0 else "last" if i == len(tensors) - 1 else None
+            if which is not None:
+                raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.ndim}D")
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    return _matrix_product(tensors)
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """torch's deprecated ``chain_matmul``: the product of matrices (one matrix: a copy)."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for t in matrices:
+        tensor_arg(t, "chain_matmul", "matrices", 1)
+        if t.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
+    if len(matrices) == 1:
+        return shape_ops.clone(matrices[0])
+    return _matrix_product(list(matrices))
+
+
+def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """torch's ``trapezoid``/``trapz``: the trapezoidal rule along ``dim``, with sample points ``x``
+    (1-D, one per sample, or broadcasting with ``y``) or a constant spacing ``dx`` (1)."""
+    tensor_arg(y, "trapezoid", "y", 1)
+    axis = normalize_dims(dim, y.ndim, "trapezoid")[0]
+    n = y.shape[axis]
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid() received an invalid combination of arguments - got (Tensor, Tensor, dx=...)")
+    if n == 0:
+        return reduction.sum(y, axis) * 0.0
+    if x is None:
+        spacing = 1.0 if dx is None else float(dx)
+        ends = narrow(y, axis, 0, 1) + narrow(y, axis, n - 1, 1)
+        inner = reduction.sum(y, axis) - reduction.sum(ends, axis) * 0.5
+        return inner * spacing
+    tensor_arg(x, "trapezoid", "x", 2)
+    if x.ndim == 1:
+        if x.shape[0] != n:
+            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+        x = shape_ops.reshape(x, (n,) + (1,) * (y.ndim - 1 - axis))
+        x_axis = 0
+    else:
+        x_axis = axis - (y.ndim - x.ndim) if x.ndim <= y.ndim else axis + (x.ndim - y.ndim)
+    m = x.shape[x_axis]
+    steps = narrow(x, x_axis, 1, m - 1) - narrow(x, x_axis, 0, m - 1)
+    pairs = narrow(y, axis, 1, n - 1) + narrow(y, axis, 0, n - 1)
+    total = steps * pairs
+    return reduction.sum(total, total.ndim - (y.ndim - axis)) * 0.5
+
+
+def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """torch's ``trapz``: ``trapezoid``."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """torch's ``block_diag``: the tensors (0-, 1- or 2-D, as 1x1, 1xn, mxn) on the diagonal of a
+    zero matrix of their promoted dtype; composed of cat, so each block's gradient is its slice."""
+    for i, t in enumerate(tensors):
+        tensor_arg(t, "block_diag", "tensors", 1)
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions")
+    if not tensors:
+        return plain(cpu.backend.zeros((1, 0), get_default_dtype()), cpu)
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        same_device(tensors[0], t)
+    dtype = result_dtype(*(t.data for t in tensors))
+    blocks = []
+    for t in tensors:
+        t = t if t.dtype == dtype else shape_ops.to_dtype(t, dtype)
+        blocks.append(shape_ops.reshape(t, (1, 1) if t.ndim == 0 else (1, t.shape[0]) if t.ndim == 1 else t.shape))
+    cols = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = b.shape
+        parts = []
+        if left:
+            parts.append(plain(dev.backend.zeros((r, left), dtype), dev))
+        parts.append(b)
+        if cols - left - c:
+            parts.append(plain(dev.backend.zeros((r, cols - left - c), dtype), dev))
+        rows.append(parts[0] if len(parts) == 1 else shape_ops.cat(parts, 1))
+        left += c
+    return rows[0] if len(rows) == 1 else shape_ops.cat(rows, 0)
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``kron``: every product a[i] b[j] at index i * b.shape + j (the shorter shape padded
+    with leading ones); a product of broadcast reshapes."""
+    a, b = input, other
+    tensor_arg(a, "kron", "input", 1)
+    tensor_arg(b, "kron", "other", 2)
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    a2 = shape_ops.reshape(a, tuple(x for n in sa for x in (n, 1)))
+    b2 = shape_ops.reshape(b, tuple(x for n in sb for x in (1, n)))
+    return shape_ops.reshape(mul(a2, b2), tuple(p * q for p, q in zip(sa, sb)))
+
+
+def linalg_cross(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
+    """torch's ``linalg.cross``: the cross product of 3-vectors along ``dim`` (broadcast), as
+    ``a[i+1] b[i+2] - a[i+2] b[i+1]`` from rolls of the two."""
+    tensor_arg(a, "linalg_cross", "input", 1)
+    tensor_arg(b, "linalg_cross", "other", 2)
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    axis = normalize_dims(dim, a.ndim, "linalg.cross")[0]
+    if a.shape[axis] != 3 or b.shape[axis] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[axis]} and "
+                           f"{b.shape[axis]}")
+    a1, a2 = shape_ops.roll(a, -1, axis), shape_ops.roll(a, -2, axis)
+    b1, b2 = shape_ops.roll(b, -1, axis), shape_ops.roll(b, -2, axis)
+    return mul(a1, b2) - mul(a2, b1)
+
+
+def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:
+    """torch's ``cross``: ``linalg.cross`` along ``dim``, by default the first dim of size 3 (torch's
+    deprecated default, with its warning)."""
+    a, b = input, other
+    tensor_arg(a, "cross", "input", 1)
+    tensor_arg(b, "cross", "other", 2)
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        sizes = [i for i, n in enumerate(np.broadcast_shapes(a.shape, b.shape)) if n == 3]
+        if not sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes[0]
+    return linalg_cross(a, b, dim=dim)
