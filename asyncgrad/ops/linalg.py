@@ -1396,7 +1396,8 @@ def svdvals(A: Tensor) -> Tensor:
     outputs never returned (torch's LinalgSvdBackward0), so every order of its gradient is right."""
     tensor_arg(A, "linalg_svdvals", "A", 1)
     u, s, vh = _svd_arrays(A, False)
-    return _record_outputs(LinalgSvdBackward0, A, (s, u, vh), (), min(A.shape[-2:]), work=_decomposition_work(A))[0]
+    return _record_outputs(LinalgSvdBackward0, A, (u, s, vh), (0, 1, 2), min(A.shape[-2:]),
+                           work=_decomposition_work(A))[1]
 
 
 class LinalgPinvBackward0(OpNode):
