@@ -1014,18 +1014,19 @@ class EigBackward0(_EigenvectorsNotComputed):
     __slots__ = ()
 
 
-def _symmetric_from(A: Any, xp: Any, upper: bool) -> Any:
+def _symmetric_from(A: Any, backend: Any, upper: bool) -> Any:
     """The symmetric matrix that one triangle of ``A`` describes (LAPACK reads only that one)."""
     n = A.shape[-1]
-    i = xp.reshape(xp.arange(n), (n, 1))
-    j = xp.reshape(xp.arange(n), (1, n))
+    xp = backend.xp
+    i = xp.reshape(backend.arange(n, np.dtype(np.int64)), (n, 1))
+    j = xp.reshape(backend.arange(n, np.dtype(np.int64)), (1, n))
     keep = (i <= j) if upper else (i >= j)
     return xp.where(keep, A, xp.matrix_transpose(A))
 
 
 def _eigh_arrays(A: Tensor, upper: bool) -> tuple[Any, Any]:
     xp = A.device.xp
-    L, V = xp.linalg.eigh(_symmetric_from(A.data, xp, upper))
+    L, V = xp.linalg.eigh(_symmetric_from(A.data, A.device.backend, upper))
     return L, V
 
 
@@ -1174,7 +1175,7 @@ def _cholesky(A: Tensor, upper: bool, fn: str) -> Tensor:
     dev = A.device
     xp = dev.xp
     try:
-        L = xp.linalg.cholesky(_symmetric_from(A.data, xp, False))
+        L = xp.linalg.cholesky(_symmetric_from(A.data, dev.backend, False))
     except Exception as exc:
         if "definite" not in str(exc).lower():
             raise
@@ -1425,9 +1426,10 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
     """torch's ``linalg.pinv``: singular values below max(atol, rtol·σ₁) dropped (rtol defaults to
     ε·max(m, n) when atol is not given, 0 when it is)."""
     tensor_arg(A, "linalg_pinv", "A", 1)
-    if A.ndim < 2:
-        raise RuntimeError("linalg.pinv(A): The input tensor A must have at least 2 dimensions.")
-    _float_input(A, "linalg.pinv")
+    if A.ndim < 2 or A.dtype.kind != "f":
+        shape = ", ".join(str(n) for n in A.shape)
+        raise RuntimeError(f"linalg.pinv({scalar_type_name(A.dtype)}{{[{shape}]}}): expected a tensor with 2 or more "
+                           f"dimensions of float, double, cfloat or cdouble types")
     dev = A.device
     xp = dev.xp
     u, s, vh = xp.linalg.svd(A.data, full_matrices=False)
@@ -1435,8 +1437,7 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
     if rtol is None:
         rtol = eps * max(A.shape[-2:]) if atol is None or atol <= 0 else 0.0
     top = xp.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
-    cutoff = xp.maximum(top * float(rtol), xp.asarray(float(atol or 0.0), dtype=s.dtype))
-    keep = s > cutoff
+    keep = (s > top * float(rtol)) & (s > float(atol or 0.0))
     inv_s = xp.where(keep, 1.0 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
     out = xp.matrix_transpose(vh) @ (xp.reshape(inv_s, inv_s.shape + (1,)) * xp.matrix_transpose(u))
     return record(LinalgPinvBackward0, (A,), out, dev, saved=(A,), work=_decomposition_work(A))
