@@ -12,6 +12,7 @@ from asyncgrad.ops.linalg import (
     matrix_power,
     multi_dot,
     pinv,
+    qr,
     slogdet,
     solve,
     solve_triangular,
@@ -24,5 +25,5 @@ from asyncgrad.ops.linalg import linalg_eig as eig
 from asyncgrad.ops.linalg import linalg_norm as norm
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_norm",
-           "matrix_power", "multi_dot", "norm", "pinv", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
+           "matrix_power", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
            "vector_norm"]

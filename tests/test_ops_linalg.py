@@ -301,3 +301,22 @@ def test_decompositions_have_a_matmul_cost_class():
     big = ag.linalg.eigh(ag.randn(64, 64, requires_grad=True))[0].grad_fn.work
     product = ag.matmul(ag.randn(64, 64, requires_grad=True), ag.randn(64, 64)).grad_fn.work
     assert big > 16 ** 2 * small / 2 and big >= product
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 5, 2)])
+async def test_qr(shape):
+    def fn(lib, x):
+        Q, R = lib.linalg.qr(x)
+        return lib.cat([Q.reshape(-1), R.reshape(-1)])
+
+    await check_op(fn, shape)
+    await check_gradgrad(fn, shape)
+
+
+async def test_qr_refusals():
+    A = ag.randn(2, 4, dtype=ag.float64, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="wide matrix"):
+        await ag.linalg.qr(A)[0].sum().backward()
+    B = ag.randn(4, 2, dtype=ag.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="mode='r'"):
+        await ag.linalg.qr(B, mode="r")[1].sum().backward()

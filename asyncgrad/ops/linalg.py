@@ -1640,3 +1640,63 @@ def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:
             raise RuntimeError("no dimension of size 3 in input")
         dim = sizes[0]
     return linalg_cross(a, b, dim=dim)
+
+
+# --------------------------------------------------------------------------- qr
+class QrResult(NamedTuple):
+    """torch's ``linalg_qr`` return type."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class LinalgQrBackward0(_MultiOutput):
+    """A = QR with m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ`` with
+    M = R gRᵀ - gQᵀ Q, copyltu(M) the symmetric matrix of M's lower triangle (torch's
+    linalg_qr_backward). A wide A (m < n) with a gradient for Q is refused, never wrong."""
+
+    __slots__ = ("mode",)
+
+    def backward(self, F, grads):
+        gQ, gR = (tuple(grads) + (None, None))[:2]
+        Q, R = F.unpack(self)
+        if self.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+                               "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
+                               "linalg.qr.")
+        m, n = tuple(Q.shape)[-2], tuple(R.shape)[-1]
+        if m < n:
+            raise NotImplementedError("the derivative of linalg.qr of a wide matrix (more columns than rows) is not "
+                                      "implemented in asyncgrad")
+        if self.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        k = tuple(R.shape)[-2]
+        lower = _const(F, R, k, k, lambda i, j: i >= j)
+        strict = _const(F, R, k, k, lambda i, j: i > j)
+        M = None
+        if gR is not None:
+            M = R @ F.mT(gR)
+        if gQ is not None:
+            term = F.mT(gQ) @ Q
+            M = -term if M is None else M - term
+        if M is None:
+            return (None,)
+        copy = M * lower + F.mT(M * strict)
+        left = Q @ copy if gQ is None else gQ + Q @ copy
+        return (F.mT(F.solve(R, F.mT(left))),)
+
+
+def qr(A: Tensor, mode: str = "reduced") -> QrResult:
+    """torch's ``linalg.qr``: 'reduced', 'complete' or 'r' (Q empty)."""
+    tensor_arg(A, "linalg_qr", "A", 1)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+                           f"'r', or 'complete'")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.qr")
+    xp = A.device.xp
+    q, r = xp.linalg.qr(A.data, mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        q = A.device.backend.zeros((0,), A.dtype)
+    return QrResult(*_record_outputs(LinalgQrBackward0, A, (q, r), (0, 1), mode, work=_decomposition_work(A)))
