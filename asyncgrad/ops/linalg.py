@@ -620,7 +620,7 @@ def _matrix_dims(dim: Any, ndim: int, fn: str) -> tuple[int, int]:
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     """torch's ``linalg.matrix_norm``: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf ('nuc', 2 and -2 through
-    ``svdvals``, first order only)."""
+    ``svdvals``, every order)."""
     tensor_arg(A, "linalg_matrix_norm", "input", 1)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
