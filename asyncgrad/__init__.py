@@ -206,6 +206,7 @@ from asyncgrad.ops.linalg import (  # noqa: E402
     einsum,
     kron,
     logdet,
+    matrix_exp,
     matrix_power,
     mm,
     mv,

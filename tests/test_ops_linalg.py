@@ -320,3 +320,11 @@ async def test_qr_refusals():
     B = ag.randn(4, 2, dtype=ag.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="mode='r'"):
         await ag.linalg.qr(B, mode="r")[1].sum().backward()
+
+
+@pytest.mark.parametrize("scale", [0.3, 3.0])
+async def test_matrix_exp(scale):
+    fn = lambda lib, x: lib.linalg.matrix_exp(x * scale)  # noqa: E731
+    await check_op(fn, (2, 3, 3), name="LinalgMatrixExpBackward0")
+    await check_gradgrad(fn, (3, 3))
+    await check_op(lambda lib, x: x.matrix_exp(), (2, 2))
