@@ -81,6 +81,7 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``. A basic index writes through a view, as torch does (``fill_`` of a
     number, ``copy_`` of a tensor), so the result is CopySlices, a leaf's view is refused, and the
     overlap checks see only the written region; anything else is ``index_put_``."""
+    index = indexing.sequence_as_tuple(index)
     if indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
         if type(value) in _FILL_VALUES:  # torch copies the number in: an expanded region is refused
