@@ -1176,9 +1176,13 @@ def _cholesky(A: Tensor, upper: bool, fn: str) -> Tensor:
     xp = dev.xp
     try:
         L = xp.linalg.cholesky(_symmetric_from(A.data, dev.backend, False))
+        # CuPy returns NaNs where LAPACK raises: the same refusal, never a NaN factor
+        failed = dev.backend.any_nan(L) and not dev.backend.any_nan(A.data)
     except Exception as exc:
         if "definite" not in str(exc).lower():
             raise
+        failed = True
+    if failed:
         found = dev.backend.not_positive_definite(A.data)
         element, order = found if found is not None else (0, A.shape[-1])
         batch = f"(Batch element {element}): " if A.ndim > 2 else ""
