@@ -221,6 +221,7 @@ from asyncgrad.ops.linalg import (  # noqa: E402
 )
 from asyncgrad.ops.linalg import cholesky_legacy as cholesky  # noqa: E402
 from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
+from asyncgrad.ops.linalg import qr_legacy as qr  # noqa: E402
 from asyncgrad.ops.linalg import svd_legacy as svd  # noqa: E402
 
 arctan2 = atan2

@@ -328,3 +328,11 @@ async def test_matrix_exp(scale):
     await check_op(fn, (2, 3, 3), name="LinalgMatrixExpBackward0")
     await check_gradgrad(fn, (3, 3))
     await check_op(lambda lib, x: x.matrix_exp(), (2, 2))
+
+
+def test_qr_legacy():
+    A = ag.randn(5, 3, dtype=ag.float64)
+    Q, R = A.qr()
+    assert Q.shape == (5, 3) and R.shape == (3, 3)
+    np.testing.assert_allclose((Q @ R).numpy(), A.numpy(), atol=1e-12)
+    assert ag.qr(A, some=False).Q.shape == (5, 5)

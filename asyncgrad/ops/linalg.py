@@ -1756,3 +1756,9 @@ def matrix_exp(A: Tensor) -> Tensor:
     _float_input(A, "linalg.matrix_exp")
     out = _expm(A.data, A.device.backend)
     return record(LinalgMatrixExpBackward0, (A,), out, A.device, saved=(A,), work=_decomposition_work(A) * 4)
+
+
+def qr_legacy(A: Tensor, some: bool = True) -> QrResult:
+    """torch's ``qr`` (and ``Tensor.qr``): ``linalg.qr``, reduced unless ``some=False``."""
+    tensor_arg(A, "qr", "input", 1)
+    return qr(A, "reduced" if some else "complete")
