@@ -89,6 +89,14 @@ class Size(tuple):
 _tuple_new = tuple.__new__
 
 
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+IN_CUSTOM_FUNCTION = "custom_function"
+"""The kinds of ``_Extra.creation``: a view made in no_grad mode, one of several views one op (or
+custom Function) returned, a view a custom Function returned (Note [View creation] in
+ops/_node.py, Note [Views a Function returns] in autograd/function.py)."""
+
+
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
@@ -218,6 +226,38 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")  # torch's setter, given no value
+
+    @property
+    def _grad_fn(self) -> Node | None:
+        """torch's alias of ``grad_fn``; set to None it detaches the tensor in place, and it cannot be deleted."""
+        return self.grad_fn
+
+    @_grad_fn.setter
+    def _grad_fn(self, value: None) -> None:
+        if value is not None:
+            raise RuntimeError("_grad_fn can be only set to None")
+        self.detach_()
+
+    @_grad_fn.deleter
+    def _grad_fn(self) -> None:
+        raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+
+    @property
+    def _backward_hooks(self) -> dict | None:
+        """torch's ``_backward_hooks``: the hooks ``register_hook`` gave this tensor (None before the
+        first); read-only here (torch lets it be replaced), and it cannot be deleted."""
+        if self.grad_fn is not None:
+            store = self.grad_fn._hooks
+            return None if store is None else store.tensor_pre.get(self.output_nr)
+        return None if self._extra is None else self._extra.hooks
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self) -> None:
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
 
     @property
     def is_leaf(self) -> bool:
@@ -456,8 +496,12 @@ def _set_data(tensor: Tensor, value: Any) -> None:
     _store_data(tensor, value)
 
 
+def _delete_data(tensor: Tensor) -> None:
+    raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
+
 _PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
-Tensor.data = property(_data_slot.__get__, _set_data,  # type: ignore[assignment]
+Tensor.data = property(_data_slot.__get__, _set_data, _delete_data,  # type: ignore[assignment]
                        doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
 _ndarray = np.ndarray
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES

@@ -37,7 +37,7 @@ from asyncgrad.ops._node import (
     record,
 )
 from asyncgrad.ops.elementwise import broadcast_error
-from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION, Tensor, scalar_type_name
 
 
 def _recording(x: Tensor, args: tuple) -> bool:
@@ -93,9 +93,10 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
 
 
 def view_creation_error(creation: tuple, modified: str) -> str:
-    """torch's refusal of an in-place op through a view made in no_grad mode or by a multi-output op
-    (handle_view_on_rebase; Note [View creation] in _node.py), word for word. torch names the
-    view's node without its ``Backward0`` ("Output 0 of Unbind")."""
+    """torch's refusal of an in-place op through a view made in no_grad mode, by a multi-output op
+    or by a custom Function (handle_view_on_rebase; Note [View creation] in _node.py, Note [Views
+    a Function returns] in autograd/function.py), word for word. torch names the view's node
+    without its ``Backward0`` ("Output 0 of Unbind")."""
     kind, name, output_nr = creation
     node = None if name is None else re.sub(r"Backward\d*$", "", name)
     if kind == NO_GRAD_VIEW or node is None:
@@ -108,6 +109,11 @@ def view_creation_error(creation: tuple, modified: str) -> str:
         return msg + (" This view is the output of a function that returns multiple views. Such functions do not "
                       "allow the output views to be modified inplace. You should replace the inplace operation by an "
                       "out-of-place one.")
+    if kind == IN_CUSTOM_FUNCTION:  # Note [Views a Function returns] in autograd/function.py
+        return msg + (" This view was created inside a custom Function (or because an input was returned as-is) and "
+                      "the autograd logic to handle view+inplace would override the custom backward associated with "
+                      "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+                      "this by cloning the output of the custom Function.")
     return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
                   "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
                   "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
