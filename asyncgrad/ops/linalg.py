@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from asyncgrad._validate import number_arg, tensor_arg, type_label
+from asyncgrad._validate import normalize_dim, number_arg, tensor_arg, type_label
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.devices import cpu
 from asyncgrad.devices.backend import backend_of
@@ -1535,7 +1535,7 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
     """torch's ``trapezoid``/``trapz``: the trapezoidal rule along ``dim``, with sample points ``x``
     (1-D, one per sample, or broadcasting with ``y``) or a constant spacing ``dx`` (1)."""
     tensor_arg(y, "trapezoid", "y", 1)
-    axis = normalize_dims(dim, y.ndim, "trapezoid")[0]
+    axis = normalize_dim(dim, y.ndim, "trapezoid")
     n = y.shape[axis]
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments - got (Tensor, Tensor, dx=...)")
@@ -1620,7 +1620,7 @@ def linalg_cross(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
     tensor_arg(b, "linalg_cross", "other", 2)
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    axis = normalize_dims(dim, a.ndim, "linalg.cross")[0]
+    axis = normalize_dim(dim, a.ndim, "linalg.cross")
     if a.shape[axis] != 3 or b.shape[axis] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[axis]} and "
                            f"{b.shape[axis]}")
