@@ -247,19 +247,6 @@ class Tensor:
         raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
 
     @property
-    def _backward_hooks(self) -> dict | None:
-        """torch's ``_backward_hooks``: the hooks ``register_hook`` gave this tensor (None before the
-        first); read-only here (torch lets it be replaced), and it cannot be deleted."""
-        if self.grad_fn is not None:
-            store = self.grad_fn._hooks
-            return None if store is None else store.tensor_pre.get(self.output_nr)
-        return None if self._extra is None else self._extra.hooks
-
-    @_backward_hooks.deleter
-    def _backward_hooks(self) -> None:
-        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
-
-    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
@@ -377,6 +364,37 @@ class Tensor:
         if extra.post_accumulate_hooks is None:
             extra.post_accumulate_hooks = {}
         return add_hook(extra.post_accumulate_hooks, hook)
+
+    # torch port, items 121-180: torch's settable ``_backward_hooks`` (test_requires_grad)
+    @property
+    def _backward_hooks(self) -> dict | None:
+        """The dict of this tensor's hooks (``register_hook``'s, called with the gradient in its
+        order), None before any, as torch's; for a non-leaf it lives on its grad_fn's slot."""
+        if self.grad_fn is not None:
+            return self.grad_fn._hook_store().tensor_pre.get(self.output_nr)
+        return self._extra.hooks if self._extra is not None else None
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks: dict | None) -> None:
+        if self.grad_fn is not None:
+            store = self.grad_fn._hook_store().tensor_pre
+            if hooks is None:
+                store.pop(self.output_nr, None)
+            else:
+                store[self.output_nr] = hooks
+            return
+        extra = self._extras()
+        extra.hooks = hooks
+        acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+        if acc is not None:
+            if hooks is None:
+                acc._hook_store().tensor_pre.pop(0, None)
+            else:
+                acc._register_hook_dict(hooks)
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self) -> None:
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
 
     def detach(self) -> Tensor:
         """A new leaf sharing memory and the version counter, cut off from the graph."""

@@ -39,6 +39,24 @@ _CLEARED = ("cleared",)
 """``FunctionNode.saved`` once ``clear_saved_tensors_on_access`` gave the saved tensors out."""
 
 _NO_OUTPUT_META = ((), None, cpu)
+
+_DIRTY_VIEW_OF_MANY = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
+    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input "
+    "is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting "
+    "it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
+
+_view_rebase: list[Callable[[Tensor, Node], None]] = []
+"""Note [A custom Function's in-place op on a view]: a Function that mark_dirty()s a view it
+modified in place rebases the view's base, as torch's rebase_history: the base becomes the
+output of CopySlices over the Function's node, and its views read it again. That machinery is
+the ops layer's (ops/inplace.py, above this module), which installs it here at import."""
+
+
+def install_view_rebase(rebase: Callable[[Tensor, Node], None]) -> None:
+    """Called once by ops/inplace.py (Note [A custom Function's in-place op on a view])."""
+    _view_rebase[:] = [rebase]
 """The input metadata of a forward output that is not a Tensor: a slot no gradient reaches
 (Note [One gradient slot per output])."""
 
@@ -282,6 +300,12 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     node.saved = tuple(saved)
     node._saved_layout = layout
     node._to_save = ()
+    dirty_views = [out for out in wrapped if isinstance(out, Tensor) and id(out) in dirty and out.grad_fn is node
+                   and out._extra is not None and out._extra.base is not None]
+    if dirty_views:  # Note [A custom Function's in-place op on a view]
+        if len(outs) > 1:
+            raise RuntimeError(_DIRTY_VIEW_OF_MANY)
+        _view_rebase[0](dirty_views[0], node)
     return tuple(wrapped)
 
 

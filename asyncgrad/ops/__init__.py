@@ -188,5 +188,8 @@ _METHODS.update({
     **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _UNARY_INPLACE},
 })
 
+# torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)
+_METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offset})
+
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

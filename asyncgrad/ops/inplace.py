@@ -23,6 +23,7 @@ import numpy as np
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.function import install_view_rebase
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
@@ -234,6 +235,23 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     return view
 
 
+def _rebase_custom_view(view: Tensor, fn: Node) -> None:
+    """Note [A custom Function's in-place op on a view] (autograd/function.py): the custom
+    Function ``fn`` wrote into ``view`` and marked it dirty; its base becomes CopySlices over
+    ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
+    every view of the base, ``view`` included, reads the base again."""
+    base = view._extra.base
+    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    backend = view.device.backend
+    index = backend.view_index(base.data, view.data)
+    repeats = any(stride == 0 and n > 1 for n, stride in zip(view.shape, backend.strides(view.data)))
+    node = _rebased_node(CopySlices, (gradient_edge(base),) + fn.next_edges[1:], base, fn, index, base.shape, repeats)
+    node.saved = fn.saved
+    _rebase(base, node)
+    _refresh_views(base, None)
+
+
 def _snapshot(x: Tensor) -> Tensor:
     """A copy of ``x``'s value with its place in the graph: what the op saves as the old value."""
     snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
@@ -256,7 +274,8 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
             view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
             continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
-                             backend.view_index(base.data, view.data), base.shape, None, work=base.data.size)
+                             backend.view_index(base.data, view.data), base.shape, None, None,
+                             work=base.data.size)
         if view._extra.retains_grad:
             _move_retain_grad(view.grad_fn, view.output_nr, node)
         view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
@@ -307,15 +326,24 @@ class Error(OpNode):
 class AsStridedBackward0(OpNode):
     """A view read again from its base after the base changed in place, or ``as_strided``: the
     gradient goes to the base's elements at ``index`` (their flat positions in the base); for an
-    as_strided of a view, ``from_root`` then reads the view's own elements out of that."""
+    as_strided of a view, ``from_root`` then reads the view's own elements out of that.
 
-    __slots__ = ("index", "base_shape", "from_root")
+    Note [as_strided of an overlapping input]: when the view ``x`` given to as_strided aliases
+    one base element from several of its own (an expanded ``x``), the base element's gradient is
+    shared among them: ``share`` holds, per element of ``x``, how many of ``x``'s elements alias
+    its base element (None when none repeats), and each gets its base element's gradient divided
+    by that, as torch's as_strided_backward divides by its count of the input geometry; without
+    it, the backward of the expand that made ``x`` would add the base element's gradient up
+    again, once per alias."""
+
+    __slots__ = ("index", "base_shape", "from_root", "share")
 
     def backward(self, F, g):
         size = math.prod(self.base_shape)
         flat = F.index_add((size,), (self.index, False), g)
         if self.from_root is not None:
-            return (F.index(flat, self.from_root),)
+            g_in = F.index(flat, self.from_root)
+            return (g_in if self.share is None else g_in / F.constant(self.share, g_in),)
         return (F.reshape(flat, self.base_shape),)
 
 
@@ -413,3 +441,6 @@ def copied(x: Tensor, src: Tensor) -> Tensor:
         raise broadcast_error(x.shape, src.shape) from None
     return record(CopyBackwards, (x, src), out, dev, src.shape, src.dtype,
                   None if src.device is dev else src.device)
+
+
+install_view_rebase(_rebase_custom_view)
