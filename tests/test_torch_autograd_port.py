@@ -31,6 +31,7 @@ from torch_port import (  # noqa: F401  (double_default: an autouse fixture)
     double_default,
     graph_desc,
     mask_not_all_zeros,
+    random_symmetric_matrix,
     run_functional_checks,
 )
 
@@ -105,7 +106,6 @@ async def test_inplace_view_makes_base_require_grad():
 
 
 # 5
-@pytest.mark.xfail(strict=True, reason="torch.eig (and linalg.eig) missing; also random_symmetric_matrix, inverse")
 async def test_eig():
     """Port of TestAutograd.test_eig."""
     def func(B):
@@ -118,8 +118,7 @@ async def test_eig():
         return ag.eig(B, eigenvectors=True)[1]
 
     for dims in [(3, 3), (5, 5)]:
-        A = ag.randn(*dims)
-        A = (A + A.transpose(-2, -1)) / 2  # random_symmetric_matrix
+        A = random_symmetric_matrix(dims[0])
         U = ag.rand(*dims)
         Uinv = ag.linalg.inv(U)
         B = ag.matmul(Uinv, ag.matmul(A, U)).requires_grad_()
@@ -201,7 +200,6 @@ def test_profiler_aggregation_table():
 
 
 # 10
-@pytest.mark.xfail(strict=True, reason="trapz (trapezoid) missing")
 async def test_trapz():
     """Port of TestAutograd.test_trapz."""
     f_args_variable = (ag.randn(2, 3, requires_grad=True),

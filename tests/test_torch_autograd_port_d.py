@@ -181,7 +181,6 @@ def test_custom_function_local_inplace():
 
 
 # 186
-@pytest.mark.xfail(strict=True, reason="triangular_solve missing (linalg)")
 async def test_triangular_solve():
     """Port of TestAutograd.test_triangular_solve."""
     async def _test_with_size(A_dims, B_dims):
@@ -394,7 +393,6 @@ async def test_multi_backward_no_grad():
 
 
 # 194
-@pytest.mark.xfail(strict=True, reason="chain_matmul missing (linalg)")
 async def test_chain_matmul():
     """Port of TestAutograd.test_chain_matmul."""
     def gen_matrices(p):
@@ -491,7 +489,6 @@ async def test_hvp_output():
 
 
 # 198
-@pytest.mark.xfail(strict=True, reason="block_diag missing (linalg)")
 async def test_block_diag():
     """Port of TestAutograd.test_block_diag."""
     f_args_variable = (ag.randn(1, S, requires_grad=True),
@@ -1159,7 +1156,6 @@ def test_record_function_multithreaded():
 
 
 # 226
-@pytest.mark.xfail(strict=True, reason="cholesky_inverse missing (linalg)")
 async def test_cholesky_inverse():
     """Port of TestAutograd.test_cholesky_inverse."""
     async def _test_with_size(upper, dims):
@@ -1256,7 +1252,6 @@ def test_attribute_deletion():
 
 
 # 230
-@pytest.mark.xfail(strict=True, reason="pinverse and Tensor.qr missing (linalg)")
 async def test_pinverse():
     """Port of TestAutograd.test_pinverse."""
     m, n = 5, 10
@@ -1330,7 +1325,6 @@ async def test_once_differentiable():
 
 
 # 233
-@pytest.mark.xfail(strict=True, reason="cholesky_solve missing (linalg)")
 async def test_cholesky_solve():
     """Port of TestAutograd.test_cholesky_solve."""
     async def _test_with_size(A_dims, B_dims, upper):
