@@ -107,6 +107,17 @@ class _Extra:
         """How a view was made, when in-place ops through it are refused (Note [View creation] in ops/_node.py)."""
 
 
+def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool) -> Tensor:
+    """Unpickling's half of ``Tensor.__reduce_ex__``."""
+    t = Tensor(array, device=device)
+    if cls is not Tensor:  # a subclass (Parameter) over the same fields, without running its __init__
+        new = cls.__new__(cls)
+        for name in ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra"):
+            setattr(new, name, getattr(t, name))
+        t = new
+    return t.requires_grad_(requires_grad)
+
+
 class Tensor:
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra",
                  "__weakref__")
@@ -282,6 +293,15 @@ class Tensor:
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
         return new
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickle as torch does, under every protocol: the value (a host copy, rebuilt on the same
+        device), the class and ``requires_grad``; never ``.grad``, hooks or a place in a graph (a
+        non-leaf comes back as a leaf). Protocols 0 and 1 cannot pickle ``__slots__`` by
+        themselves, so the reduction is spelled out; a subclass's ``__dict__`` travels as state."""
+        state = getattr(self, "__dict__", None) or None
+        return (_rebuild_tensor, (type(self), self.device.to_host(self._data), str(self.device), self._requires_grad),
+                state)
 
     def _extras(self) -> _Extra:
         if self._extra is None:

@@ -306,8 +306,6 @@ def test_record_function_callbacks():
 
 
 # 15
-@pytest.mark.xfail(strict=True, reason="pickle protocols 0 and 1 fail: Tensor defines __slots__ without "
-                   "__getstate__ (protocols 2 and up work)")
 def test_pickle():
     """Port of TestAutograd.test_pickle."""
     x = ag.randn(10, 10, requires_grad=True)
@@ -652,8 +650,6 @@ async def test_parameter_resize():
 
 
 # 30
-@pytest.mark.xfail(strict=True, reason="reentrant graph tasks are not run ahead of the parent graph's ready "
-                   "nodes: MyFunction's backward runs before the last Reentrant backward")
 async def test_reentrant_priority():
     """Port of TestAutograd.test_reentrant_priority (the reentrant ``backward()`` is awaited)."""
     order = []

@@ -52,7 +52,7 @@ class GraphTask:
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
         "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "threads",
-        "__weakref__",
+        "holds", "deferred", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -79,6 +79,11 @@ class GraphTask:
         self.profile: Any = None
         self.threads = True
         """False under ``set_multithreading_enabled(False)``: no node of it runs in a kernel thread."""
+        self.holds = 0
+        """Reentrant children awaited by this graph task's own node tasks and still running: while
+        any is, its ready nodes wait in ``deferred`` (Note [Reentrant priority] in worker.py)."""
+        self.deferred: list[tuple[Any, tuple]] = []
+        """(worker, queue entry) of the nodes set aside while ``holds``; pushed back when it drops to 0."""
 
     def __repr__(self) -> str:
         return (f"<GraphTask depth={self.reentrant_depth} outstanding={self.outstanding_tasks} "
