@@ -89,6 +89,14 @@ class Size(tuple):
 _tuple_new = tuple.__new__
 
 
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+IN_CUSTOM_FUNCTION_VIEW = "custom_function"
+"""The kinds of ``_Extra.creation`` (Note [View creation] in ops/_node.py): torch's CreationMeta
+NO_GRAD_MODE, MULTI_OUTPUT_NODE and IN_CUSTOM_FUNCTION (a view a custom Function returned, or an
+input it returned as it was: Note [Custom Function outputs] in autograd/function.py)."""
+
+
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 

@@ -48,6 +48,10 @@ _Index: TypeAlias = (
 """Basic and integer-array indices, or a tuple of them."""
 
 creation_lock: threading.Lock
+# engine area: the kinds of a view's creation (Note [View creation] in ops/_node.py)
+NO_GRAD_VIEW: str
+MULTI_OUTPUT_VIEW: str
+IN_CUSTOM_FUNCTION_VIEW: str
 
 def type_name(dtype: npt.DTypeLike) -> str: ...
 def scalar_type_name(dtype: npt.DTypeLike) -> str: ...

@@ -1022,9 +1022,6 @@ async def test_reentrant_with_callbacks_depth_0():
 
 
 # 45
-@pytest.mark.xfail(strict=True, reason="custom Function checks missing: mark_dirty of a non-input gives no warning; "
-                   "an in-place input that is a view with several outputs is not refused; dirty inputs not "
-                   "returned are not refused")
 async def test_autograd_inplace_views_python():
     """Port of TestAutograd.test_autograd_inplace_views_python."""
     bw_called = [0]
@@ -1250,8 +1247,6 @@ async def test_inplace_view_multi_output_unsafe():
 
 
 # 52
-@pytest.mark.xfail(strict=True, reason="a hook on an unbind output whose gradient is undefined is not called "
-                   "(torch calls it with None)")
 async def test_grad_nonleaf_register_hook():
     """Port of TestAutograd.test_grad_nonleaf_register_hook."""
     x = ag.randn(5, requires_grad=True)
@@ -1441,8 +1436,6 @@ async def test_reentrant_with_non_leaf_variable_hook():
 
 
 # 60
-@pytest.mark.xfail(strict=True, reason="with create_graph the leaf's first .grad is the incoming gradient itself; "
-                   "torch stores a copy that obeys the leaf's layout (CopyBackwards(None, ...) over it)")
 async def test_function():
     """Port of TestAutograd.test_function (with _function_test).
 

@@ -21,6 +21,7 @@ import functools
 import inspect
 import math
 import warnings
+import weakref
 from typing import Any, Callable
 
 from asyncgrad._validate import type_label
@@ -30,7 +31,7 @@ from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Edge, Node, Placement
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.devices.device import cpu
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION_VIEW, MULTI_OUTPUT_VIEW, Tensor
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
                      "autograd.Function. Either access saved_tensors only once, or set "
@@ -68,6 +69,7 @@ class FunctionCtx:
         return result
 
     def mark_dirty(self, *tensors: Tensor) -> None:
+        """Checked as the outputs are wrapped, as torch (Note [Custom Function outputs])."""
         self._dirty = tensors
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
@@ -238,33 +240,104 @@ class Function:
         return result[0] if single else result
 
 
+MARK_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                        "mutated should be passed to ctx.mark_dirty().")
+DIRTY_VIEW_SEVERAL_OUTPUTS = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
+    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is "
+    "not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it "
+    "into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
+DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The inputs "
+                      "that are modified inplace must all be outputs of the Function.")
+
+rebase_dirty_view: Callable[[Tensor, Node], None] | None = None
+"""Rebases the base of a dirty input that is a view onto CopySlices over the Function's node (torch's
+rebase_history); installed by ops/inplace.py, where CopySlices lives, above this layer."""
+
+
+def _is_view(t: Tensor) -> bool:
+    return t._extra is not None and t._extra.base is not None
+
+
+def _as_view(out: Tensor, of: Tensor) -> None:
+    """Make ``out`` (a new tensor over ``of``'s memory) a view of ``of``'s base, as torch's view_as(self)."""
+    extra = of._extra
+    root = extra.base if extra is not None and extra.base is not None else of
+    out._extras().base = root
+    root_extra = root._extras()
+    if root_extra.views is None:
+        root_extra.views = weakref.WeakSet()
+    root_extra.views.add(out)
+
+
+# Note [Custom Function outputs]: as torch's _process_backward_mode_ad, after forward: every tensor
+# given to mark_dirty must be returned (else "Some elements marked as dirty ..."), whether or not a
+# graph is recorded; a dirty differentiable output that is no input gets a warning ("ctx.mark_dirty()
+# received a tensor that was not an input ..."); a dirty input that is a view may only be the one
+# output (its base is rebased onto CopySlices over the node, which reads only that output's
+# gradient); an input returned as it was comes back as a view of itself, and every view returned
+# (but a dirty input) is refused in place later: "... was created inside a custom Function ..."
+# (IN_CUSTOM_FUNCTION), or, with several differentiable outputs, "... returns multiple views ..."
+# (MULTI_OUTPUT_NODE); in-place on such a view would override the custom backward.
 def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bool) -> tuple:
-    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones."""
+    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones, with
+    torch's checks (custom_function.cpp's _process_backward_mode_ad, Note [Custom Function outputs])."""
+    for i, t in enumerate(node._dirty):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type {type_label(t)}")
     dirty = {id(t) for t in node._dirty}
     non_diff = {id(t) for t in node._non_differentiable}
-    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    inputs = {id(a): a for a in args if isinstance(a, Tensor)}
     for t in node._dirty:
         t._vc[0] += 1
-        if recording and t._requires_grad and t.grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    returned = {id(out) for out in outputs if isinstance(out, Tensor)}
+    if not dirty <= returned:
+        raise RuntimeError(DIRTY_NOT_RETURNED)
     wrapped = []
     metas = []
+    views = []
+    differentiable = 0
+    dirty_view = None
     for out in outputs:
         if not isinstance(out, Tensor):  # Note [One gradient slot per output]
             wrapped.append(out)
             metas.append(_NO_OUTPUT_META)
             continue
-        if id(out) in inputs and id(out) not in dirty:
+        output_nr = len(metas)
+        is_input = id(out) in inputs
+        is_modified = id(out) in dirty
+        is_diff = recording and id(out) not in non_diff and out.is_floating_point()
+        if is_diff and is_modified:
+            if out._requires_grad and out.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            if not is_input:
+                warnings.warn(MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=3)
+            if _is_view(out):
+                if len(outputs) > 1:
+                    raise RuntimeError(DIRTY_VIEW_SEVERAL_OUTPUTS)
+                dirty_view = out
+        if is_input and not is_modified:
+            original = out
             out = Tensor._make(out.data, out.device, False, None, 0, out._vc)
+            if is_diff:
+                _as_view(out, original)
         metas.append((out.shape, out.dtype, out.device))
-        if recording and id(out) not in non_diff and out.is_floating_point():
+        if is_diff:
+            differentiable += 1
             out.grad_fn = node
-            out.output_nr = len(metas) - 1
+            out.output_nr = output_nr
             out._requires_grad = True
-        elif id(out) in dirty:
+        elif is_modified:
             out.grad_fn = None
             out._requires_grad = False
+        if not (is_input and is_modified) and _is_view(out):
+            views.append((out, output_nr))
         wrapped.append(out)
+    name = node.name() if recording else None
+    for out, output_nr in views:
+        kind = MULTI_OUTPUT_VIEW if differentiable > 1 and out._requires_grad else IN_CUSTOM_FUNCTION_VIEW
+        out._extra.creation = (kind, name if out.grad_fn is node else None, output_nr)
     # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether
     # Tensors or not (``(3, x * 2, "s")``: ``x * 2`` is output 1), and its backward gets one
     # gradient per output, None for one that is not a Tensor; its slot's metadata says so.
@@ -281,7 +354,26 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     node.saved = tuple(saved)
     node._saved_layout = layout
     node._to_save = ()
+    if dirty_view is not None:
+        _rebase_dirty_view(node, args, dirty_view)
     return tuple(wrapped)
+
+
+def _rebase_dirty_view(node: FunctionNode, args: tuple, view: Tensor) -> None:
+    """torch's rebase_history of a dirty view: the base is rebased onto CopySlices over the node, which
+    (as torch's) takes the view for the node's first input; an ``async def`` backward, which CopySlices
+    cannot await, or the view as another input would give a wrong gradient, so both are refused."""
+    if args[node._tensor_positions[0]] is not view:
+        raise NotImplementedError(
+            "a custom Function that modifies in place an input that is a view must take that view as its first "
+            "Tensor argument (torch's CopySlices reads the Function's first gradient as the view's); pass "
+            "view.clone() or reorder the arguments")
+    if node._function._async_backward:
+        raise NotImplementedError(
+            "a custom Function with an async def backward cannot modify in place an input that is a view (the base's "
+            "CopySlices runs the backward inline); pass view.clone()")
+    assert rebase_dirty_view is not None  # installed by ops/inplace.py, imported with asyncgrad
+    rebase_dirty_view(view, node)
 
 
 class InplaceFunction(Function):

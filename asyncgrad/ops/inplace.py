@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad._validate import number_arg, tensor_arg
+from asyncgrad.autograd import function
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
@@ -37,7 +38,7 @@ from asyncgrad.ops._node import (
     record,
 )
 from asyncgrad.ops.elementwise import broadcast_error
-from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION_VIEW, Tensor, scalar_type_name
 
 
 def _recording(x: Tensor, args: tuple) -> bool:
@@ -108,6 +109,11 @@ def view_creation_error(creation: tuple, modified: str) -> str:
         return msg + (" This view is the output of a function that returns multiple views. Such functions do not "
                       "allow the output views to be modified inplace. You should replace the inplace operation by an "
                       "out-of-place one.")
+    if kind == IN_CUSTOM_FUNCTION_VIEW:
+        return msg + (" This view was created inside a custom Function (or because an input was returned as-is) and "
+                      "the autograd logic to handle view+inplace would override the custom backward associated with "
+                      "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+                      "this by cloning the output of the custom Function.")
     return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
                   "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
                   "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
@@ -226,6 +232,23 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     _rebase(base, node)
     _refresh_views(base, None)
     return view
+
+
+def rebase_dirty_view(view: Tensor, fn: Node) -> None:
+    """A custom Function modified ``view`` in place (``ctx.mark_dirty``): its base now comes out of
+    CopySlices over the Function's node, and its views read the base's new value, as after an
+    in-place op on a view (Note [Views and in-place]; torch's rebase_history)."""
+    base = view._extra.base
+    backend = view.device.backend
+    repeats = any(stride == 0 and n > 1 for n, stride in zip(view.shape, backend.strides(view.data)))
+    node = _rebased_node(CopySlices, (gradient_edge(base),) + fn.next_edges[1:], base, fn,
+                         backend.view_index(base.data, view.data), base.shape, repeats)
+    node.saved = fn.saved
+    _rebase(base, node)
+    _refresh_views(base, None)
+
+
+function.rebase_dirty_view = rebase_dirty_view  # installed from here: CopySlices is above autograd/function.py
 
 
 def _snapshot(x: Tensor) -> Tensor:
