@@ -491,3 +491,140 @@ def test_mark_dirty_of_a_non_tensor_is_refused():
     # torch 2.13's words stop after "argument " (its formatting drops the rest); the position and type follow here
     with pytest.raises(RuntimeError, match="^mark_dirty can only accept variables, but argument 0 is of type int"):
         Bad.apply(ag.ones(2, requires_grad=True))
+
+
+# --------------------------------------------------------------------------- inference tensors
+def _inference_facts(lib) -> dict:
+    base = lib.ones(3)
+    with lib.inference_mode():
+        x = lib.ones(3)
+        made = {"factory": x, "op": x * 2, "view": x[:2], "constructor": lib.tensor([1.0, 2.0]),
+                "view of normal": base[:2], "detach of normal": base.detach()}
+        with lib.inference_mode(False):
+            made["inside inference_mode(False)"] = lib.ones(2)
+        x.add_(1)  # in place on an inference tensor, inside: allowed
+        base.add_(1)  # and on a normal one
+    facts = {name: t.is_inference() for name, t in made.items()}
+    facts["normal"] = base.is_inference()
+
+    @lib.inference_mode()
+    def decorated():
+        return lib.ones(1)
+
+    facts["decorated"] = decorated().is_inference()
+    facts["version of normal"] = base._version
+    w = lib.ones(3, requires_grad=True)
+    facts["added to a leaf (nothing saved)"] = (x + w).requires_grad
+    for name, attempt in (("in place outside", lambda: x.add_(1)), ("setitem outside", lambda: x.__setitem__(0, 5.0)),
+                          ("saved for backward", lambda: x * w), ("version", lambda: x._version)):
+        try:
+            attempt()
+            facts[name] = None
+        except RuntimeError as exc:
+            facts[name] = str(exc)
+    facts["value kept"] = x.tolist()
+    return facts
+
+
+def test_inference_tensors_as_torch(torch):
+    """Note [Inference tensors]: what is one, and torch's refusals, word for word."""
+    mine, theirs = _inference_facts(ag), _inference_facts(torch)
+    # torch refuses only once its kernel has written (its check sits on the version bump): there the
+    # value reads [5.0, 3.0, 3.0]; asyncgrad refuses before writing anything
+    assert theirs.pop("value kept") == [5.0, 3.0, 3.0]
+    assert mine.pop("value kept") == [2.0, 2.0, 2.0]
+    assert mine == theirs
+    assert mine["factory"] and mine["op"] and mine["view"] and mine["constructor"] and mine["decorated"]
+    assert not (mine["view of normal"] or mine["detach of normal"] or mine["normal"]
+                or mine["inside inference_mode(False)"])
+    assert mine["in place outside"].startswith("Inplace update to inference tensor outside InferenceMode")
+    assert mine["saved for backward"].startswith("Inference tensors cannot be saved for backward.")
+
+
+async def test_a_clone_of_an_inference_tensor_is_normal_and_differentiable():
+    with ag.inference_mode():
+        x = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64)
+    y = x.clone().requires_grad_(True)
+    assert not y.is_inference()
+    await (y * y).sum().backward()
+    assert y.grad.tolist() == [2.0, 4.0, 6.0]
+
+
+async def test_inference_mode_in_a_task_leaves_other_tasks_normal():
+    """The block's flag is global but the mode is per context: a task outside it makes normal tensors."""
+    inside = asyncio.Event()
+    release = asyncio.Event()
+
+    async def infer():
+        with ag.inference_mode():
+            inside.set()
+            await release.wait()
+            return ag.ones(1)
+
+    task = asyncio.create_task(infer())
+    await inside.wait()
+    outside = ag.ones(1) * 2
+    release.set()
+    assert (await task).is_inference() and not outside.is_inference()
+
+
+# --------------------------------------------------------------------------- multi-grad hooks
+def _multi_grad_order(lib, Fn):
+    order: list = []
+
+    class Log(Fn):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append("log")
+            return g
+
+    class Late(Fn):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append("late")
+            return g
+
+    a, b, c = (lib.ones(2, requires_grad=True) for _ in range(3))
+    y, z, u = a * 2, b * 3, c * 4
+    lib.autograd.graph.register_multi_grad_hook((y, z, u),
+                                                lambda gs: order.append(("all", [g is not None for g in gs])))
+    out = (Log.apply(y) + z).sum()
+    yield out  # backward
+    order.append("end")
+    y2, z2 = Late.apply(a * 5), b * 6
+    lib.autograd.graph.register_multi_grad_hook((y2, z2),
+                                                lambda gs: order.append(("grad", [g is not None for g in gs])))
+    yield (y2 * z2).sum(), (b,)  # grad() with inputs: y2's branch need not run
+    yield order
+
+
+async def test_multi_grad_hook_all_fires_inside_the_backward_as_torch(torch):
+    """Note [Multi-grad hooks]: called as soon as the last expected gradient arrives, before the
+    backward's other nodes, None for a tensor out of the graph (or whose node grad() skips)."""
+    theirs = _multi_grad_order(torch, torch.autograd.Function)
+    next(theirs).backward()
+    out, inputs = next(theirs)
+    torch.autograd.grad(out, inputs)
+    mine = _multi_grad_order(ag, Function)
+    await next(mine).backward()
+    out, inputs = next(mine)
+    await ag.grad(out, inputs)
+    assert next(mine) == next(theirs) == ["log", ("all", [True, True, False]), "end", ("grad", [False, True])]
+
+
+async def test_multi_grad_hook_all_fires_once_per_graph_task():
+    seen = []
+    x = ag.ones(2, requires_grad=True)
+    y, z = x * 2, x * 3
+    ag.autograd.graph.register_multi_grad_hook((y, z), lambda gs: seen.append(len(gs)))
+    await asyncio.gather((y + z).sum().backward(retain_graph=True), (y * z).sum().backward(retain_graph=True))
+    await y.sum().backward(retain_graph=True)
+    assert seen == [2, 2, 2]

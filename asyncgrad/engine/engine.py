@@ -114,6 +114,7 @@ class Engine:
         graph_task.threads = multithreading_enabled.get()
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
+        graph_task.root = graph_root
         min_topo_nr = 0
         if outputs is not None:
             live = [edge.function.topological_nr for edge in outputs if edge.function is not None]
