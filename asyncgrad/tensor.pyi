@@ -48,10 +48,10 @@ _Index: TypeAlias = (
 """Basic and integer-array indices, or a tuple of them."""
 
 creation_lock: threading.Lock
-# engine area: the kinds of a view's creation (Note [View creation] in ops/_node.py)
+# torch port d: the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
 NO_GRAD_VIEW: str
 MULTI_OUTPUT_VIEW: str
-IN_CUSTOM_FUNCTION_VIEW: str
+IN_CUSTOM_FUNCTION: str
 
 def type_name(dtype: npt.DTypeLike) -> str: ...
 def scalar_type_name(dtype: npt.DTypeLike) -> str: ...
@@ -137,6 +137,11 @@ class Tensor:
     def __deepcopy__(self, memo: dict[builtins.int, Any]) -> Tensor: ...
     def __reduce_ex__(self, protocol: builtins.int) -> tuple[Any, ...]: ...  # engine area: pickle, every protocol
     def detach_(self) -> Tensor: ...
+    # torch port d: torch's private autograd attributes, as its tests use them (deleting them raises)
+    @property
+    def _grad_fn(self) -> Node | None: ...
+    @_grad_fn.setter
+    def _grad_fn(self, value: None) -> None: ...
 
     # ------------------------------------------------------------ host values (tensor.py)
     def numpy(self) -> npt.NDArray[Any]: ...
@@ -496,6 +501,14 @@ class Tensor:
         self, data: Any, *, dtype: _DType | None = None, device: _DeviceLike | None = None,
         requires_grad: builtins.bool = False,
     ) -> Tensor: ...
+
+    # ------------------------------------------------------------ torch port, items 121-180 (ops/views.py)
+    def _is_view(self) -> builtins.bool: ...
+    def storage_offset(self) -> builtins.int: ...
+    @property
+    def _backward_hooks(self) -> dict[Any, Callable[[Tensor], Tensor | None]] | None: ...
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks: dict[Any, Callable[[Tensor], Tensor | None]] | None) -> None: ...
 
     # ------------------------------------------------------------ package-internal (tensor.py)
     # Not for users; declared so that asyncgrad's own modules, which read them, type-check too.

@@ -81,6 +81,7 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``. A basic index writes through a view, as torch does (``fill_`` of a
     number, ``copy_`` of a tensor), so the result is CopySlices, a leaf's view is refused, and the
     overlap checks see only the written region; anything else is ``index_put_``."""
+    index = indexing.sequence_as_tuple(index)
     if indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
         if type(value) in _FILL_VALUES:  # torch copies the number in: an expanded region is refused
@@ -180,6 +181,9 @@ _METHODS.update({
     "tril_": _inplace_method(shape.tril, "tril_"), "triu_": _inplace_method(shape.triu, "triu_"),
     **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _UNARY_INPLACE},
 })
+
+# torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)
+_METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offset})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

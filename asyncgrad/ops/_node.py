@@ -269,8 +269,6 @@ def plain(out: Any, device: Device) -> Tensor:
     return _make(out, device, False, None, 0, [0])
 
 
-
-
 def mark_view(view: Tensor, base: Tensor, cls: type | None = None, multi: bool = False) -> None:
     """Remember that ``view`` shares ``base``'s memory: in-place changes through either are seen
     by the other's autograd (CopySlices, version checks).
