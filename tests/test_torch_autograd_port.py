@@ -302,8 +302,6 @@ def test_record_function_callbacks():
 
 
 # 15
-@pytest.mark.xfail(strict=True, reason="pickle protocols 0 and 1 fail: Tensor defines __slots__ without "
-                   "__getstate__ (protocols 2 and up work)")
 def test_pickle():
     """Port of TestAutograd.test_pickle."""
     x = ag.randn(10, 10, requires_grad=True)
@@ -646,8 +644,6 @@ async def test_parameter_resize():
 
 
 # 30
-@pytest.mark.xfail(strict=True, reason="reentrant graph tasks are not run ahead of the parent graph's ready "
-                   "nodes: MyFunction's backward runs before the last Reentrant backward")
 async def test_reentrant_priority():
     """Port of TestAutograd.test_reentrant_priority (the reentrant ``backward()`` is awaited)."""
     order = []
@@ -1018,9 +1014,6 @@ async def test_reentrant_with_callbacks_depth_0():
 
 
 # 45
-@pytest.mark.xfail(strict=True, reason="custom Function checks missing: mark_dirty of a non-input gives no warning; "
-                   "an in-place input that is a view with several outputs is not refused; dirty inputs not "
-                   "returned are not refused")
 async def test_autograd_inplace_views_python():
     """Port of TestAutograd.test_autograd_inplace_views_python."""
     bw_called = [0]
@@ -1246,8 +1239,6 @@ async def test_inplace_view_multi_output_unsafe():
 
 
 # 52
-@pytest.mark.xfail(strict=True, reason="a hook on an unbind output whose gradient is undefined is not called "
-                   "(torch calls it with None)")
 async def test_grad_nonleaf_register_hook():
     """Port of TestAutograd.test_grad_nonleaf_register_hook."""
     x = ag.randn(5, requires_grad=True)
@@ -1437,8 +1428,6 @@ async def test_reentrant_with_non_leaf_variable_hook():
 
 
 # 60
-@pytest.mark.xfail(strict=True, reason="with create_graph the leaf's first .grad is the incoming gradient itself; "
-                   "torch stores a copy that obeys the leaf's layout (CopyBackwards(None, ...) over it)")
 async def test_function():
     """Port of TestAutograd.test_function (with _function_test).
 

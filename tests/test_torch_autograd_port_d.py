@@ -1291,8 +1291,6 @@ async def test_where_scalar():
 
 
 # 232
-@pytest.mark.xfail(strict=True, reason="with create_graph the leaf's first .grad is the incoming gradient itself; "
-                   "torch stores a copy that obeys the leaf's layout (CopyBackwards(None, ...) over it)")
 async def test_once_differentiable():
     """Port of TestAutograd.test_once_differentiable (with _function_test)."""
     class MyFunction(Function):

@@ -18,7 +18,7 @@ import numpy as np
 from asyncgrad.autograd import graph as graph_module
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.grad_mode import INFERENCE_ACTIVE, grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
 from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
@@ -261,6 +261,8 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         return result
     result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
+        if INFERENCE_ACTIVE[0]:
+            result._vc = vc  # a view shares its base's counter, inference or not (Note [Inference tensors])
         mark_view(result, view_of, cls)
     if PROFILING:
         note_op(cls, inputs, result, -1, view_of is None)

@@ -24,7 +24,7 @@ from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.function import install_view_rebase
-from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
+from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
@@ -50,6 +50,8 @@ def _recording(x: Tensor, args: tuple) -> bool:
 def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, internal_overlap: bool = True) -> Tensor:
     """``compute`` out of place, written into ``x``; ``internal_overlap=False`` lets it write into an
     expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
+    if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
+        raise RuntimeError(INFERENCE_INPLACE)  # before anything is written (Note [Inference tensors])
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
     if grad_mode and base is not None and x._extra.creation is not None and (
