@@ -40,7 +40,6 @@ from asyncgrad import Function, once_differentiable
 
 
 # 1
-@pytest.mark.xfail(strict=True, reason="nn.functional.leaky_relu_ (the in-place form) missing")
 async def test_leaky_relu_inplace_with_zero_slope():
     """Port of TestAutogradDeviceType.test_leaky_relu_inplace_with_zero_slope."""
     a = ag.tensor([-2., 0., 2.], requires_grad=True)
@@ -589,7 +588,6 @@ async def test_stack():
 
 
 # 27
-@pytest.mark.xfail(strict=True, reason="nn.InstanceNorm2d and nn.functional.threshold (inplace) missing")
 async def test_inplace_view_backward():
     """Port of TestAutograd.test_inplace_view_backward."""
     net = ag.nn.Sequential(ag.nn.InstanceNorm2d(2), ag.nn.ReLU(True))
@@ -608,8 +606,13 @@ async def test_inplace_view_backward():
                                create_graph=True, retain_graph=True))[0]
     gradient_penalty = gradients.sum()
     await gradient_penalty.backward()
-    fn = gradient_penalty.grad_fn.next_functions[0][0].next_functions[1][0]
-    assert fn.name() == "ThresholdBackwardBackward"
+    # torch records CopySlices' backward as one CopySlices node; asyncgrad records it as what it
+    # computes, reshape(index_put(flat gradient, region, fn(region))): one node more to step through.
+    # torch 2.13 names the node ThresholdBackwardBackward0 (the 2020 file's torch had no suffix).
+    fn = gradient_penalty.grad_fn.next_functions[0][0]
+    assert fn.name() == "ViewBackward0"
+    fn = fn.next_functions[0][0].next_functions[1][0]
+    assert fn.name() == "ThresholdBackwardBackward0"
 
 
 # 28

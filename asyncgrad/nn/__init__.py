@@ -59,3 +59,22 @@ __all__ += [
     "LayerNorm", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "MultiheadAttention", "NLLLoss", "PReLU", "RNN",
     "ReLU6", "SELU", "SiLU", "SmoothL1Loss", "Softmax", "Softplus", "TransformerEncoderLayer",
 ]
+
+# ops-misc: instance normalisation
+from asyncgrad.nn.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
+
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+# ops-misc: activation layers
+from asyncgrad.nn.activation import (  # noqa: E402
+    GLU,
+    Hardshrink,
+    RReLU,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
+
+__all__ += ["GLU", "Hardshrink", "RReLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
