@@ -642,7 +642,6 @@ async def test_jvp_scalar():
 
 
 # 29
-@pytest.mark.xfail(strict=True, reason="Tensor.set_ missing")
 async def test_parameter_resize():
     """Port of TestAutogradDeviceType.test_parameter_resize."""
     asd = ag.nn.Parameter(ag.ones(16))
@@ -722,8 +721,6 @@ def test_set_grad_generator_functions():
 
 
 # 32
-@pytest.mark.xfail(strict=True, reason="Tensor.type / Tensor.type_as / data_ptr missing (typed classes such as "
-                   "torch.FloatTensor read as dtypes here)")
 async def test_type_conversions():
     """Port of TestAutograd.test_type_conversions (CPU part; torch.XTensor classes read as their dtypes)."""
     x = ag.randn(5, 5)
@@ -1243,7 +1240,6 @@ async def test_lerp_tensor_weights():
 
 
 # 51
-@pytest.mark.xfail(strict=True, reason="Tensor.unsafe_split / unsafe_split_with_sizes / unsafe_chunk missing")
 async def test_inplace_view_multi_output_unsafe():
     """Port of TestAutogradDeviceType.test_inplace_view_multi_output_unsafe."""
     for f in [lambda t: t.unsafe_split(1),
