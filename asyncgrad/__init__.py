@@ -245,6 +245,7 @@ from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402
 
+# isort: split
 # ops-misc: logcumsumexp, nansum, dstack, atleast_Nd, put, broadcast_tensors, pdist, the unsafe_ splits
 from asyncgrad.ops.misc import (  # noqa: E402
     atleast_1d,

@@ -357,7 +357,7 @@ def _type_string(x: Tensor) -> str:
     return name if x.device.type == "cpu" else name.replace("asyncgrad.", f"asyncgrad.{x.device.type}.", 1)
 
 
-def type(x: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:  # noqa: A001
+def type(x: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:  # noqa: A001
     """torch's ``Tensor.type``: with no argument the type string (``asyncgrad.FloatTensor``); with a
     dtype or a type string (``'asyncgrad.DoubleTensor'``, torch's ``'torch.DoubleTensor'`` too, a
     ``cuda.`` one moving to the GPU) the tensor in that type: ``x`` itself when it already is."""
@@ -437,9 +437,9 @@ def resize_(x: Tensor, *sizes: Any) -> Tensor:
     return x
 
 
-def resize_as_(x: Tensor, other: Tensor) -> Tensor:
-    tensor_arg(other, "resize_as_", "the_template", 1)
-    return resize_(x, tuple(other.shape))
+def resize_as_(x: Tensor, the_template: Tensor) -> Tensor:
+    tensor_arg(the_template, "resize_as_", "the_template", 1)
+    return resize_(x, tuple(the_template.shape))
 
 
 def resize(x: Tensor, *sizes: Any) -> Tensor:
