@@ -145,10 +145,6 @@ class _InstanceNorm(_BatchNorm):
                             0.0 if self.momentum is None else self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out
 
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
-
 
 class InstanceNorm1d(_InstanceNorm):
     _dims = (2, 3)

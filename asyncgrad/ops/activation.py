@@ -494,7 +494,7 @@ class ThresholdBackward1(ThresholdBackward0):
 def _threshold(input: Tensor, threshold: float, value: float, node: type[ThresholdBackward0]) -> Tensor:
     x = input.data
     xp = input.device.xp
-    out = xp.where(x > threshold, x, xp.asarray(value, dtype=x.dtype))
+    out = xp.where(x > threshold, x, input.device.backend.full(tuple(input.shape), value, input.dtype))
     saved = () if node.saves_result else (input,)
     return record(node, (input,), out, input.device, threshold, saved=saved)
 
@@ -572,8 +572,7 @@ class HardshrinkBackward0(OpNode):
 
     def backward(self, F, g):
         (x,) = F.unpack(self)
-        inside = (x >= -self.lambd) & (x <= self.lambd)
-        return (F.where(inside, F.zeros_like(g), g),)
+        return (F.where(x < -self.lambd, g, F.where(x > self.lambd, g, F.zeros_like(g))),)
 
 
 class SoftshrinkBackward0(HardshrinkBackward0):

@@ -71,7 +71,8 @@ class LogcumsumexpBackward0(OpNode):
         if len(out.shape) == 0 or math.prod(out.shape) == 0:
             return (g,)
         dim = self.dim
-        lowest = float(np.finfo(x.dtype).min)  # torch's scalar_min: log of a zero gradient part
+        dtype = x.dtype if isinstance(x, Tensor) else backend_of(x).dtype(x)
+        lowest = float(np.finfo(dtype).min)  # torch's scalar_min: log of a zero gradient part
         zero = g == 0
         one = F.constant(_ones_like(F, g), g)
         log_abs = F.log(F.where(zero, one, g * F.sign(g)))
