@@ -252,10 +252,16 @@ from asyncgrad.ops.misc import (  # noqa: E402
     atleast_2d,
     atleast_3d,
     broadcast_tensors,
+    bucketize,
     dstack,
+    index_copy,
+    index_fill,
+    index_put,
     logcumsumexp,
+    masked_scatter,
     nansum,
     pdist,
     put,
+    searchsorted,
 )
 from asyncgrad.ops.views import unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402

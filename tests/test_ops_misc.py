@@ -336,3 +336,66 @@ async def test_type_and_type_as():
     check_raises(lambda lib: lib.ones(2).type(5), TypeError, "dtype must be a type, str, or dtype object")
     assert x.element_size() == 4 and x.itemsize == 4 and x.nbytes == 24
     assert ag.ones(3, dtype=ag.float64).nbytes == 24
+
+
+# --------------------------------------------------------------------------- index_fill, index_copy, masked_scatter
+@DEVICES
+async def test_index_fill_copy_masked_scatter_index_put():
+    idx = np.array([0, 2])
+    await check_op(lambda lib, x: x.index_fill(1, lib.tensor(idx), 1.5), (3, 4), name="IndexFillBackward0")
+    await check_op(lambda lib, x, v: x.index_fill(1, lib.tensor(idx), v), (3, 4), np.array(0.7),
+                   name="IndexFillBackward1")
+    await check_gradgrad(lambda lib, x, v: x.index_fill(1, lib.tensor(idx), v) * x, (3, 4), np.array(0.7))
+    await check_op(lambda lib, x, s: x.index_copy(1, lib.tensor(idx), s), (3, 4), (3, 2), name="IndexCopyBackward0")
+    await check_gradgrad(lambda lib, x, s: x.index_copy(1, lib.tensor(idx), s) ** 2, (3, 4), (3, 2))
+    mask = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
+    await check_op(lambda lib, x, s: x.masked_scatter(lib.tensor(mask), s), (3, 4), (9,),
+                   name="MaskedScatterBackward0")
+    await check_gradgrad(lambda lib, x, s: x.masked_scatter(lib.tensor(mask), s) ** 2, (3, 4), (9,))
+    await check_op(lambda lib, x, v: x.index_put((lib.tensor(np.array([0, 2, 0])),), v), (3, 4), (3, 4),
+                   name="IndexPutBackward0", fd=False)
+    await check_op(lambda lib, x, v: x.index_put((lib.tensor(np.array([0, 2, 0])),), v, accumulate=True),
+                   (3, 4), (3, 4), torch_name=False)
+    await check_op(lambda lib, x, v: x.index_put((lib.tensor(np.array([1, 0])), lib.tensor(np.array([3, 3]))), v,
+                                                 accumulate=True), (3, 4), (2,), torch_name=False)
+
+
+def test_index_ops_errors():
+    check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([5]), 1.0), IndexError,
+                 "index 5 is out of bounds for dimension 1 with size 4")
+    check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([0.0]), 1.0), IndexError,
+                 r"index_fill_\(\): Expected dtype int64 for index.")
+    check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([0]), lib.ones(2)), RuntimeError,
+                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension")
+    check_raises(lambda lib: lib.zeros(3, 4).index_copy(0, lib.tensor([0]), lib.ones(2, 4)), IndexError,
+                 r"index_copy_\(\): Number of indices \(1\) should be equal to source.size\(dim\) \(2\)")
+    check_raises(lambda lib: lib.zeros(3, 4).masked_scatter(lib.ones(3, 4) > 0, lib.ones(5)), RuntimeError,
+                 "Number of elements of source < number of ones in mask")
+    check_raises(lambda lib: lib.zeros(3, 4).masked_scatter(lib.ones(3, 4), lib.ones(12)), RuntimeError,
+                 "masked_scatter_ only supports boolean masks, but got mask with dtype Float")
+
+
+# --------------------------------------------------------------------------- searchsorted, bucketize
+@DEVICES
+def test_searchsorted_and_bucketize(torch):
+    b = np.array([1.0, 2.0, 3.0, 3.0, 5.0])
+    v = np.array([[0.5, 3.0], [3.0, 6.0]])
+    b2 = np.array([[1.0, 2.0, 3.0], [2.0, 3.0, 4.0]])
+    v2 = np.array([[2.5], [2.5]])
+    for right in (False, True):
+        for ours, theirs in [
+            (ag.searchsorted(ag.tensor(b), ag.tensor(v), right=right),
+             torch.searchsorted(torch.tensor(b), torch.tensor(v), right=right)),
+            (ag.searchsorted(ag.tensor(b2), ag.tensor(v2), side="right" if right else "left", out_int32=True),
+             torch.searchsorted(torch.tensor(b2), torch.tensor(v2), side="right" if right else "left", out_int32=True)),
+            (ag.bucketize(ag.tensor(v), ag.tensor(b), right=right),
+             torch.bucketize(torch.tensor(v), torch.tensor(b), right=right)),
+            (ag.searchsorted(ag.tensor([3.0, 2.0, 1.0]), ag.tensor([1.5]), sorter=ag.tensor([2, 1, 0])),
+             torch.searchsorted(torch.tensor([3.0, 2.0, 1.0]), torch.tensor([1.5]), sorter=torch.tensor([2, 1, 0]))),
+        ]:
+            assert ours.tolist() == theirs.tolist() and str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+    assert ag.searchsorted(ag.tensor(b), 2.5).item() == 2
+    check_raises(lambda lib: lib.searchsorted(lib.tensor([1.0]), lib.tensor([1.0]), side="left", right=True),
+                 RuntimeError, "side and right can't be set to opposites")
+    check_raises(lambda lib: lib.bucketize(lib.tensor([2.0]), lib.tensor([[1.0, 2.0]])), RuntimeError,
+                 r"boundaries tensor must be 1 dimension, but got dim\(2\)")

@@ -190,6 +190,10 @@ _METHODS.update({
     "unsafe_split": views.unsafe_split, "unsafe_split_with_sizes": views.unsafe_split_with_sizes,
     "unsafe_chunk": views.unsafe_chunk, "logcumsumexp": misc.logcumsumexp, "nansum": misc.nansum,
     "put": misc.put, "put_": _inplace_method(misc.put, "put_"),
+    "index_fill": misc.index_fill, "index_fill_": _inplace_method(misc.index_fill, "index_fill_"),
+    "index_copy": misc.index_copy, "index_copy_": _inplace_method(misc.index_copy, "index_copy_"),
+    "masked_scatter": misc.masked_scatter, "masked_scatter_": _inplace_method(misc.masked_scatter, "masked_scatter_"),
+    "index_put": misc.index_put, "index_put_": _inplace_method(misc.index_put, "index_put_"),
 })
 
 for _name, _fn in _METHODS.items():

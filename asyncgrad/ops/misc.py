@@ -6,6 +6,7 @@ type, element_size).
 
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 from typing import Any, Sequence
@@ -16,9 +17,11 @@ from asyncgrad import dtypes
 from asyncgrad._validate import dtype_arg, normalize_dim, tensor_arg
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.ops import indexing as _indexing
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
 from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.ops.indexing import _check_bounds, _on_device, _owned, _vector_index
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.tensor import Tensor, _store_data, scalar_type_name, type_name
 
@@ -220,7 +223,8 @@ class PutBackward0(OpNode):
 
 def _zeros_for(F: Any, flat: Any, index: Any) -> Any:
     data = flat if F is ArrayMath else flat.data
-    return _backend_xp(data).zeros(tuple(index[0].shape), dtype=data.dtype)
+    backend = backend_of(data)
+    return backend.zeros(tuple(index[0].shape), backend.dtype(data))
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -312,9 +316,8 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     dev = input.device
     xp = dev.xp
     n = input.shape[0]
-    i_host, j_host = np.triu_indices(n, 1)
-    i = dev.asarray(i_host.astype(np.int64))
-    j = dev.asarray(j_host.astype(np.int64))
+    ar = xp.arange(n, dtype=xp.int64)
+    i, j = xp.nonzero(xp.reshape(ar, (n, 1)) < xp.reshape(ar, (1, n)))  # the pairs i < j, row-major
     diff = dev.backend.getitem(input.data, (i,)) - dev.backend.getitem(input.data, (j,))
     absd = xp.abs(diff)
     if p == 0:
@@ -486,3 +489,222 @@ def _c_type(dtype: Any) -> str:
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "dstack", "logcumsumexp", "nansum",
            "pdist", "put"]
+
+
+# --------------------------------------------------------------------------- index_fill, index_copy, masked_scatter
+class IndexFillBackward0(OpNode):
+    """index_fill with a number: the filled slices get no gradient."""
+
+    __slots__ = ("key",)
+    work_per_element = 1
+
+    def backward(self, F, g):
+        return (F.index_put(g, self.key, 0.0),)
+
+
+class IndexFillBackward1(OpNode):
+    """index_fill with a 0-d tensor value: the value gets the sum of the filled slices' gradient."""
+
+    __slots__ = ("key",)
+    work_per_element = 1
+
+    def backward(self, F, g):
+        return (F.index_put(g, self.key, 0.0) if self.needs(0) else None,
+                F.sum(F.index(g, self.key)) if self.needs(1) else None)
+
+
+def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, tuple]:
+    tensor_arg(index, fn, "index", 2)
+    if index.dtype != np.int64:
+        raise IndexError(f"{fn}_(): Expected dtype int64 for index.")
+    axis, idx, key = _vector_index(x, dim, index, fn, "")
+    _check_bounds(idx, x.shape[axis] if x.ndim else 1, axis, x.device.backend, IndexError)
+    return axis, idx, key
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """``input`` with the slices ``index`` along ``dim`` set to ``value`` (a number or a 0-d tensor)."""
+    tensor_arg(input, "index_fill")
+    axis, idx, key = _index_dim(input, dim, index, "index_fill")
+    dev = input.device
+    out = dev.xp.asarray(input.data, copy=True)
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        dev.backend.setitem(out, key, dev.backend.astype(_on_device(input, value), input.dtype))
+        return record(IndexFillBackward1, (input, value), out, dev, _owned(dev.backend, key))
+    dev.backend.setitem(out, key, value)
+    return record(IndexFillBackward0, (input,), out, dev, _owned(dev.backend, key))
+
+
+class IndexCopyBackward0(OpNode):
+    """index_copy: the overwritten slices' gradient goes to ``source``, the rest to the input."""
+
+    __slots__ = ("key",)
+    work_per_element = 1
+
+    def backward(self, F, g):
+        return (F.index_put(g, self.key, 0.0) if self.needs(0) else None,
+                F.index(g, self.key) if self.needs(1) else None)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """``input`` with ``source``'s slices copied to the positions ``index`` along ``dim``."""
+    tensor_arg(input, "index_copy")
+    tensor_arg(source, "index_copy", "source", 3)
+    axis, idx, key = _index_dim(input, dim, index, "index_copy")
+    n = int(idx.shape[0])
+    src_n = source.shape[axis] if source.ndim > axis else 1
+    if n != src_n:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({src_n})")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{scalar_type_name(input.dtype)} and (source) {scalar_type_name(source.dtype)}")
+    dev = input.device
+    out = dev.xp.asarray(input.data, copy=True)
+    dev.backend.setitem(out, key, _on_device(input, source))
+    return record(IndexCopyBackward0, (input, source), out, dev, _owned(dev.backend, key))
+
+
+class MaskedScatterBackward0(OpNode):
+    """masked_scatter: the input keeps the gradient off the mask; ``source``'s first ``count``
+    elements get the masked gradient in order, the rest zeros (torch's masked_scatter_backward)."""
+
+    __slots__ = ("mask", "source_shape")
+    work_per_element = 2
+
+    def backward(self, F, g):
+        mask = F.constant(self.mask, g)
+        gx = F.where(mask, F.zeros_like(g), g) if self.needs(0) else None
+        gs = None
+        if self.needs(1):
+            taken = F.index(g, (self.mask,))
+            rest = math.prod(self.source_shape) - int(taken.shape[0])
+            if rest:
+                data = taken if F is ArrayMath else taken.data
+                backend = backend_of(data)
+                pad = F.constant(backend.zeros((rest,), backend.dtype(data)), taken)
+                taken = F.cat([taken, pad], 0)
+            gs = F.reshape(taken, self.source_shape)
+        return gx, gs
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``input`` with the elements where ``mask`` is True replaced, in order, by ``source``'s first ones."""
+    tensor_arg(input, "masked_scatter")
+    tensor_arg(mask, "masked_scatter", "mask", 1)
+    tensor_arg(source, "masked_scatter", "source", 2)
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{scalar_type_name(mask.dtype)}")
+    dev = input.device
+    xp = dev.xp
+    try:
+        shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+    except ValueError:
+        raise broadcast_error(tuple(input.shape), tuple(mask.shape)) from None
+    m = xp.broadcast_to(_on_device(input, mask), shape)
+    count = int(xp.sum(dev.backend.astype(m, np.int64)))
+    if count > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    out = xp.asarray(xp.broadcast_to(input.data, shape), copy=True)
+    values = dev.backend.getitem(xp.reshape(_on_device(input, source), (-1,)), (slice(0, count),))
+    dev.backend.setitem(out, (m,), values)
+    mask_copy = dev.backend.copy(m)
+    if shape != tuple(input.shape):  # the input was broadcast: its gradient is summed back
+        out_t = record(MaskedScatterBackward0, (shape_ops.expand(input, shape), source), out, dev, mask_copy,
+                       tuple(source.shape))
+        return out_t
+    return record(MaskedScatterBackward0, (input, source), out, dev, mask_copy, tuple(source.shape))
+
+
+# --------------------------------------------------------------------------- index_put with accumulate
+def index_put(input: Tensor, indices: Sequence[Tensor | None], values: Tensor, accumulate: bool = False) -> Tensor:
+    """torch's ``index_put``: ``input[indices] = values`` out of place (IndexPutBackward0); with
+    ``accumulate=True`` the values are added, repeated positions adding up (composed here as
+    index_add over the indexed dims flattened: IndexAddBackward0)."""
+    tensor_arg(input, "index_put")
+    if not isinstance(indices, (list, tuple)):
+        raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, not "
+                        f"{builtins.type(indices).__name__}")
+    index = tuple(slice(None) if i is None else i for i in indices)
+    if not accumulate:
+        return _indexing.index_put(input, index, values)
+    if any(not isinstance(i, Tensor) for i in index):
+        raise NotImplementedError("index_put with accumulate=True takes index tensors for the leading dims only")
+    dev = input.device
+    xp = dev.xp
+    arrays = [_on_device(input, i) for i in index]
+    if len(arrays) == 1 and arrays[0].dtype == xp.bool:
+        arrays = list(xp.nonzero(arrays[0]))
+    k = len(arrays)
+    lead = tuple(input.shape[:k])
+    arrays = list(xp.broadcast_arrays(*[xp.where(a < 0, a + n, a) for a, n in zip(arrays, lead)]))
+    rows = arrays[0]
+    for a, n in zip(arrays[1:], lead[1:]):
+        rows = rows * n + a
+    rows = xp.reshape(dev.backend.astype(rows, np.int64), (-1,))
+    rest = tuple(input.shape[k:])
+    count = int(rows.shape[0])
+    flat = shape_ops.reshape(input, (math.prod(lead),) + rest)
+    vals = values if isinstance(values, Tensor) else Tensor(values, dtype=input.dtype, device=dev)
+    target = tuple(arrays[0].shape) + rest
+    if tuple(vals.shape) != target:
+        vals = shape_ops.expand(vals, target)
+    vals = shape_ops.reshape(vals, (count,) + rest)
+    out = _indexing.index_add(flat, 0, plain(rows, dev), vals)
+    return shape_ops.reshape(out, tuple(input.shape))
+
+
+# --------------------------------------------------------------------------- searchsorted, bucketize
+def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: Tensor | None = None) -> Tensor:
+    """The insertion positions of ``input`` in ``sorted_sequence``'s last dim (a tensor of them, no
+    gradient): the first position not below the value, or with ``right``/``side='right'`` above it."""
+    tensor_arg(sorted_sequence, "searchsorted", "sorted_sequence", 1)
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    dev = sorted_sequence.device
+    xp = dev.xp
+    backend = dev.backend
+    values = input if isinstance(input, Tensor) else Tensor(input, dtype=sorted_sequence.dtype, device=dev)
+    boundaries = sorted_sequence.data
+    v = _on_device(sorted_sequence, values)
+    if boundaries.ndim > 1 and tuple(boundaries.shape[:-1]) != tuple(v.shape[:-1]):
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
+                           "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(boundaries.shape)} and input value tensor {list(v.shape)}")
+    order = None if sorter is None else _on_device(sorted_sequence, sorter)
+    how = "right" if right else "left"
+
+    def row(b: Any, vals: Any, o: Any) -> Any:
+        if o is not None:
+            b = xp.take(b, o, axis=0)
+        return xp.searchsorted(b, vals, side=how)
+
+    if boundaries.ndim <= 1:
+        found = row(boundaries, v, order)
+    else:
+        rows_b = xp.reshape(boundaries, (-1, boundaries.shape[-1]))
+        rows_v = xp.reshape(v, (-1, v.shape[-1]))
+        rows_o = None if order is None else xp.reshape(order, (-1, order.shape[-1]))
+        found = xp.reshape(xp.stack([row(rows_b[r], rows_v[r], None if rows_o is None else rows_o[r])
+                                     for r in range(int(rows_b.shape[0]))]), tuple(v.shape))
+    return plain(backend.astype(found, np.int32 if out_int32 else np.int64), dev)
+
+
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """searchsorted with the values first and 1-d ``boundaries`` (torch's bucketize)."""
+    tensor_arg(boundaries, "bucketize", "boundaries", 2)
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+__all__ += ["bucketize", "index_copy", "index_fill", "index_put", "masked_scatter", "searchsorted"]
