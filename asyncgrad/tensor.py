@@ -89,6 +89,14 @@ class Size(tuple):
 _tuple_new = tuple.__new__
 
 
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+IN_CUSTOM_FUNCTION = "custom_function"
+"""The kinds of ``_Extra.creation``: a view made in no_grad mode, one of several views one op (or
+custom Function) returned, a view a custom Function returned (Note [View creation] in
+ops/_node.py, Note [Views a Function returns] in autograd/function.py)."""
+
+
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
@@ -219,6 +227,38 @@ class Tensor:
         self._requires_grad = bool(requires_grad)
         return self
 
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")  # torch's setter, given no value
+
+    @property
+    def _grad_fn(self) -> Node | None:
+        """torch's alias of ``grad_fn``; set to None it detaches the tensor in place, and it cannot be deleted."""
+        return self.grad_fn
+
+    @_grad_fn.setter
+    def _grad_fn(self, value: None) -> None:
+        if value is not None:
+            raise RuntimeError("_grad_fn can be only set to None")
+        self.detach_()
+
+    @_grad_fn.deleter
+    def _grad_fn(self) -> None:
+        raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+
+    @property
+    def _backward_hooks(self) -> dict | None:
+        """torch's ``_backward_hooks``: the hooks ``register_hook`` gave this tensor (None before the
+        first); read-only here (torch lets it be replaced), and it cannot be deleted."""
+        if self.grad_fn is not None:
+            store = self.grad_fn._hooks
+            return None if store is None else store.tensor_pre.get(self.output_nr)
+        return None if self._extra is None else self._extra.hooks
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self) -> None:
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
@@ -338,6 +378,33 @@ class Tensor:
             extra.post_accumulate_hooks = {}
         return add_hook(extra.post_accumulate_hooks, hook)
 
+    # torch port, items 121-180: torch's settable ``_backward_hooks`` (test_requires_grad)
+    @property
+    def _backward_hooks(self) -> dict | None:
+        """The dict of this tensor's hooks (``register_hook``'s, called with the gradient in its
+        order), None before any, as torch's; for a non-leaf it lives on its grad_fn's slot."""
+        if self.grad_fn is not None:
+            return self.grad_fn._hook_store().tensor_pre.get(self.output_nr)
+        return self._extra.hooks if self._extra is not None else None
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks: dict | None) -> None:
+        if self.grad_fn is not None:
+            store = self.grad_fn._hook_store().tensor_pre
+            if hooks is None:
+                store.pop(self.output_nr, None)
+            else:
+                store[self.output_nr] = hooks
+            return
+        extra = self._extras()
+        extra.hooks = hooks
+        acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+        if acc is not None:
+            if hooks is None:
+                acc._hook_store().tensor_pre.pop(0, None)
+            else:
+                acc._register_hook_dict(hooks)
+
     def detach(self) -> Tensor:
         """A new leaf sharing memory and the version counter, cut off from the graph."""
         return Tensor._make(self._data, self.device, False, None, 0, self._vc)
@@ -456,8 +523,12 @@ def _set_data(tensor: Tensor, value: Any) -> None:
     _store_data(tensor, value)
 
 
+def _delete_data(tensor: Tensor) -> None:
+    raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
+
 _PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
-Tensor.data = property(_data_slot.__get__, _set_data,  # type: ignore[assignment]
+Tensor.data = property(_data_slot.__get__, _set_data, _delete_data,  # type: ignore[assignment]
                        doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
 _ndarray = np.ndarray
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES

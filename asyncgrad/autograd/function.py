@@ -27,10 +27,10 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Edge, Node, Placement
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.devices.device import cpu
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
                      "autograd.Function. Either access saved_tensors only once, or set "
@@ -39,6 +39,24 @@ _CLEARED = ("cleared",)
 """``FunctionNode.saved`` once ``clear_saved_tensors_on_access`` gave the saved tensors out."""
 
 _NO_OUTPUT_META = ((), None, cpu)
+
+_DIRTY_VIEW_OF_MANY = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
+    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input "
+    "is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting "
+    "it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
+
+_view_rebase: list[Callable[[Tensor, Node], None]] = []
+"""Note [A custom Function's in-place op on a view]: a Function that mark_dirty()s a view it
+modified in place rebases the view's base, as torch's rebase_history: the base becomes the
+output of CopySlices over the Function's node, and its views read it again. That machinery is
+the ops layer's (ops/inplace.py, above this module), which installs it here at import."""
+
+
+def install_view_rebase(rebase: Callable[[Tensor, Node], None]) -> None:
+    """Called once by ops/inplace.py (Note [A custom Function's in-place op on a view])."""
+    _view_rebase[:] = [rebase]
 """The input metadata of a forward output that is not a Tensor: a slot no gradient reaches
 (Note [One gradient slot per output])."""
 
@@ -265,6 +283,7 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out.grad_fn = None
             out._requires_grad = False
         wrapped.append(out)
+    _mark_views(node, wrapped, dirty, inputs)
     # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether
     # Tensors or not (``(3, x * 2, "s")``: ``x * 2`` is output 1), and its backward gets one
     # gradient per output, None for one that is not a Tensor; its slot's metadata says so.
@@ -281,7 +300,31 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     node.saved = tuple(saved)
     node._saved_layout = layout
     node._to_save = ()
+    dirty_views = [out for out in wrapped if isinstance(out, Tensor) and id(out) in dirty and out.grad_fn is node
+                   and out._extra is not None and out._extra.base is not None]
+    if dirty_views:  # Note [A custom Function's in-place op on a view]
+        if len(outs) > 1:
+            raise RuntimeError(_DIRTY_VIEW_OF_MANY)
+        _view_rebase[0](dirty_views[0], node)
     return tuple(wrapped)
+
+
+def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: set) -> None:
+    """Note [Views a Function returns]: as torch, an output that is a view (of an input or of a
+    temporary), except a dirty input returned as itself, may not be modified in place where the
+    in-place op would record: autograd's rebase of the view would replace the custom backward by
+    the view's own, silently giving wrong gradients. torch's CreationMeta is MULTI_OUTPUT_NODE
+    when the Function has more than one differentiable output, else IN_CUSTOM_FUNCTION; the
+    refusal (view_creation_error in ops/inplace.py) names the Function's node when the output has
+    it as grad_fn, and views of such an output inherit it (Note [View creation] in ops/_node.py)."""
+    differentiable = sum(1 for o in outputs if isinstance(o, Tensor) and o.grad_fn is node)
+    kind = MULTI_OUTPUT_VIEW if differentiable > 1 else IN_CUSTOM_FUNCTION
+    for nr, out in enumerate(outputs):
+        if not isinstance(out, Tensor) or (id(out) in dirty and id(out) in inputs):
+            continue
+        extra = out._extra
+        if extra is not None and extra.base is not None:
+            extra.creation = (kind, type(node).__name__ if out.grad_fn is node else None, nr)
 
 
 class InplaceFunction(Function):
@@ -322,22 +365,25 @@ def once_differentiable(backward: Callable) -> Callable:
 
 
 def _delay_error(result: Any, grads: tuple) -> Any:
-    """``result`` as it is, or, when a graph is recorded, attached to a node that refuses to run."""
+    """``result`` as it is, or, when a graph is recorded, the outputs of an ``Error`` node that
+    refuses to run, as torch's once_differentiable builds it: one input per output, a detached
+    copy requiring grad (so the node has edges: AccumulateGrads of those, None for a None output),
+    and output ``i`` its ``i``-th output."""
     if not grad_enabled.get() or not any(isinstance(g, Tensor) and g._requires_grad for g in grads):
         return result
     single = not isinstance(result, tuple)
-    edges = tuple(gradient_edge(g) for g in grads if isinstance(g, Tensor))
-    wrapped = []
-    for r in ((result,) if single else result):
-        if isinstance(r, Tensor):
-            err = DelayedError(edges)
-            err._input_meta = ((r.shape, r.dtype, r.device),)
-            r = Tensor._make(r.data, r.device, True, err, 0, [0])
-        wrapped.append(r)
-    return wrapped[0] if single else tuple(wrapped)
+    outputs = (result,) if single else result
+    fakes = [r.detach().requires_grad_() if isinstance(r, Tensor) else None for r in outputs]
+    err = Error(tuple(NO_EDGE if f is None else gradient_edge(f) for f in fakes))
+    err._input_meta = tuple(_NO_OUTPUT_META if f is None else (f.shape, f.dtype, f.device) for f in fakes)
+    wrapped = tuple(Tensor._make(r.data, r.device, True, err, i, [0]) if isinstance(r, Tensor) else r
+                    for i, r in enumerate(outputs))
+    return wrapped[0] if single else wrapped
 
 
-class DelayedError(Node):
+class Error(Node):
+    """torch's ``Error`` node (the DelayedError of once_differentiable): differentiating through it raises."""
+
     __slots__ = ()
 
     def apply(self, grads: list, create_graph: bool) -> Any:

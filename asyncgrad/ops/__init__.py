@@ -82,6 +82,7 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``. A basic index writes through a view, as torch does (``fill_`` of a
     number, ``copy_`` of a tensor), so the result is CopySlices, a leaf's view is refused, and the
     overlap checks see only the written region; anything else is ``index_put_``."""
+    index = indexing.sequence_as_tuple(index)
     if indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
         if type(value) in _FILL_VALUES:  # torch copies the number in: an expanded region is refused
@@ -195,6 +196,9 @@ _METHODS.update({
     "masked_scatter": misc.masked_scatter, "masked_scatter_": _inplace_method(misc.masked_scatter, "masked_scatter_"),
     "index_put": misc.index_put, "index_put_": _inplace_method(misc.index_put, "index_put_"),
 })
+
+# torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)
+_METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offset})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

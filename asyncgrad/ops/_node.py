@@ -26,7 +26,7 @@ from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
 from asyncgrad.ops import windows
-from asyncgrad.tensor import Tensor, _store_data
+from asyncgrad.tensor import MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor, _store_data
 
 _new = object.__new__
 _make = Tensor._make
@@ -265,10 +265,6 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
 def plain(out: Any, device: Device) -> Tensor:
     """A result no node could have (a comparison, an integer cast): a new tensor, no grad, its own version."""
     return _make(out, device, False, None, 0, [0])
-
-
-NO_GRAD_VIEW = "no_grad"
-MULTI_OUTPUT_VIEW = "multi_output"
 
 
 def mark_view(view: Tensor, base: Tensor, cls: type | None = None, multi: bool = False) -> None:

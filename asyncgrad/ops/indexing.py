@@ -7,6 +7,7 @@ rules, which the standard does not have, are the backend's (``getitem``/``setite
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,25 @@ from asyncgrad.ops.shape import expanded_shape, indexed, reshape
 from asyncgrad.tensor import Tensor, scalar_type_name, type_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+_SEQUENCE_AS_TUPLE = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; "
+    "use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, "
+    "x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
+# Note [Sequence index as tuple]
+# torch (treatSequenceAsTuple, numpy's old rule) reads a list index shorter than 32 that holds a
+# slice, Ellipsis, None, a tensor or a sequence as the tuple of its items, with a deprecation
+# warning: ``x[[slice(None), [1, 3]]]`` is ``x[:, [1, 3]]`` and ``x[[[0, 4], [2, 2]]]`` is
+# ``x[[0, 4], [2, 2]]``. numpy reads such a list as one array, so it is made a tuple first.
+def sequence_as_tuple(index: Any) -> Any:
+    """The index, a list that torch reads as a tuple made one (Note [Sequence index as tuple])."""
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(item, (slice, Tensor, list, tuple, np.ndarray)) or item is None or item is Ellipsis
+            for item in index):
+        warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=3)
+        return tuple(index)
+    return index
 _INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
@@ -160,6 +180,7 @@ def _basic_node(x: Tensor, index: Any) -> type:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
+    index = sequence_as_tuple(index)
     if x.ndim == 0 and index not in ((), Ellipsis, None):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                          "C++ to convert a 0-dim tensor to a number")

@@ -23,6 +23,7 @@ import numpy as np
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.function import install_view_rebase
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import RELEASED as RELEASED_VALUES
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
@@ -38,7 +39,7 @@ from asyncgrad.ops._node import (
     record,
 )
 from asyncgrad.ops.elementwise import broadcast_error
-from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION, Tensor, scalar_type_name
 
 
 def _recording(x: Tensor, args: tuple) -> bool:
@@ -94,9 +95,10 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
 
 
 def view_creation_error(creation: tuple, modified: str) -> str:
-    """torch's refusal of an in-place op through a view made in no_grad mode or by a multi-output op
-    (handle_view_on_rebase; Note [View creation] in _node.py), word for word. torch names the
-    view's node without its ``Backward0`` ("Output 0 of Unbind")."""
+    """torch's refusal of an in-place op through a view made in no_grad mode, by a multi-output op
+    or by a custom Function (handle_view_on_rebase; Note [View creation] in _node.py, Note [Views
+    a Function returns] in autograd/function.py), word for word. torch names the view's node
+    without its ``Backward0`` ("Output 0 of Unbind")."""
     kind, name, output_nr = creation
     node = None if name is None else re.sub(r"Backward\d*$", "", name)
     if kind == NO_GRAD_VIEW or node is None:
@@ -109,6 +111,11 @@ def view_creation_error(creation: tuple, modified: str) -> str:
         return msg + (" This view is the output of a function that returns multiple views. Such functions do not "
                       "allow the output views to be modified inplace. You should replace the inplace operation by an "
                       "out-of-place one.")
+    if kind == IN_CUSTOM_FUNCTION:  # Note [Views a Function returns] in autograd/function.py
+        return msg + (" This view was created inside a custom Function (or because an input was returned as-is) and "
+                      "the autograd logic to handle view+inplace would override the custom backward associated with "
+                      "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+                      "this by cloning the output of the custom Function.")
     return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
                   "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
                   "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
@@ -229,6 +236,23 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     return view
 
 
+def _rebase_custom_view(view: Tensor, fn: Node) -> None:
+    """Note [A custom Function's in-place op on a view] (autograd/function.py): the custom
+    Function ``fn`` wrote into ``view`` and marked it dirty; its base becomes CopySlices over
+    ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
+    every view of the base, ``view`` included, reads the base again."""
+    base = view._extra.base
+    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    backend = view.device.backend
+    index = backend.view_index(base.data, view.data)
+    repeats = any(stride == 0 and n > 1 for n, stride in zip(view.shape, backend.strides(view.data)))
+    node = _rebased_node(CopySlices, (gradient_edge(base),) + fn.next_edges[1:], base, fn, index, base.shape, repeats)
+    node.saved = fn.saved
+    _rebase(base, node)
+    _refresh_views(base, None)
+
+
 def _snapshot(x: Tensor) -> Tensor:
     """A copy of ``x``'s value with its place in the graph: what the op saves as the old value."""
     snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
@@ -251,7 +275,8 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
             view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
             continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
-                             backend.view_index(base.data, view.data), base.shape, None, work=base.data.size)
+                             backend.view_index(base.data, view.data), base.shape, None, None,
+                             work=base.data.size)
         if view._extra.retains_grad:
             _move_retain_grad(view.grad_fn, view.output_nr, node)
         view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
@@ -316,15 +341,24 @@ class Error(OpNode):
 class AsStridedBackward0(OpNode):
     """A view read again from its base after the base changed in place, or ``as_strided``: the
     gradient goes to the base's elements at ``index`` (their flat positions in the base); for an
-    as_strided of a view, ``from_root`` then reads the view's own elements out of that."""
+    as_strided of a view, ``from_root`` then reads the view's own elements out of that.
 
-    __slots__ = ("index", "base_shape", "from_root")
+    Note [as_strided of an overlapping input]: when the view ``x`` given to as_strided aliases
+    one base element from several of its own (an expanded ``x``), the base element's gradient is
+    shared among them: ``share`` holds, per element of ``x``, how many of ``x``'s elements alias
+    its base element (None when none repeats), and each gets its base element's gradient divided
+    by that, as torch's as_strided_backward divides by its count of the input geometry; without
+    it, the backward of the expand that made ``x`` would add the base element's gradient up
+    again, once per alias."""
+
+    __slots__ = ("index", "base_shape", "from_root", "share")
 
     def backward(self, F, g):
         size = math.prod(self.base_shape)
         flat = F.index_add((size,), (self.index, False), g)
         if self.from_root is not None:
-            return (F.index(flat, self.from_root),)
+            g_in = F.index(flat, self.from_root)
+            return (g_in if self.share is None else g_in / F.constant(self.share, g_in),)
         return (F.reshape(flat, self.base_shape),)
 
 
@@ -422,3 +456,6 @@ def copied(x: Tensor, src: Tensor) -> Tensor:
         raise broadcast_error(x.shape, src.shape) from None
     return record(CopyBackwards, (x, src), out, dev, src.shape, src.dtype,
                   None if src.device is dev else src.device)
+
+
+install_view_rebase(_rebase_custom_view)

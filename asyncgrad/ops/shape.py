@@ -311,14 +311,22 @@ def mT(x: Tensor) -> Tensor:
 
 # --------------------------------------------------------------------------- joins
 class CatBackward0(OpNode):
+    """Each input's slice of the gradient; a skipped legacy empty input (Note [cat's legacy empty
+    tensors]) has no bounds and gets an empty gradient of its shape ``(0,)``."""
+
     __slots__ = ("dim", "bounds")
 
     def backward(self, F, g):
         lead = (slice(None),) * self.dim
-        return tuple(
-            F.index(g, lead + (slice(start, stop),)) if self.needs(i) else None
-            for i, (start, stop) in enumerate(self.bounds)
-        )
+        grads = []
+        for i, bounds in enumerate(self.bounds):
+            if not self.needs(i):
+                grads.append(None)
+            elif bounds is None:
+                grads.append(F.reshape(F.index(g, (slice(0, 0),) * g.ndim), (0,)))
+            else:
+                grads.append(F.index(g, lead + (slice(*bounds),)))
+        return tuple(grads)
 
 
 def _check_tensors(name: str, tensors: Sequence[Tensor]) -> list[Tensor]:
@@ -361,9 +369,16 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    first = tensors[0]
+    # Note [cat's legacy empty tensors]: as torch, a 1-d empty tensor (shape (0,)) joins a cat
+    # of tensors of any shape: it is skipped, unless every input is one.
+    skipped = [t.shape == (0,) for t in tensors]
+    if all(skipped):
+        skipped = [False] * len(tensors)
+    first = tensors[skipped.index(False)]
     axis = normalize_dim(dim, first.ndim, "cat", "dim", 2)
-    for i, t in enumerate(tensors[1:], 1):
+    for i, t in enumerate(tensors):
+        if skipped[i] or t is first:
+            continue
         if t.ndim != first.ndim:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
@@ -374,9 +389,19 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"but got size {t.shape[d]} for tensor number {i} in the list."
                 )
     dev = first.device
-    out = _contiguous(dev.backend, dev.xp.concat(_joined(tensors), axis=axis))
-    offsets = list(accumulate((t.shape[axis] for t in tensors), initial=0))
-    return record(CatBackward0, tuple(tensors), out, dev, axis, tuple(zip(offsets[:-1], offsets[1:])))
+    joined = [array for array, skip in zip(_joined(tensors), skipped) if not skip]
+    out = _contiguous(dev.backend, dev.xp.concat(joined, axis=axis))
+    offsets = iter(accumulate((t.shape[axis] for t, skip in zip(tensors, skipped) if not skip), initial=0))
+    start = next(offsets)
+    bounds = []
+    for skip in skipped:
+        if skip:
+            bounds.append(None)
+        else:
+            stop = next(offsets)
+            bounds.append((start, stop))
+            start = stop
+    return record(CatBackward0, tuple(tensors), out, dev, axis, tuple(bounds))
 
 
 class StackBackward0(OpNode):

@@ -305,7 +305,13 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
         return record(AsStridedBackward0, (x,), out, x.device, view_of=x)
     index = backend.view_index(root.data, out)
     from_root = None if root is x else backend.view_index(root.data, x.data)
-    return record(AsStridedBackward0, (x,), out, x.device, index, root.shape, from_root, view_of=x)
+    share = None
+    if from_root is not None:  # Note [as_strided of an overlapping input] in ops/inplace.py
+        aliases = backend.index_add((root.data.size,), from_root, False, backend.ones(x.shape, x.dtype))
+        share = backend.getitem(aliases, from_root)
+        if not bool(x.device.xp.any(share > 1)):
+            share = None
+    return record(AsStridedBackward0, (x,), out, x.device, index, root.shape, from_root, share, view_of=x)
 
 
 # --------------------------------------------------------------------------- reshaping views
@@ -362,6 +368,21 @@ def view_as(x: Tensor, other: Tensor) -> Tensor:
 def base_of(x: Tensor) -> Tensor | None:
     """``x._base``: the tensor whose memory a view shares (the first non-view, as torch's), else None."""
     return x._extra.base if x._extra is not None else None
+
+
+def is_view(x: Tensor) -> bool:
+    """``x._is_view()``: whether ``x`` is a view that shares a base's memory (``_base`` is set)."""
+    return base_of(x) is not None
+
+
+def storage_offset(x: Tensor) -> int:
+    """``x.storage_offset()``: where ``x``'s first element lies in its base's memory, in elements
+    (0 for a tensor that is no view, and for an empty one)."""
+    root = base_of(x)
+    if root is None or x.data.size == 0:
+        return 0
+    backend = x.device.backend
+    return (backend.address(x.data) - backend.address(root.data)) // x.dtype.itemsize
 
 
 def data_ptr(x: Tensor) -> int:
