@@ -399,3 +399,43 @@ def test_searchsorted_and_bucketize(torch):
                  RuntimeError, "side and right can't be set to opposites")
     check_raises(lambda lib: lib.bucketize(lib.tensor([2.0]), lib.tensor([[1.0, 2.0]])), RuntimeError,
                  r"boundaries tensor must be 1 dimension, but got dim\(2\)")
+
+
+# --------------------------------------------------------------------------- ctc_loss
+CTC_X = np.random.default_rng(0).standard_normal((9, 3, 5))
+CTC_TARGETS = np.array([[1, 2, 2, 4], [3, 1, 0, 0], [4, 4, 1, 2]])
+
+
+@DEVICES
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+async def test_ctc_loss(reduction, zero_infinity):
+    """Through log_softmax (torch's use, where its formula is the exact gradient): against torch and
+    finite differences; lengths vary, one target is empty, one repeats a label."""
+    def fn(lib, x):
+        lp = lib.log_softmax(x, 2)
+        return lib.nn.functional.ctc_loss(lp, lib.tensor(CTC_TARGETS), [9, 7, 8], [4, 0, 3], reduction=reduction,
+                                          zero_infinity=zero_infinity)
+    await check_op(fn, CTC_X, torch_name=False)
+
+
+@DEVICES
+async def test_ctc_loss_node_targets_1d_and_unbatched():
+    await check_op(lambda lib, lp: lib.nn.functional.ctc_loss(lp, lib.tensor(np.array([1, 2, 2, 3, 1])),
+                                                              [9, 6], [3, 2], reduction="none"),
+                   np.log(np.full((9, 2, 5), 0.2)) + CTC_X[:, :2] * 0.1, name="CtcLossBackward0", fd=False)
+    await check_op(lambda lib, lp: lib.nn.functional.ctc_loss(lp, lib.tensor(np.array([1, 2])), [9], [2],
+                                                              reduction="sum"),
+                   CTC_X[:, 0] * 0.1 - 1.6, fd=False)
+
+
+def test_ctc_loss_impossible_alignment_and_module(torch):
+    lp = ag.log_softmax(ag.tensor(CTC_X[:2, :1], requires_grad=True), 2)
+    loss = ag.nn.functional.ctc_loss(lp, ag.tensor(CTC_TARGETS[:1]), [2], [4], reduction="none")
+    assert loss.item() == float("inf")
+    module = ag.nn.CTCLoss(zero_infinity=True)
+    assert module(lp, ag.tensor(CTC_TARGETS[:1]), [2], [4]).item() == 0.0
+    assert repr(module) == repr(torch.nn.CTCLoss(zero_infinity=True))
+    check_raises(lambda lib: lib.nn.functional.ctc_loss(lib.log_softmax(lib.tensor(CTC_X), 2), lib.tensor(CTC_TARGETS),
+                                                        [10, 9, 9], [1, 1, 1]), RuntimeError,
+                 "Expected input_lengths to have value at most 9, but got value 10")

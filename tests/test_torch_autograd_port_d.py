@@ -633,7 +633,6 @@ async def test_grad_nonleaf():
 
 
 # 205
-@pytest.mark.xfail(strict=True, reason="nn.functional.leaky_relu_ and rrelu_ (the in-place forms) missing")
 async def test_leaky_relu_inplace_with_neg_slope():
     """Port of TestAutogradDeviceType.test_leaky_relu_inplace_with_neg_slope."""
     a = ag.tensor([-1., 1.], requires_grad=True)
@@ -707,7 +706,6 @@ def test_pyscalar_conversions():
 
 
 # 207
-@pytest.mark.xfail(strict=True, reason="logcumsumexp missing")
 async def test_reduce_dtype():
     """Port of TestAutograd.test_reduce_dtype."""
     async def test_reduction(op, has_no_dim, takes_dtype=True):
@@ -811,7 +809,6 @@ async def test_indexing_duplicates():
 
 
 # 210
-@pytest.mark.xfail(strict=True, reason="nansum missing")
 async def test_nansum_with_nans():
     """Port of TestAutograd.test_nansum_with_nans."""
     a = ag.randn(2, 2, 2, 2)
@@ -976,7 +973,6 @@ async def test_jvp_output():
 
 
 # 217
-@pytest.mark.xfail(strict=True, reason="dstack missing")
 async def test_dstack():
     """Port of TestAutograd.test_dstack."""
     x = ag.randn(10, 10, requires_grad=True)
@@ -1357,7 +1353,6 @@ async def test_cholesky_solve():
 
 
 # 234
-@pytest.mark.xfail(strict=True, reason="Tensor.put_ missing")
 async def test_put():
     """Port of TestAutograd.test_put."""
     root = ag.randn(4, 5, requires_grad=True)
@@ -1374,7 +1369,6 @@ async def test_put():
 
 
 # 235
-@pytest.mark.xfail(strict=True, reason="logcumsumexp missing")
 async def test_logcumsumexp_large_value():
     """Port of TestAutogradDeviceType.test_logcumsumexp_large_value."""
     a = ag.rand(4, 4, 4, dtype=ag.float64, requires_grad=True)

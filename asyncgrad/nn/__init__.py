@@ -65,7 +65,7 @@ from asyncgrad.nn.normalization import InstanceNorm1d, InstanceNorm2d, InstanceN
 
 __all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
-# ops-misc: activation layers
+# ops-misc: activation layers, CTCLoss
 from asyncgrad.nn.activation import (  # noqa: E402
     GLU,
     Hardshrink,
@@ -76,5 +76,6 @@ from asyncgrad.nn.activation import (  # noqa: E402
     Tanhshrink,
     Threshold,
 )
+from asyncgrad.nn.loss import CTCLoss  # noqa: E402
 
-__all__ += ["GLU", "Hardshrink", "RReLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["CTCLoss", "GLU", "Hardshrink", "RReLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]

@@ -80,7 +80,8 @@ from asyncgrad.ops.activation import (  # noqa: E402
     threshold,
     threshold_,
 )
+from asyncgrad.ops.ctc import ctc_loss  # noqa: E402
 from asyncgrad.ops.norm import instance_norm  # noqa: E402
 
 __all__ += ["elu_", "glu", "hardshrink", "hardtanh_", "leaky_relu_", "relu_", "rrelu", "rrelu_", "softmin",
-            "softshrink", "softsign", "tanhshrink", "threshold", "threshold_", "instance_norm"]
+            "softshrink", "softsign", "tanhshrink", "threshold", "threshold_", "instance_norm", "ctc_loss"]

@@ -316,7 +316,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     dev = input.device
     xp = dev.xp
     n = input.shape[0]
-    ar = xp.arange(n, dtype=xp.int64)
+    ar = dev.asarray(list(range(n)), np.int64)
     i, j = xp.nonzero(xp.reshape(ar, (n, 1)) < xp.reshape(ar, (1, n)))  # the pairs i < j, row-major
     diff = dev.backend.getitem(input.data, (i,)) - dev.backend.getitem(input.data, (j,))
     absd = xp.abs(diff)
