@@ -439,3 +439,30 @@ def test_ctc_loss_impossible_alignment_and_module(torch):
     check_raises(lambda lib: lib.nn.functional.ctc_loss(lib.log_softmax(lib.tensor(CTC_X), 2), lib.tensor(CTC_TARGETS),
                                                         [10, 9, 9], [1, 1, 1]), RuntimeError,
                  "Expected input_lengths to have value at most 9, but got value 10")
+
+
+# --------------------------------------------------------------------------- RNN cells
+@pytest.mark.parametrize("name, kwargs", [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}), ("LSTMCell", {}),
+                                          ("GRUCell", {}), ("GRUCell", {"bias": False})])
+@pytest.mark.parametrize("batched", [True, False])
+async def test_rnn_cells_match_torch(torch, name, kwargs, batched):
+    ours = getattr(ag.nn, name)(3, 4, dtype=ag.float64, **kwargs)
+    theirs = getattr(torch.nn, name)(3, 4, dtype=torch.float64, **kwargs)
+    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: ag.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(5).standard_normal((2, 3) if batched else (3,))
+    h = np.random.default_rng(6).standard_normal((2, 4) if batched else (4,))
+    xa, xt = ag.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ha, ht = ag.tensor(h, requires_grad=True), torch.tensor(h, requires_grad=True)
+    oa = ours(xa, (ha, ha * 0.5) if name == "LSTMCell" else ha)
+    ot = theirs(xt, (ht, ht * 0.5) if name == "LSTMCell" else ht)
+    oa, ot = (oa if isinstance(oa, tuple) else (oa,)), (ot if isinstance(ot, tuple) else (ot,))
+    for a, t in zip(oa, ot):
+        assert np.allclose(a.detach().numpy(), t.detach().numpy())
+    ga = await ag.grad(sum(o.sum() for o in oa), [xa, ha, ours.weight_hh])
+    gt = torch.autograd.grad(sum(o.sum() for o in ot), [xt, ht, theirs.weight_hh])
+    for a, t in zip(ga, gt):
+        assert np.allclose(a.numpy(), t.numpy())
+    assert ours(xa)[0].shape == ((2, 4) if batched else (4,)) or name != "LSTMCell"
+    check_raises(lambda lib: getattr(lib.nn, name)(3, 4)(lib.ones(1, 2, 3)), ValueError,
+                 f"{name}: Expected input to be 1D or 2D, got 3D instead")

@@ -77,5 +77,7 @@ from asyncgrad.nn.activation import (  # noqa: E402
     Threshold,
 )
 from asyncgrad.nn.loss import CTCLoss  # noqa: E402
+from asyncgrad.nn.rnn import GRUCell, LSTMCell, RNNCell  # noqa: E402
 
-__all__ += ["CTCLoss", "GLU", "Hardshrink", "RReLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["CTCLoss", "GLU", "GRUCell", "Hardshrink", "LSTMCell", "RNNCell", "RReLU",
+            "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
