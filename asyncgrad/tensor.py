@@ -247,19 +247,6 @@ class Tensor:
         raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
 
     @property
-    def _backward_hooks(self) -> dict | None:
-        """torch's ``_backward_hooks``: the hooks ``register_hook`` gave this tensor (None before the
-        first); read-only here (torch lets it be replaced), and it cannot be deleted."""
-        if self.grad_fn is not None:
-            store = self.grad_fn._hooks
-            return None if store is None else store.tensor_pre.get(self.output_nr)
-        return None if self._extra is None else self._extra.hooks
-
-    @_backward_hooks.deleter
-    def _backward_hooks(self) -> None:
-        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
-
-    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
@@ -404,6 +391,10 @@ class Tensor:
                 acc._hook_store().tensor_pre.pop(0, None)
             else:
                 acc._register_hook_dict(hooks)
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self) -> None:
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
 
     def detach(self) -> Tensor:
         """A new leaf sharing memory and the version counter, cut off from the graph."""
