@@ -1,7 +1,7 @@
 """ops-misc: torch's smaller ops and Tensor methods, each recorded through ``record`` under torch's
-node name with torch's backward formula (logcumsumexp, nansum, put, pdist), the compositions torch
-itself composes (dstack, atleast_Nd, broadcast_tensors), and the storage methods (set_, resize_,
-type, element_size).
+node name with torch's backward formula (logcumsumexp, nansum, put, pdist, index_fill, index_copy,
+masked_scatter), the compositions torch itself composes (dstack, atleast_Nd, broadcast_tensors),
+searchsorted/bucketize (no gradient), and the storage methods (set_, resize_, type, element_size).
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ class LogcumsumexpBackward0(OpNode):
             return (g,)
         dim = self.dim
         dtype = x.dtype if isinstance(x, Tensor) else backend_of(x).dtype(x)
-        lowest = float(np.finfo(dtype).min)  # torch's scalar_min: log of a zero gradient part
+        # the log of a zero gradient part: torch's lowest float, a quarter of it here, so that the
+        # recorded second order (which adds two such logs) stays finite; exp() of either is 0
+        lowest = float(np.finfo(dtype).min) / 4
         zero = g == 0
         one = F.constant(_ones_like(F, g), g)
         log_abs = F.log(F.where(zero, one, g * F.sign(g)))
