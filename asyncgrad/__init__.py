@@ -199,18 +199,36 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
 from asyncgrad.ops.linalg import (  # noqa: E402
     addmm,
     baddbmm,
+    block_diag,
     bmm,
     cdist,
+    chain_matmul,
+    cholesky_inverse,
+    cholesky_solve,
+    cross,
     det,
     dot,
+    eig,
     einsum,
+    kron,
+    logdet,
+    matrix_exp,
+    matrix_power,
     mm,
     mv,
     norm,
     outer,
+    pinverse,
     slogdet,
+    symeig,
+    trapezoid,
+    trapz,
+    triangular_solve,
 )
+from asyncgrad.ops.linalg import cholesky_legacy as cholesky  # noqa: E402
 from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
+from asyncgrad.ops.linalg import qr_legacy as qr  # noqa: E402
+from asyncgrad.ops.linalg import svd_legacy as svd  # noqa: E402
 
 arctan2 = atan2
 
