@@ -42,7 +42,6 @@ from asyncgrad.autograd.profiler import profile, record_function
 
 
 # 1
-@pytest.mark.xfail(strict=True, reason="nn.functional.leaky_relu_ (the in-place form) missing")
 async def test_leaky_relu_inplace_with_zero_slope():
     """Port of TestAutogradDeviceType.test_leaky_relu_inplace_with_zero_slope."""
     a = ag.tensor([-2., 0., 2.], requires_grad=True)
@@ -581,7 +580,6 @@ async def test_stack():
 
 
 # 27
-@pytest.mark.xfail(strict=True, reason="nn.InstanceNorm2d and nn.functional.threshold (inplace) missing")
 async def test_inplace_view_backward():
     """Port of TestAutograd.test_inplace_view_backward."""
     net = ag.nn.Sequential(ag.nn.InstanceNorm2d(2), ag.nn.ReLU(True))
@@ -600,8 +598,13 @@ async def test_inplace_view_backward():
                                create_graph=True, retain_graph=True))[0]
     gradient_penalty = gradients.sum()
     await gradient_penalty.backward()
-    fn = gradient_penalty.grad_fn.next_functions[0][0].next_functions[1][0]
-    assert fn.name() == "ThresholdBackwardBackward"
+    # torch records CopySlices' backward as one CopySlices node; asyncgrad records it as what it
+    # computes, reshape(index_put(flat gradient, region, fn(region))): one node more to step through.
+    # torch 2.13 names the node ThresholdBackwardBackward0 (the 2020 file's torch had no suffix).
+    fn = gradient_penalty.grad_fn.next_functions[0][0]
+    assert fn.name() == "ViewBackward0"
+    fn = fn.next_functions[0][0].next_functions[1][0]
+    assert fn.name() == "ThresholdBackwardBackward0"
 
 
 # 28
@@ -631,7 +634,6 @@ async def test_jvp_scalar():
 
 
 # 29
-@pytest.mark.xfail(strict=True, reason="Tensor.set_ missing")
 async def test_parameter_resize():
     """Port of TestAutogradDeviceType.test_parameter_resize."""
     asd = ag.nn.Parameter(ag.ones(16))
@@ -709,8 +711,6 @@ def test_set_grad_generator_functions():
 
 
 # 32
-@pytest.mark.xfail(strict=True, reason="Tensor.type / Tensor.type_as / data_ptr missing (typed classes such as "
-                   "torch.FloatTensor read as dtypes here)")
 async def test_type_conversions():
     """Port of TestAutograd.test_type_conversions (CPU part; torch.XTensor classes read as their dtypes)."""
     x = ag.randn(5, 5)
@@ -1225,7 +1225,6 @@ async def test_lerp_tensor_weights():
 
 
 # 51
-@pytest.mark.xfail(strict=True, reason="Tensor.unsafe_split / unsafe_split_with_sizes / unsafe_chunk missing")
 async def test_inplace_view_multi_output_unsafe():
     """Port of TestAutogradDeviceType.test_inplace_view_multi_output_unsafe."""
     for f in [lambda t: t.unsafe_split(1),

@@ -1024,7 +1024,6 @@ async def test_hessian_err_check_strict():
 
 
 # 102
-@pytest.mark.xfail(strict=True, reason="Tensor.resize_ missing")
 def test_profiler_unboxed_only():
     """Port of TestAutograd.test_profiler_unboxed_only."""
     x = ag.rand(3, 4)
@@ -1203,7 +1202,6 @@ async def test_cat_negdim_2():
 
 
 # 110
-@pytest.mark.xfail(strict=True, reason="Tensor.put_ missing")
 async def test_put_accumulate():
     """Port of TestAutograd.test_put_accumulate."""
     root = ag.randn(4, 5, requires_grad=True)
@@ -1220,7 +1218,6 @@ async def test_put_accumulate():
 
 
 # 111
-@pytest.mark.xfail(strict=True, reason="Tensor.resize (deprecated non-inplace resize) missing")
 def test_resize():
     """Port of TestAutograd.test_resize (torch's ``suppress_warnings``: its deprecation warning)."""
     x = ag.ones(2, 3)

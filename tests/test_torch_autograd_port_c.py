@@ -368,7 +368,6 @@ async def _test_atleast(torch_fn):
     assert await ag.gradgradcheck(lambda s, w, x, y, z: torch_fn(s, w, x, y, z), input_tuple)
 
 
-@pytest.mark.xfail(strict=True, reason="atleast_1d / atleast_2d / atleast_3d missing")
 async def test_atleast():
     """Port of TestAutogradDeviceType.test_atleast."""
     await _test_atleast(ag.atleast_1d)
@@ -754,7 +753,6 @@ async def test_grad():
 
 
 # 150
-@pytest.mark.xfail(strict=True, reason="nn.functional.ctc_loss missing")
 async def test_ctc_loss():
     """Port of TestAutogradDeviceType.test_ctc_loss (CPU cases)."""
     batch_size = 64
@@ -799,7 +797,6 @@ async def test_ctc_loss():
 
 
 # 151
-@pytest.mark.xfail(strict=True, reason="broadcast_tensors missing")
 async def test_broadcast_tensors():
     """Port of TestAutograd.test_broadcast_tensors."""
     f_args_variable = (ag.randn(3, requires_grad=True),
@@ -1476,7 +1473,6 @@ async def test_cat_negdim_1():
 
 
 # 178
-@pytest.mark.xfail(strict=True, reason="pdist missing")
 async def test_pdist_large():
     """Port of TestAutogradDeviceType.test_pdist_large."""
     shape = (1000, 1)

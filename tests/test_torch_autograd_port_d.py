@@ -630,7 +630,6 @@ async def test_grad_nonleaf():
 
 
 # 205
-@pytest.mark.xfail(strict=True, reason="nn.functional.leaky_relu_ and rrelu_ (the in-place forms) missing")
 async def test_leaky_relu_inplace_with_neg_slope():
     """Port of TestAutogradDeviceType.test_leaky_relu_inplace_with_neg_slope."""
     a = ag.tensor([-1., 1.], requires_grad=True)
@@ -704,7 +703,6 @@ def test_pyscalar_conversions():
 
 
 # 207
-@pytest.mark.xfail(strict=True, reason="logcumsumexp missing")
 async def test_reduce_dtype():
     """Port of TestAutograd.test_reduce_dtype."""
     async def test_reduction(op, has_no_dim, takes_dtype=True):
@@ -808,7 +806,6 @@ async def test_indexing_duplicates():
 
 
 # 210
-@pytest.mark.xfail(strict=True, reason="nansum missing")
 async def test_nansum_with_nans():
     """Port of TestAutograd.test_nansum_with_nans."""
     a = ag.randn(2, 2, 2, 2)
@@ -970,7 +967,6 @@ async def test_jvp_output():
 
 
 # 217
-@pytest.mark.xfail(strict=True, reason="dstack missing")
 async def test_dstack():
     """Port of TestAutograd.test_dstack."""
     x = ag.randn(10, 10, requires_grad=True)
@@ -1346,7 +1342,6 @@ async def test_cholesky_solve():
 
 
 # 234
-@pytest.mark.xfail(strict=True, reason="Tensor.put_ missing")
 async def test_put():
     """Port of TestAutograd.test_put."""
     root = ag.randn(4, 5, requires_grad=True)
@@ -1363,7 +1358,6 @@ async def test_put():
 
 
 # 235
-@pytest.mark.xfail(strict=True, reason="logcumsumexp missing")
 async def test_logcumsumexp_large_value():
     """Port of TestAutogradDeviceType.test_logcumsumexp_large_value."""
     a = ag.rand(4, 4, 4, dtype=ag.float64, requires_grad=True)

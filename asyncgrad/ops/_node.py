@@ -435,10 +435,10 @@ class ArrayMath:
         return backend_of(g).xp.zeros_like(g)
 
     @staticmethod
-    def threshold_backward(g: Any, y: Any) -> Any:
-        """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
-        NaN result passes the gradient."""
-        return backend_of(y).zero_where(y <= 0, g)  # Note [Branchless zero_where] in devices/backend.py
+    def threshold_backward(g: Any, y: Any, threshold: float = 0.0) -> Any:
+        """torch's ``threshold_backward(grad, y, threshold)`` (relu's gradient, threshold's): 0 where
+        ``y <= threshold``, so a NaN passes the gradient."""
+        return backend_of(y).zero_where(y <= threshold, g)  # Note [Branchless zero_where] in devices/backend.py
 
     @staticmethod
     def cast(g: Any, dtype: np.dtype) -> Any:
