@@ -24,7 +24,7 @@ from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
-from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
+from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES, numpy_dtype
 from asyncgrad.ops import windows
 from asyncgrad.tensor import MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor, _store_data
 
@@ -131,7 +131,7 @@ def input_meta(shape: tuple[int, ...], dtype: Any, device: Device) -> tuple:
     Interning keeps the objects that every recorded node holds for its whole life down to
     those it cannot share, which is what keeps Python's cyclic GC from taxing the forward.
     """
-    key = (shape, dtype, device)
+    key = (shape, numpy_dtype(dtype), device)  # the array's dtype (Note [Dtypes are numpy dtypes underneath])
     meta = _META.get(key)
     if meta is None:
         if len(_META) > 4096:
