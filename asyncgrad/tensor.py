@@ -191,7 +191,11 @@ class Tensor:
         return self._data.shape[0]
 
     def is_floating_point(self) -> bool:
-        return dtypes.is_floating_point(self.dtype)
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        """Always False: asyncgrad holds no complex data (Note [Complex numbers are refused] in _validate.py)."""
+        return self.dtype.is_complex
 
     @property
     def is_cuda(self) -> bool:
