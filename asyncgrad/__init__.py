@@ -94,6 +94,7 @@ from asyncgrad.ops.elementwise import (
     where,
 )
 from asyncgrad.ops.linalg import matmul
+from asyncgrad.ops.out import accepts_out
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
 
 # views and shape ops (ops/views.py, ops/shape.py)
@@ -141,6 +142,11 @@ from asyncgrad.random import (
 from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
+# out= (Note [out= arguments] in ops/out.py): the top-level functions take torch's out=, the methods do not
+(abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,
+ sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack) = map(accepts_out, (
+    abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,
+    sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack))
 detach = Tensor.detach
 """torch's function form, ``ag.detach(t)``: ``t.detach()``."""
 
@@ -193,18 +199,36 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
 from asyncgrad.ops.linalg import (  # noqa: E402
     addmm,
     baddbmm,
+    block_diag,
     bmm,
     cdist,
+    chain_matmul,
+    cholesky_inverse,
+    cholesky_solve,
+    cross,
     det,
     dot,
+    eig,
     einsum,
+    kron,
+    logdet,
+    matrix_exp,
+    matrix_power,
     mm,
     mv,
     norm,
     outer,
+    pinverse,
     slogdet,
+    symeig,
+    trapezoid,
+    trapz,
+    triangular_solve,
 )
+from asyncgrad.ops.linalg import cholesky_legacy as cholesky  # noqa: E402
 from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
+from asyncgrad.ops.linalg import qr_legacy as qr  # noqa: E402
+from asyncgrad.ops.linalg import svd_legacy as svd  # noqa: E402
 
 arctan2 = atan2
 

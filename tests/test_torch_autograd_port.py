@@ -31,12 +31,14 @@ from torch_port import (  # noqa: F401  (double_default: an autouse fixture)
     double_default,
     graph_desc,
     mask_not_all_zeros,
+    random_symmetric_matrix,
     run_functional_checks,
 )
 
 import asyncgrad as ag
 import asyncgrad.nn.functional as F
 from asyncgrad import Function, once_differentiable
+from asyncgrad.autograd.profiler import profile, record_function
 
 
 # 1
@@ -104,7 +106,6 @@ async def test_inplace_view_makes_base_require_grad():
 
 
 # 5
-@pytest.mark.xfail(strict=True, reason="torch.eig (and linalg.eig) missing; also random_symmetric_matrix, inverse")
 async def test_eig():
     """Port of TestAutograd.test_eig."""
     def func(B):
@@ -117,8 +118,7 @@ async def test_eig():
         return ag.eig(B, eigenvectors=True)[1]
 
     for dims in [(3, 3), (5, 5)]:
-        A = ag.randn(*dims)
-        A = (A + A.transpose(-2, -1)) / 2  # random_symmetric_matrix
+        A = random_symmetric_matrix(dims[0])
         U = ag.rand(*dims)
         Uinv = ag.linalg.inv(U)
         B = ag.matmul(Uinv, ag.matmul(A, U)).requires_grad_()
@@ -155,46 +155,44 @@ async def test_vstack():
 
 
 # 8
-@pytest.mark.xfail(strict=True, reason="profiler records backward nodes only: no record_function, no "
-                   "forward-op (aten::mul ...) events, no function_events")
 def test_record_function():
     """Port of TestAutograd.test_record_function."""
     x = ag.randn(10, 10)
 
     def forward(x):
-        with ag.profiler.record_function("outer"):
+        with record_function("outer"):
             y = x * 2 + 4
-            with ag.profiler.record_function("inner"):
+            with record_function("inner"):
                 y = y - 1
         y = y / 1
 
     forward(x)
-    with ag.profiler.trace() as p:
+    with profile() as p:
         forward(x)
+    events = p.function_events
     important_events = ['outer', 'aten::mul', 'aten::add', 'inner', 'aten::sub', 'aten::div']
     idx = 0
-    for info in p.events:
+    for info in events:
         if info.name == important_events[idx]:
             idx = idx + 1
         if idx == len(important_events):
             break
     assert idx == len(important_events)
 
-    @ag.profiler.record_function('my_func')
+    @record_function('my_func')
     def f(x, y):
         return x + y
 
-    with ag.profiler.trace() as p:
+    with profile() as p:
         f(1, 2)
     assert 'my_func' in str(p)
 
 
 # 9
-@pytest.mark.xfail(strict=True, reason="profiler trace has no __str__ equal to table() (str(prof) != prof.table())")
 def test_profiler_aggregation_table():
     """Port of TestAutograd.test_profiler_aggregation_table."""
     x = ag.randn(1024)
-    with ag.profiler.trace() as prof:
+    with profile() as prof:
         ag.einsum("i->", x)
     prof_str = str(prof)
     prof_table = prof.table()
@@ -202,7 +200,6 @@ def test_profiler_aggregation_table():
 
 
 # 10
-@pytest.mark.xfail(strict=True, reason="trapz (trapezoid) missing")
 async def test_trapz():
     """Port of TestAutograd.test_trapz."""
     f_args_variable = (ag.randn(2, 3, requires_grad=True),
@@ -294,12 +291,11 @@ async def test_detach():
 
 
 # 14
-@pytest.mark.xfail(strict=True, reason="profiler has no record_function and no function_events with counts")
 def test_record_function_callbacks():
     """Port of TestAutograd.test_record_function_callbacks."""
     x = ag.randn(10, 10)
-    with ag.profiler.trace() as p:
-        with ag.profiler.record_function("foo"):
+    with profile() as p:
+        with record_function("foo"):
             x * 2 + 4
     foo_event = [event for event in p.function_events if "foo" in event.name][0]
     assert foo_event.count == 1
@@ -356,16 +352,14 @@ async def test_mark_non_differentiable():
 
 
 # 18
-@pytest.mark.xfail(strict=True, reason="profiler has no profile_memory, record_shapes, key_averages, "
-                   "record_function")
 def test_memory_profiler():
     """Port of TestAutograd.test_memory_profiler (CPU part; the CUDA and MKLDNN parts are conditional in torch)."""
     def run_profiler(tensor_creation_fn):
-        with ag.profiler.trace(profile_memory=True, record_shapes=True) as prof:
+        with profile(profile_memory=True, record_shapes=True) as prof:
             x = None
-            with ag.profiler.record_function("test_user_scope_alloc"):
+            with record_function("test_user_scope_alloc"):
                 x = tensor_creation_fn()
-            with ag.profiler.record_function("test_user_scope_dealloc"):
+            with record_function("test_user_scope_dealloc"):
                 del x
         return prof.key_averages(group_by_input_shape=True)
 
@@ -861,11 +855,9 @@ async def test_leaf_assignment():
 
 
 # 38
-@pytest.mark.xfail(strict=True, reason="profiler has no forward-op events (aten::add/aten::sum) to match "
-                   "backward nodes' sequence_nr against")
 async def test_profiler_seq_nr():
     """Port of TestAutograd.test_profiler_seq_nr."""
-    with ag.profiler.trace() as p:
+    with profile() as p:
         x = ag.randn(10, 10, requires_grad=True)
         y = ag.randn(10, 10, requires_grad=True)
         z = x + y
@@ -876,7 +868,7 @@ async def test_profiler_seq_nr():
     found_add = found_sum = False
     found_bwd_add = found_bwd_sum = False
     found_empty = False
-    for e in p.events:
+    for e in p.function_events:
         if e.name == "aten::add":
             add_seq_nr = e.sequence_nr
             assert not found_add

@@ -481,7 +481,6 @@ def test_free_deep_graph_pyfunction():
 
 
 # 141
-@pytest.mark.xfail(strict=True, reason="linalg.eigh (symeig's torch 2.13 equivalent) missing")
 async def test_symeig():
     """Port of TestAutograd.test_symeig.
 
@@ -1152,8 +1151,6 @@ def test_autograd_views_codegen():
 
 
 # 163
-@pytest.mark.xfail(strict=True, reason="profiler has no EventList / FunctionEvent (populate_cpu_children, "
-                   "cpu_children)")
 def test_profiler_aggregation_fake():
     """Port of TestAutograd.test_profiler_aggregation_fake."""
     events = ag.profiler.EventList()
@@ -1261,8 +1258,6 @@ async def test_reentrant_child_error():
 
 
 # 167
-@pytest.mark.xfail(strict=True, reason="symeig / linalg.eigh missing (torch 2.13 has no eigenvalues-only "
-                   "decomposition whose backward refuses: symeig is gone)")
 async def test_symeig_no_eigenvectors():
     """Port of TestAutograd.test_symeig_no_eigenvectors (``torch.symeig`` as ``ag.symeig``)."""
     A = ag.tensor([[1., 2.], [2., 4.]], dtype=ag.float32, requires_grad=True)
@@ -1357,8 +1352,9 @@ async def test_advanced_indexing_backwards_memory_format():
 
 
 # 171
-@pytest.mark.xfail(strict=True, reason="svd missing; torch 2.13's svd(compute_uv=False) no longer says "
-                   "'cannot compute backward' either (its U and V do not require grad)")
+@pytest.mark.xfail(strict=True, reason="torch 2.13's svd(compute_uv=False), which asyncgrad follows, no longer says "
+                   "'cannot compute backward' (its U and V do not require grad: 'element 0 of tensors does not "
+                   "require grad')")
 async def test_svd_no_singularvectors():
     """Port of TestAutograd.test_svd_no_singularvectors."""
     A = ag.randn(2, 2, dtype=ag.float32, requires_grad=True)
@@ -1409,7 +1405,6 @@ async def test_custom_autograd_no_early_free():
 
 
 # 173
-@pytest.mark.xfail(strict=True, reason="torch.eig (and linalg.eig) missing")
 async def test_eig_no_eigenvectors():
     """Port of TestAutograd.test_eig_no_eigenvectors (``torch.eig`` as ``ag.eig``; torch removed it)."""
     A = ag.tensor([[1., 2.], [2., 4.]], dtype=ag.float32, requires_grad=True)

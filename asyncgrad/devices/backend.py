@@ -180,6 +180,32 @@ class ArrayBackend:
                 matrix[k + 1:, k:] -= np.outer(matrix[k + 1:, k] / matrix[k, k], matrix[k, k:])
         return None
 
+    def not_positive_definite(self, array: Any) -> tuple[int, int] | None:
+        """For a batch of symmetric matrices (their lower triangles) that Cholesky cannot factor:
+        (batch element, order of the first leading minor that is not positive-definite), as torch's
+        cholesky errors name them; None if every matrix factors. On the host, on the error path only."""
+        host = np.array(self.to_host(array), dtype=np.float64)
+        n = host.shape[-1]
+        for element, matrix in enumerate(host.reshape((-1, n, n))):
+            lower = np.tril(matrix)
+            full = lower + np.tril(lower, -1).T
+            for k in range(1, n + 1):
+                try:
+                    np.linalg.cholesky(full[:k, :k])
+                except np.linalg.LinAlgError:
+                    return element, k
+        return None
+
+    def eig(self, array: Any) -> tuple[Any, Any]:
+        """A real general eigendecomposition in LAPACK's real packing (torch's legacy ``eig``):
+        eigenvalues as (..., n, 2) rows of (real, imaginary) parts, eigenvectors real, a complex
+        pair's (v, v̄) in two columns (re v, im v). On the host: CuPy has no general ``eig``."""
+        host = self.to_host(array)
+        w, v = np.linalg.eig(host)
+        values = np.stack([w.real, w.imag], axis=-1).astype(host.dtype)
+        vectors = np.where((w.imag < 0)[..., None, :], -v.imag, v.real).astype(host.dtype)
+        return self.from_host(values), self.from_host(vectors)
+
     # ---- what the standard lacks for scatter, sorting and unique (numpy's own words)
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:
         """``out`` with its entries at the advanced ``index`` multiplied by ``values`` (repeats multiply

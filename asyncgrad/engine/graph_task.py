@@ -20,18 +20,13 @@ once those node tasks and children have settled (Note [Wind-down] in engine.py).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad.autograd.graph import current_graph_task  # noqa: F401  (the engine's, defined below it)
+from asyncgrad.autograd.recorder import current_recorder  # noqa: F401  (the profilers', defined below it)
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
-
-current_recorder: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_profiler", default=None)
-"""The profiler trace (``asyncgrad.profiler.trace``) that a backward started in this context records
-into, or None. Read once when a graph task starts (``GraphTask.profile``); the worker sets it to
-its current graph task's, as it does grad mode, so a reentrant child records where its parent does."""
 
 
 class ExecInfo:

@@ -151,6 +151,12 @@ _METHODS = {
     "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv, "outer": linalg.outer,
     "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "norm": linalg.norm,
     "inverse": linalg.inv, "det": linalg.det, "slogdet": linalg.slogdet,
+    # linear algebra: decompositions, triangular solves, torch's legacy methods
+    "cholesky": linalg.cholesky_legacy, "cholesky_solve": linalg.cholesky_solve,
+    "cholesky_inverse": linalg.cholesky_inverse, "triangular_solve": linalg.triangular_solve,
+    "eig": linalg.eig, "symeig": linalg.symeig, "svd": linalg.svd_legacy, "pinverse": linalg.pinverse,
+    "logdet": linalg.logdet, "matrix_power": linalg.matrix_power, "matrix_exp": linalg.matrix_exp,
+    "kron": linalg.kron, "cross": linalg.cross, "qr": linalg.qr_legacy,
     # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
     "gather": indexing.gather, "scatter": indexing.scatter, "scatter_add": indexing.scatter_add,
     "scatter_": _inplace_method(indexing.scatter, "scatter_"),

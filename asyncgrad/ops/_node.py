@@ -20,6 +20,7 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
+from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
@@ -255,10 +256,14 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             node.saved = (SavedTensor(result, True),)
         if view_of is not None:
             mark_view(result, view_of, cls)
+        if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+            note_op(cls, inputs, result, node.sequence_nr, view_of is None)
         return result
     result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
         mark_view(result, view_of, cls)
+    if PROFILING:
+        note_op(cls, inputs, result, -1, view_of is None)
     return result
 
 
