@@ -225,7 +225,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
                     raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
                 for name, value in zip(cls.fields, fields):
                     setattr(node, name, value)
-        dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
+        dtype = out.dtype  # the meta holds the array's numpy dtype (Note [Dtypes are numpy dtypes underneath])
         if dtype.__class__ not in _NUMPY_DTYPE_CLASSES and not isinstance(dtype, _np_dtype):
             dtype = device.backend.dtype(out)  # Note [Is it a numpy dtype] in dtypes.py
         key = (out.shape, dtype, device)
