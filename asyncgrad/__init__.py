@@ -272,3 +272,24 @@ from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique 
 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402
+
+# isort: split
+# ops-misc: logcumsumexp, nansum, dstack, atleast_Nd, put, broadcast_tensors, pdist, the unsafe_ splits
+from asyncgrad.ops.misc import (  # noqa: E402
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_tensors,
+    bucketize,
+    dstack,
+    index_copy,
+    index_fill,
+    index_put,
+    logcumsumexp,
+    masked_scatter,
+    nansum,
+    pdist,
+    put,
+    searchsorted,
+)
+from asyncgrad.ops.views import unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402

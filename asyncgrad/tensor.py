@@ -17,7 +17,13 @@ from asyncgrad import _tensor_str, _validate, dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import normalize_dim
 from asyncgrad.autograd import awaitable
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.grad_mode import (
+    INFERENCE_ACTIVE,
+    InferenceVersion,
+    fresh_version,
+    grad_enabled,
+    inference_enabled,
+)
 from asyncgrad.autograd.graph import Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
@@ -115,6 +121,17 @@ class _Extra:
         """How a view was made, when in-place ops through it are refused (Note [View creation] in ops/_node.py)."""
 
 
+def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool) -> Tensor:
+    """Unpickling's half of ``Tensor.__reduce_ex__``."""
+    t = Tensor(array, device=device)
+    if cls is not Tensor:  # a subclass (Parameter) over the same fields, without running its __init__
+        new = cls.__new__(cls)
+        for name in ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra"):
+            setattr(new, name, getattr(t, name))
+        t = new
+    return t.requires_grad_(requires_grad)
+
+
 class Tensor:
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra",
                  "__weakref__")
@@ -129,7 +146,7 @@ class Tensor:
         self.grad_fn = None
         self.output_nr = 0
         self._grad = None
-        self._vc = [0]
+        self._vc = fresh_version()  # Note [Inference tensors] in autograd/grad_mode.py
         self._extra = None
         if requires_grad:
             self.requires_grad_(True)
@@ -148,7 +165,10 @@ class Tensor:
         t.grad_fn = grad_fn
         t.output_nr = output_nr
         t._grad = None
-        t._vc = vc
+        # Note [Inference tensors] in autograd/grad_mode.py: under inference_mode() a new counter (a new
+        # tensor's, version 0) becomes an inference one; callers that share one (views, detach) put theirs back
+        t._vc = vc if not INFERENCE_ACTIVE[0] or vc.__class__ is not list or vc[0] or not inference_enabled.get() \
+            else InferenceVersion(vc)
         t._extra = None
         return t
 
@@ -203,7 +223,13 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._vc.__class__ is InferenceVersion:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under ``inference_mode()`` (Note [Inference tensors])."""
+        return self._vc.__class__ is InferenceVersion
 
     # ----------------------------------------------------------------- autograd state
     @property
@@ -316,6 +342,15 @@ class Tensor:
             new._grad = self._grad.__deepcopy__(memo)
         return new
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickle as torch does, under every protocol: the value (a host copy, rebuilt on the same
+        device), the class and ``requires_grad``; never ``.grad``, hooks or a place in a graph (a
+        non-leaf comes back as a leaf). Protocols 0 and 1 cannot pickle ``__slots__`` by
+        themselves, so the reduction is spelled out; a subclass's ``__dict__`` travels as state."""
+        state = getattr(self, "__dict__", None) or None
+        return (_rebuild_tensor, (type(self), self.device.to_host(self._data), str(self.device), self._requires_grad),
+                state)
+
     def _extras(self) -> _Extra:
         if self._extra is None:
             with creation_lock:  # Note [One writer per leaf]: one _Extra even if threads race here
@@ -404,7 +439,10 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A new leaf sharing memory and the version counter, cut off from the graph."""
-        return Tensor._make(self._data, self.device, False, None, 0, self._vc)
+        t = Tensor._make(self._data, self.device, False, None, 0, self._vc)
+        if INFERENCE_ACTIVE[0]:
+            t._vc = self._vc  # a view: inference only when this tensor is (Note [Inference tensors])
+        return t
 
     def detach_(self) -> Tensor:
         if self._extra is not None and self._extra.base is not None:

@@ -91,3 +91,24 @@ def test_without_out_the_function_is_unchanged():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ag.exp(a, out=None)
+
+
+def test_resized_as_torch():
+    """An ``out`` of another shape is resized; torch warns unless it was empty."""
+    a = ag.randn(2, 2)
+    x = ag.zeros(3)
+    with pytest.warns(UserWarning, match=r"An output with one or more elements was resized since it had shape "
+                                         r"\[3\], which does not match the required output shape \[2, 2\]"):
+        assert ag.mul(a, 2.0, out=x) is x
+    assert x.shape == (2, 2)
+    np.testing.assert_allclose(x.numpy(), a.numpy() * 2)
+    e = ag.empty(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ag.cat([a, a], out=e)
+    assert e.shape == (4, 2)
+    if torch is not None:
+        t = torch.zeros(3)
+        with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+            torch.mul(torch.tensor(a.numpy()), 2.0, out=t)
+        np.testing.assert_allclose(x.numpy(), t.numpy())

@@ -51,23 +51,35 @@ class AccumulateGrad(Node):
         if extra is not None and extra.hooks is not None:
             self._register_hook_dict(extra.hooks)
 
+    @property
+    def call_on_undefined(self) -> bool:  # type: ignore[override]
+        """Only a leaf with post-accumulate hooks is called on an undefined gradient: torch runs
+        them then too, with ``.grad`` as it was (Note [Hooks on undefined gradients] in hook_calls.py)."""
+        extra = self.variable._extra
+        return extra is not None and bool(extra.post_accumulate_hooks)
+
     def apply(self, grads: list, create_graph: bool) -> tuple:
-        if grads[0] is not None:
-            with self.lock:
+        with self.lock:
+            if grads[0] is not None:
                 accumulate_grad(self.variable, grads, create_graph)
+            else:
+                post_accumulate(self.variable)
         return ()
 
 
 def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     """``variable.grad += grads[0]`` with torch's rules: the first gradient is stolen when
-    nothing else sees it, else copied (or kept as is when recorded, create_graph); later
-    ones are added in place unless a graph is being recorded."""
+    nothing else sees it, else copied; with create_graph always copied through ``copy_``, so a
+    recorded one's ``.grad`` has grad_fn CopyBackwards over it (torch's clone_obey_contract);
+    later ones are added in place unless a graph is being recorded."""
     steal = not create_graph and owned_by(grads, 0)
     grad = grads[0]
     old = variable._grad
     if create_graph:
-        if old is None:
-            variable._grad = grad if grad.requires_grad else grad.detach().clone()
+        if old is None:  # torch's clone_obey_contract: a fresh copy, recorded (CopyBackwards) when grad is
+            new = Tensor._make(variable.device.backend.empty(variable.shape, variable.dtype), variable.device,
+                               False, None, 0, [0])
+            variable._grad = new.copy_(grad if grad.requires_grad else grad.detach())
         else:
             variable._grad = old + grad
     elif old is None:
@@ -79,6 +91,11 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     else:
         old.data += grad
         old._vc[0] += 1
+    post_accumulate(variable)
+
+
+def post_accumulate(variable: Tensor) -> None:
+    """The leaf's post-accumulate hooks, with torch's checks of what they return."""
     extra = variable._extra
     if extra is not None and extra.post_accumulate_hooks:
         for fn in list(extra.post_accumulate_hooks.values()):

@@ -21,6 +21,7 @@ import functools
 import inspect
 import math
 import warnings
+import weakref
 from typing import Any, Callable
 
 from asyncgrad._validate import type_label
@@ -87,6 +88,7 @@ class FunctionCtx:
         return result
 
     def mark_dirty(self, *tensors: Tensor) -> None:
+        """Checked as the outputs are wrapped, as torch (Note [Custom Function outputs])."""
         self._dirty = tensors
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
@@ -257,30 +259,81 @@ class Function:
         return result[0] if single else result
 
 
+MARK_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                        "mutated should be passed to ctx.mark_dirty().")
+DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The inputs "
+                      "that are modified inplace must all be outputs of the Function.")
+
+def _is_view(t: Tensor) -> bool:
+    return t._extra is not None and t._extra.base is not None
+
+
+def _as_view(out: Tensor, of: Tensor) -> None:
+    """Make ``out`` (a new tensor over ``of``'s memory) a view of ``of``'s base, as torch's view_as(self)."""
+    extra = of._extra
+    root = extra.base if extra is not None and extra.base is not None else of
+    out._extras().base = root
+    root_extra = root._extras()
+    if root_extra.views is None:
+        root_extra.views = weakref.WeakSet()
+    root_extra.views.add(out)
+
+
+# Note [Custom Function outputs]: as torch's _process_backward_mode_ad, after forward: every tensor
+# given to mark_dirty must be returned (else "Some elements marked as dirty ..."), whether or not a
+# graph is recorded; a dirty differentiable output that is no input gets a warning ("ctx.mark_dirty()
+# received a tensor that was not an input ..."); a dirty input that is a view may only be the one
+# output (its base is rebased onto CopySlices over the node, which reads only that output's
+# gradient); an input returned as it was comes back as a view of itself, and every view returned
+# (but a dirty input) is refused in place later: "... was created inside a custom Function ..."
+# (IN_CUSTOM_FUNCTION), or, with several differentiable outputs, "... returns multiple views ..."
+# (MULTI_OUTPUT_NODE); in-place on such a view would override the custom backward.
 def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bool) -> tuple:
-    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones."""
+    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones, with
+    torch's checks (custom_function.cpp's _process_backward_mode_ad, Note [Custom Function outputs])."""
+    for i, t in enumerate(node._dirty):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type {type_label(t)}")
     dirty = {id(t) for t in node._dirty}
     non_diff = {id(t) for t in node._non_differentiable}
-    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    inputs = {id(a): a for a in args if isinstance(a, Tensor)}
     for t in node._dirty:
         t._vc[0] += 1
-        if recording and t._requires_grad and t.grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    returned = {id(out) for out in outputs if isinstance(out, Tensor)}
+    if not dirty <= returned:
+        raise RuntimeError(DIRTY_NOT_RETURNED)
     wrapped = []
     metas = []
+    dirty_view = None
     for out in outputs:
         if not isinstance(out, Tensor):  # Note [One gradient slot per output]
             wrapped.append(out)
             metas.append(_NO_OUTPUT_META)
             continue
-        if id(out) in inputs and id(out) not in dirty:
+        output_nr = len(metas)
+        is_input = id(out) in inputs
+        is_modified = id(out) in dirty
+        is_diff = recording and id(out) not in non_diff and out.is_floating_point()
+        if is_diff and is_modified:
+            if out._requires_grad and out.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            if not is_input:
+                warnings.warn(MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=3)
+            if _is_view(out):
+                if len(outputs) > 1:
+                    raise RuntimeError(_DIRTY_VIEW_OF_MANY)
+                dirty_view = out
+        if is_input and not is_modified:
+            original = out
             out = Tensor._make(out.data, out.device, False, None, 0, out._vc)
+            if is_diff:
+                _as_view(out, original)
         metas.append((out.shape, numpy_dtype(out.dtype), out.device))
-        if recording and id(out) not in non_diff and out.is_floating_point():
+        if is_diff:
             out.grad_fn = node
-            out.output_nr = len(metas) - 1
+            out.output_nr = output_nr
             out._requires_grad = True
-        elif id(out) in dirty:
+        elif is_modified:
             out.grad_fn = None
             out._requires_grad = False
         wrapped.append(out)
@@ -301,16 +354,28 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     node.saved = tuple(saved)
     node._saved_layout = layout
     node._to_save = ()
-    dirty_views = [out for out in wrapped if isinstance(out, Tensor) and id(out) in dirty and out.grad_fn is node
-                   and out._extra is not None and out._extra.base is not None]
-    if dirty_views:  # Note [A custom Function's in-place op on a view]
-        if len(outs) > 1:
-            raise RuntimeError(_DIRTY_VIEW_OF_MANY)
-        _view_rebase[0](dirty_views[0], node)
+    if dirty_view is not None:
+        _rebase_dirty_view(node, args, dirty_view)
     return tuple(wrapped)
 
 
-def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: set) -> None:
+def _rebase_dirty_view(node: FunctionNode, args: tuple, view: Tensor) -> None:
+    """torch's rebase_history of a dirty view: the base is rebased onto CopySlices over the node, which
+    (as torch's) takes the view for the node's first input; an ``async def`` backward, which CopySlices
+    cannot await, or the view as another input would give a wrong gradient, so both are refused."""
+    if args[node._tensor_positions[0]] is not view:
+        raise NotImplementedError(
+            "a custom Function that modifies in place an input that is a view must take that view as its first "
+            "Tensor argument (torch's CopySlices reads the Function's first gradient as the view's); pass "
+            "view.clone() or reorder the arguments")
+    if node._function._async_backward:
+        raise NotImplementedError(
+            "a custom Function with an async def backward cannot modify in place an input that is a view (the base's "
+            "CopySlices runs the backward inline); pass view.clone()")
+    _view_rebase[0](view, node)  # Note [A custom Function's in-place op on a view]
+
+
+def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: dict) -> None:
     """Note [Views a Function returns]: as torch, an output that is a view (of an input or of a
     temporary), except a dirty input returned as itself, may not be modified in place where the
     in-place op would record: autograd's rebase of the view would replace the custom backward by

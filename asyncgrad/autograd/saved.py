@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
 from asyncgrad.autograd.graph import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
 
@@ -52,6 +52,8 @@ class SavedTensor:
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor.data
         self.vc = tensor._vc
+        if self.vc.__class__ is InferenceVersion:  # Note [Inference tensors] in grad_mode.py
+            raise RuntimeError(INFERENCE_SAVED)
         self.version = tensor._vc[0]
         self.device = tensor.device
         self.output_nr = tensor.output_nr

@@ -17,6 +17,7 @@ from asyncgrad.ops import (
     indexing,
     inplace,
     linalg,
+    misc,
     nn,
     reduction,
     shape,
@@ -26,7 +27,7 @@ from asyncgrad.ops import (
 )
 from asyncgrad.tensor import Tensor
 
-__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "sorting", "tensor_math",
+__all__ = ["elementwise", "indexing", "inplace", "linalg", "misc", "nn", "reduction", "shape", "sorting", "tensor_math",
            "views", "_node"]
 
 
@@ -186,6 +187,20 @@ _METHODS.update({
     "triu": shape.triu, "diag": shape.diag,
     "tril_": _inplace_method(shape.tril, "tril_"), "triu_": _inplace_method(shape.triu, "triu_"),
     **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _UNARY_INPLACE},
+})
+
+# ops-misc: storage and type methods, the unsafe_ splits, logcumsumexp, nansum, put (ops/misc.py, ops/views.py)
+_METHODS.update({
+    "set_": misc.set_, "resize_": misc.resize_, "resize_as_": misc.resize_as_, "resize": misc.resize,
+    "type": misc.type, "type_as": misc.type_as, "element_size": misc.element_size,
+    "nbytes": property(misc.nbytes), "itemsize": property(misc.itemsize),
+    "unsafe_split": views.unsafe_split, "unsafe_split_with_sizes": views.unsafe_split_with_sizes,
+    "unsafe_chunk": views.unsafe_chunk, "logcumsumexp": misc.logcumsumexp, "nansum": misc.nansum,
+    "put": misc.put, "put_": _inplace_method(misc.put, "put_"),
+    "index_fill": misc.index_fill, "index_fill_": _inplace_method(misc.index_fill, "index_fill_"),
+    "index_copy": misc.index_copy, "index_copy_": _inplace_method(misc.index_copy, "index_copy_"),
+    "masked_scatter": misc.masked_scatter, "masked_scatter_": _inplace_method(misc.masked_scatter, "masked_scatter_"),
+    "index_put": misc.index_put, "index_put_": _inplace_method(misc.index_put, "index_put_"),
 })
 
 # torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)

@@ -676,18 +676,19 @@ class ThresholdBackwardBackward0(OpNode):
     """relu's gradient as a function of the gradient and relu's result, as torch's threshold_backward:
     under create_graph it requires grad when the result does (its derivative there is zero)."""
 
-    __slots__ = ()
+    __slots__ = ("threshold",)
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
-        return (F.threshold_backward(g, y) if self.needs(0) else None, F.zeros_like(g) if self.needs(1) else None)
+        return (F.threshold_backward(g, y, self.threshold) if self.needs(0) else None,
+                F.zeros_like(g) if self.needs(1) else None)
 
 
-def threshold_backward(g: Tensor, y: Tensor) -> Tensor:
-    """torch's ``threshold_backward(grad, result, 0)``: the gradient where the result is above 0, else
-    0 (a NaN result passes it)."""
-    return record(ThresholdBackwardBackward0, (g, y), g.device.xp.where(y.data <= 0, 0.0, g.data), g.device,
-                  saved=(y,))
+def threshold_backward(g: Tensor, y: Tensor, threshold: float = 0.0) -> Tensor:
+    """torch's ``threshold_backward(grad, self, threshold)``: the gradient where ``y`` (relu's result,
+    threshold's input) is above ``threshold``, else 0 (a NaN passes it)."""
+    return record(ThresholdBackwardBackward0, (g, y), g.device.xp.where(y.data <= threshold, 0.0, g.data), g.device,
+                  float(threshold), saved=(y,))
 
 
 class ClampBackward1(OpNode):

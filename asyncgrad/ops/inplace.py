@@ -24,7 +24,8 @@ from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.function import install_view_rebase
-from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
+from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
+from asyncgrad.autograd.graph import RELEASED as RELEASED_VALUES
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
@@ -50,6 +51,8 @@ def _recording(x: Tensor, args: tuple) -> bool:
 def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, internal_overlap: bool = True) -> Tensor:
     """``compute`` out of place, written into ``x``; ``internal_overlap=False`` lets it write into an
     expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
+    if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
+        raise RuntimeError(INFERENCE_INPLACE)  # before anything is written (Note [Inference tensors])
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
     if grad_mode and base is not None and x._extra.creation is not None and (
@@ -298,7 +301,18 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
             raise RuntimeError(INTERNAL_OVERLAP)
         flat = F.reshape(g, (-1,))
         region = F.index(flat, self.index)
-        grads = self.fn.apply([region], F is not _node.ArrayMath)
+        fn = self.fn
+        if fn.saved is RELEASED_VALUES and self.saved is not RELEASED_VALUES:
+            # fn also ran on its own earlier in this pass (a backward recorded with create_graph
+            # reaches it through its saved result) and let go of its values: they are ours as well
+            # (``node.saved = fn.saved``), and torch's ready queue would have run us first.
+            fn.saved = self.saved
+            try:
+                grads = fn.apply([region], F is not _node.ArrayMath)
+            finally:
+                fn.saved = RELEASED_VALUES
+        else:
+            grads = fn.apply([region], F is not _node.ArrayMath)
         if grads[0] is not None:
             region = grads[0]
         else:
@@ -306,7 +320,10 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
         return (F.reshape(F.index_put(flat, self.index, region), self.base_shape),) + tuple(grads[1:])
 
     def release_variables(self) -> None:
-        self.fn.release_variables()
+        # torch's CopySlices only lets go of ``fn`` (``fn = nullptr``): a backward recorded with
+        # create_graph may hold ``fn`` too (a formula that read ``fn``'s saved result unpacks it
+        # with ``fn`` as grad_fn), and a later pass through it still needs fn's saved values.
+        self.fn = None
         super().release_variables()
 
 

@@ -119,8 +119,11 @@ class SplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
 
 
-def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any) -> tuple[Tensor, ...]:
-    """The views ``outs`` of ``x`` as outputs 0, 1, ... of one ``cls`` node (``record`` makes one output)."""
+def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any, views: bool = True
+                  ) -> tuple[Tensor, ...]:
+    """The views ``outs`` of ``x`` as outputs 0, 1, ... of one ``cls`` node (``record`` makes one output).
+    ``views=False`` (the unsafe_ splits): the outputs share memory but are no views for autograd:
+    each has its own version counter and no base, so an in-place op on one records as on any tensor."""
     dev = x.device
     vc = x._vc
     node = None
@@ -135,8 +138,9 @@ def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any) ->
             node.metadata["traceback_"] = forward_traceback()
     results = []
     for i, out in enumerate(outs):
-        result = Tensor._make(out, dev, node is not None, node, i if node is not None else 0, vc)
-        mark_view(result, x, cls, multi=True)
+        result = Tensor._make(out, dev, node is not None, node, i if node is not None else 0, vc if views else [0])
+        if views:
+            mark_view(result, x, cls, multi=True)
         results.append(result)
     return tuple(results)
 
@@ -426,3 +430,33 @@ def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: A
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
     return plain(dev.backend.empty(shape, x.dtype), dev)
+
+
+# --------------------------------------------------------------------------- ops-misc: the unsafe_ splits
+class UnsafeSplitBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+def unsafe_split(x: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """split whose pieces are not views for autograd (torch's unsafe_split): in-place ops on them
+    are allowed and record as on any tensor; they still share the input's memory."""
+    pieces = split(x.detach(), split_size, dim)
+    axis = _dim(x, dim, "unsafe_split")
+    return _record_views(UnsafeSplitBackward0, x, [p.data for p in pieces], axis, views=False)
+
+
+def unsafe_split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    pieces = split_with_sizes(x.detach(), split_sizes, dim)
+    axis = _dim(x, dim, "unsafe_split_with_sizes")
+    return _record_views(UnsafeSplitWithSizesBackward0, x, [p.data for p in pieces], axis, views=False)
+
+
+def unsafe_chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """chunk through unsafe_split (UnsafeSplitBackward0, as torch)."""
+    pieces = chunk(x.detach(), chunks, dim)
+    axis = _dim(x, dim, "unsafe_chunk")
+    return _record_views(UnsafeSplitBackward0, x, [p.data for p in pieces], axis, views=False)
