@@ -239,6 +239,10 @@ from asyncgrad.autograd.grad_mode import (  # noqa: E402
     set_multithreading_enabled,
 )
 
+# dtypes: torch's dtype class and functions (Note [Dtypes are numpy dtypes underneath] in dtypes.py)
+from asyncgrad.constructors import is_complex, is_floating_point  # noqa: E402
+from asyncgrad.dtypes import dtype, finfo, iinfo  # noqa: E402
+
 # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
 from asyncgrad.ops.indexing import (  # noqa: E402
     gather,

@@ -29,6 +29,7 @@ from asyncgrad._layout import memory_format
 from asyncgrad.autograd.awaitable import EngineCall
 from asyncgrad.autograd.graph import Node, RemovableHandle
 from asyncgrad.devices import Device
+from asyncgrad.dtypes import dtype as _AgDType
 from asyncgrad.ops.linalg import (
     EighResult,
     EigResult,
@@ -45,8 +46,8 @@ _Scalar: TypeAlias = bool | int | float | np.bool_ | np.number[Any]
 _Operand: TypeAlias = Tensor | _Scalar | npt.NDArray[Any]
 """The other operand of a binary op: a tensor, a number or a numpy array."""
 _DeviceLike: TypeAlias = str | Device
-_DType: TypeAlias = np.dtype[Any] | type[Any]
-"""``ag.float32`` (a numpy dtype), ``np.float32``, or a Python type (``float``)."""
+_DType: TypeAlias = _AgDType | np.dtype[Any] | type[Any]
+"""``ag.float32`` (an asyncgrad dtype over a numpy dtype), ``np.float32``, or a Python type (``float``)."""
 _Dims: TypeAlias = int | tuple[int, ...] | list[int]
 _Size: TypeAlias = SupportsIndex | Sequence[SupportsIndex]
 """One entry of ``reshape(2, 3)`` or the whole of ``reshape((2, 3))``."""
@@ -109,7 +110,7 @@ class Tensor:
     def ndim(self) -> builtins.int: ...
     def dim(self) -> builtins.int: ...
     @property
-    def dtype(self) -> np.dtype[Any]: ...
+    def dtype(self) -> _AgDType: ...
     @overload
     def size(self, dim: None = None) -> Size: ...
     @overload
@@ -117,6 +118,7 @@ class Tensor:
     def numel(self) -> builtins.int: ...
     def __len__(self) -> builtins.int: ...
     def is_floating_point(self) -> builtins.bool: ...
+    def is_complex(self) -> builtins.bool: ...
     def is_inference(self) -> builtins.bool: ...  # engine area: Note [Inference tensors]
     @property
     def is_cuda(self) -> builtins.bool: ...

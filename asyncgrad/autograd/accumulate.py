@@ -16,6 +16,7 @@ from asyncgrad.autograd import graph
 from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.autograd.hook_calls import type_name_of
 from asyncgrad.autograd.ownership import owned_by
+from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import Tensor, creation_lock
 
 _tuple_new = tuple.__new__
@@ -47,7 +48,7 @@ class AccumulateGrad(Node):
         super().__init__(())
         self.variable = variable
         self.lock = threading.Lock()
-        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
+        self._input_meta = ((variable.shape, numpy_dtype(variable.dtype), variable.device),)  # the array's dtype
         extra = variable._extra
         if extra is not None and extra.hooks is not None:
             self._register_hook_dict(extra.hooks)

@@ -12,8 +12,10 @@ Note [One array backend per device]: ops are written against the Array API stand
   where it would break on CuPy, which no CI machine has.
 * ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
 
-asyncgrad's dtypes are numpy dtypes on every device (``Tensor.dtype``); a backend converts
-them to its library's dtype objects (``native_dtype``) and back (``dtype``). Host values enter
+asyncgrad's dtypes stand for numpy dtypes on every device (``Tensor.dtype`` maps the numpy dtype
+a backend gives to its interned asyncgrad dtype: Note [Dtypes are numpy dtypes underneath] in
+dtypes.py); a backend converts them to its library's dtype objects (``native_dtype``) and back to
+numpy's (``dtype``). Host values enter
 and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
 
 What the standard lacks, each backend supplies in its own library's terms: numpy-style
