@@ -15,7 +15,7 @@ import numpy as np
 
 from asyncgrad import dtypes
 from asyncgrad._validate import dtype_arg, normalize_dim, tensor_arg
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import indexing as _indexing
 from asyncgrad.ops import shape as shape_ops
@@ -425,6 +425,13 @@ def _sizes(args: tuple) -> tuple[int, ...]:
     return tuple(int(s) for s in args)
 
 
+def _refuse_inference(x: Tensor) -> None:
+    """resize_ and set_ are in-place ops: an inference tensor is refused outside inference_mode
+    before anything is written (Note [Inference tensors] in autograd/grad_mode.py)."""
+    if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
+        raise RuntimeError(INFERENCE_INPLACE)
+
+
 def _store(x: Tensor, array: Any) -> None:
     """``x`` now holds ``array``; a leaf whose shape changed gets a fresh AccumulateGrad next time,
     whose metadata says the new shape (torch resets its grad accumulator when the metadata changes)."""
@@ -435,11 +442,15 @@ def _store(x: Tensor, array: Any) -> None:
 
 def resize_(x: Tensor, *sizes: Any) -> Tensor:
     """torch's resize_: in place, the elements kept in memory order; refused on a tensor that
-    requires grad (torch's wording). Shrinking keeps sharing memory, growing reallocates."""
+    requires grad (torch's wording). Shrinking keeps sharing memory, growing reallocates. A new
+    shape bumps the version, as torch's does: a backward that saved ``x`` is refused."""
     if x.requires_grad and grad_enabled.get():
         raise RuntimeError(_RESIZE_GRAD)
     shape = _sizes(sizes)
-    _store(x, _resized(x, shape))
+    if shape != tuple(x.shape):  # torch's resize_ to its own shape is no in-place op at all
+        _refuse_inference(x)
+        _store(x, _resized(x, shape))
+        x._vc[0] += 1
     return x
 
 
@@ -464,6 +475,7 @@ def set_(x: Tensor, source: Tensor | None = None) -> Tensor:
     grad mode, as torch refuses an in-place op on it."""
     if grad_enabled.get() and x.requires_grad and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    _refuse_inference(x)
     if source is None:
         _store(x, x.device.backend.zeros((0,), x.dtype))
     else:

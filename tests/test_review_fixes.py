@@ -1,0 +1,67 @@
+"""Fixes from the review of the day's merges: each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import check_raises, torch
+
+import asyncgrad as ag
+
+INFERENCE_INPLACE = "Inplace update to inference tensor outside InferenceMode is not allowed"
+
+
+def _inference_ones(lib):
+    with lib.inference_mode():
+        return lib.ones(3)
+
+
+def test_resize_of_an_inference_tensor_to_its_own_shape_is_no_inplace_op():
+    for lib in (ag, torch) if torch is not None else (ag,):
+        z = _inference_ones(lib)
+        z.resize_(3)
+        assert z.is_inference()
+
+
+@pytest.mark.parametrize("modify", [
+    lambda lib, z: z.resize_(4),
+    lambda lib, z: z.resize_as_(lib.ones(2)),
+    lambda lib, z: z.set_(lib.zeros(2)),
+    lambda lib, z: z.set_(),
+])
+def test_resize_and_set_refuse_inference_tensors_before_writing(modify):
+    """torch refuses resize_/set_ on an inference tensor outside inference_mode; asyncgrad also
+    refuses before changing anything (torch's resize_ has already resized when it raises)."""
+    check_raises(lambda lib: modify(lib, _inference_ones(lib)), RuntimeError, INFERENCE_INPLACE)
+    z = _inference_ones(ag)
+    with pytest.raises(RuntimeError, match=INFERENCE_INPLACE):
+        modify(ag, z)
+    assert tuple(z.shape) == (3,) and z.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_resize_inside_inference_mode_still_works():
+    with ag.inference_mode():
+        z = ag.ones(3)
+        z.resize_(5)
+    assert tuple(z.shape) == (5,)
+
+
+@pytest.mark.parametrize("sizes, bumps", [((3,), 0), ((2,), 1), ((5,), 1), ((3, 1), 1)])
+def test_resize_bumps_the_version_when_the_shape_changes(sizes, bumps):
+    x = ag.tensor([2.0, 3.0, 4.0])
+    x.resize_(*sizes)
+    assert x._version == bumps
+    if torch is not None:
+        t = torch.tensor([2.0, 3.0, 4.0])
+        t.resize_(*sizes)
+        assert t._version == bumps
+
+
+async def test_resize_of_a_saved_tensor_is_caught_by_backward():
+    """A tensor saved for backward and then resized: torch's version check refuses the backward."""
+    w = ag.ones(3, requires_grad=True)
+    x = ag.tensor([2.0, 3.0, 4.0])
+    y = (w * x).sum()
+    x.resize_(2)
+    x.resize_(3)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        await ag.grad(y, w)
