@@ -256,6 +256,9 @@ class Tensor:
         if requires_grad and not dtypes.is_floating_point(self.dtype):
             # torch 2.13's words for requires_grad_(); its factories still say "and complex dtype"
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._vc.__class__ is InferenceVersion and not inference_enabled.get():
+            # Note [Inference tensors] in autograd/grad_mode.py
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 

@@ -65,3 +65,17 @@ async def test_resize_of_a_saved_tensor_is_caught_by_backward():
     x.resize_(3)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         await ag.grad(y, w)
+def test_requires_grad_on_inference_tensor_outside_inference_mode():
+    def set_flag(lib):
+        _inference_ones(lib).requires_grad = True
+
+    check_raises(lambda lib: _inference_ones(lib).requires_grad_(), RuntimeError,
+                 "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+    check_raises(set_flag, RuntimeError,
+                 "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+    z = _inference_ones(ag)
+    assert z.requires_grad_(False).requires_grad is False
+    with ag.inference_mode():
+        assert z.requires_grad_().requires_grad
+
+
