@@ -62,7 +62,7 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    _check_overlap(x, args, internal_overlap)
+    check_overlap(x, args, internal_overlap)
     recording = _recording(x, args)
     if not recording:
         with no_grad():
@@ -137,7 +137,7 @@ def same_data(a: Tensor, b: Any) -> bool:
             and backend.strides(da) == backend.strides(db) and a.dtype == b.dtype)
 
 
-def _check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
+def check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
     """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
     out = x.data
     backend = x.device.backend

@@ -7,8 +7,10 @@ grad, it refuses ("mul(): functions with out=... arguments don't support automat
 differentiation, but one of the arguments requires grad."). Otherwise the result is computed as
 usual (grad mode off, so nothing is recorded), checked castable to ``out``'s dtype (numpy's
 ``same_kind`` rule is torch's ``canCast``: no float into an integer, no integer into a bool), and
-written in place, which bumps ``out``'s version. An ``out`` of another shape is resized, with
-torch's deprecation warning unless it was empty. Only the top-level functions take ``out=``, as
+written in place, which bumps ``out``'s version. An ``out`` that shares only part of its memory
+with an input is refused as torch's TensorIterator refuses it (Note [Memory overlap] in
+inplace.py); sharing all of it (``exp(x, out=x)``) is fine. An ``out`` of another shape is
+resized, with torch's deprecation warning unless it was empty. Only the top-level functions take ``out=``, as
 in torch; the methods and operators never pay for the keyword.
 """
 
@@ -21,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from asyncgrad.ops.inplace import check_overlap
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
@@ -37,21 +40,22 @@ def accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     return with_out
 
 
-def _inputs_require_grad(args: Any) -> bool:
+def _tensors(args: Any) -> list[Tensor]:
+    """The tensors among ``args``, those in lists and tuples (cat's) included."""
+    found = []
     for arg in args:
         if isinstance(arg, Tensor):
-            if arg._requires_grad:
-                return True
-        elif isinstance(arg, (list, tuple)) and _inputs_require_grad(arg):
-            return True
-    return False
+            found.append(arg)
+        elif isinstance(arg, (list, tuple)):
+            found.extend(_tensors(arg))
+    return found
 
 
 def _write_out(name: str, fn: Callable[..., Tensor], args: tuple, kwargs: dict, out: Tensor) -> Tensor:
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if is_grad_enabled() and (out._requires_grad or _inputs_require_grad(args)
-                              or _inputs_require_grad(kwargs.values())):
+    inputs = _tensors(args) + _tensors(kwargs.values())
+    if is_grad_enabled() and (out._requires_grad or any(t._requires_grad for t in inputs)):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     with no_grad():
@@ -70,5 +74,7 @@ def _write_out(name: str, fn: Callable[..., Tensor], args: tuple, kwargs: dict, 
                     "they have zero elements. You can explicitly reuse an out tensor t by resizing it, "
                     "inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
             out.resize_(result.shape)
+        else:
+            check_overlap(out, tuple(inputs), False)
         out.copy_(result)
     return out
