@@ -24,6 +24,17 @@ Memory (``profile_memory=True``): an op that allocates its result (not a view) c
 bytes, and so does every range open in its context; a result freed while the profile runs counts
 its bytes negatively in the ranges open where it was freed. Only results made during the profile
 are followed; torch's ``[memory]`` events for frees outside any range are not made.
+
+Note [Profiler arguments that record nothing]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``profile`` takes all of torch's keywords so that torch code runs unchanged, but these change
+nothing: ``with_flops`` (no op counts its FLOPs: every event's ``flops`` stays 0 and the table
+has no FLOPs column; ``EventList`` keeps the flag only to pass it on, as torch's does),
+``with_stack`` and ``with_modules`` (no Python stack or module hierarchy is attached to an
+event), ``use_kineto``, ``experimental_config``, ``acc_events`` and ``custom_trace_id_callback``
+(there is one recorder, no Kineto), and ``use_cpu`` (host events are always recorded; torch
+refuses ``use_cpu=False`` without Kineto). ``use_cuda``/``use_device`` other than ``cpu`` warn
+and are dropped: device kernels are timed only as the host sees them.
 """
 
 from __future__ import annotations
@@ -276,7 +287,8 @@ class FunctionEventAvg(_Averages):
 
 
 class EventList(list):
-    """A list of events (or of averages) that prints as torch's table."""
+    """A list of events (or of averages) that prints as torch's table; ``with_flops`` is kept and
+    passed on only (Note [Profiler arguments that record nothing])."""
 
     def __init__(self, *args: Any, use_device: str | None = None, profile_memory: bool = False,
                  with_flops: bool = False) -> None:
@@ -405,9 +417,8 @@ class profile:
     """torch.autograd.profiler.profile: records forward ops, ``record_function`` ranges and
     backward node runs started in its block, in its context only (module docstring).
 
-    ``use_cuda``/``use_device``: asyncgrad times no device kernel apart from the host's view of
-    it, so device columns stay empty; ``with_stack``, ``with_flops``, ``with_modules`` and
-    ``use_kineto`` are accepted and record nothing more."""
+    Several of torch's keywords are accepted and record nothing more (Note [Profiler arguments
+    that record nothing])."""
 
     def __init__(self, enabled: bool = True, *, use_cuda: bool = False, use_device: str | None = None,
                  record_shapes: bool = False, with_flops: bool = False, profile_memory: bool = False,
