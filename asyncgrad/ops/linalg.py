@@ -1211,14 +1211,9 @@ def _solve_with(T: Tensor, B: Tensor, left: bool) -> Tensor:
 
 
 def _triangular_checks(A: Tensor, B: Tensor, fn: str, left: bool = True) -> None:
-    if A.ndim < 2:
-        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    _square(A, fn)  # torch checks A (dimensions, square, dtype) before B
     if B.ndim < 2:
         raise RuntimeError(f"{fn}: The input tensor B must have at least 2 dimensions.")
-    if A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "
-                           f"{A.shape[-1]} matrices")
-    _float_input(A, fn)
     if A.dtype != B.dtype:
         raise RuntimeError(f"{fn}: Expected A and B to have the same dtype, but found A of type "
                            f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
@@ -1254,11 +1249,36 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     b = input
     tensor_arg(b, "triangular_solve", "input", 1)
     tensor_arg(A, "triangular_solve", "A", 2)
-    _triangular_checks(A, b, "linalg.solve_triangular")
+    _legacy_solve_checks(b, A, "triangular_solve",
+                         "torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {} dimensions "
+                         "instead", "torch.triangular_solve: Expected A to have at least 2 dimensions, but it has {} "
+                         "dimensions instead")
     T = _triangle(A, bool(upper), bool(unitriangular))
     if transpose:
         T = shape_ops.transpose(T, -1, -2)
     return TriangularSolveResult(solve_matrix(T, b), shape_ops.clone(A))
+
+
+def _legacy_solve_checks(b: Tensor, A: Tensor, fn: str, b_rank: str, A_rank: str) -> None:
+    """The checks of torch's legacy ``triangular_solve(b, A)`` and ``cholesky_solve(b, A)``, in
+    torch's order and words (not linalg.solve_triangular's): b's and A's dimensions (``*_rank``
+    formatted with the count), the same dtype, A square, the sizes, a floating dtype."""
+    if b.ndim < 2:
+        raise RuntimeError(b_rank.format(b.ndim))
+    if A.ndim < 2:
+        raise RuntimeError(A_rank.format(A.ndim))
+    if A.dtype != b.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {scalar_type_name(b.dtype)} "
+                           f"and A of type {scalar_type_name(A.dtype)} instead.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           "matrices")
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {fn}: each A matrix is {A.shape[-1]} by {A.shape[-1]} "
+                           f"but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    if A.dtype.kind != "f":
+        raise NotImplementedError(f'"{fn}_{A.device.type}" not implemented for \'{scalar_type_name(A.dtype)}\'')
+    same_device(A, b)
 
 
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
@@ -1267,7 +1287,8 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     tensor_arg(input, "cholesky_solve", "input", 1)
     tensor_arg(input2, "cholesky_solve", "input2", 2)
     B, L = input, input2
-    _triangular_checks(L, B, "cholesky_solve")
+    _legacy_solve_checks(B, L, "cholesky_solve", "b should have at least 2 dimensions, but has {} dimensions instead",
+                         "u should have at least 2 dimensions, but has {} dimensions instead")
     T = _triangle(L, bool(upper), False)
     if upper:  # A = Uᵀ U
         return solve_matrix(T, solve_matrix(shape_ops.transpose(T, -1, -2), B))
