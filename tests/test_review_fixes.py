@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import check_raises, torch
+from helpers import check_raises, torch, wait
 
 import asyncgrad as ag
 
@@ -79,3 +79,21 @@ def test_requires_grad_on_inference_tensor_outside_inference_mode():
         assert z.requires_grad_().requires_grad
 
 
+
+
+def test_custom_backward_gradient_for_a_non_tensor_input_is_refused():
+    """torch refuses a gradient returned for an input that was not a Tensor; asyncgrad dropped it."""
+    def fn(lib):
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                return x * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, lib.ones(1)
+
+        a = lib.ones(3, requires_grad=True)
+        Scale.apply(a, 2).sum().backward() if lib is torch else wait(Scale.apply(a, 2).sum().backward())
+    check_raises(fn, RuntimeError, "function ScaleBackward returned a gradient different than None at position 2, "
+                                   "but the corresponding forward input was not a Variable")

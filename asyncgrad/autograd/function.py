@@ -142,8 +142,14 @@ class FunctionNode(FunctionCtx, Node):
                 f"function {self.name()} returned an incorrect number of gradients (expected {expected}, "
                 f"got {len(result)})"
             )
+        positions = self._tensor_positions
+        if len(positions) != expected:  # a gradient for an input that is no Tensor is refused, as torch's
+            for position in range(expected):
+                if result[position] is not None and position not in positions:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                       f"{position + 1}, but the corresponding forward input was not a Variable")
         grads = []
-        for position in self._tensor_positions:
+        for position in positions:
             grad = result[position]
             if grad is not None and not isinstance(grad, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type_label(grad)})")
