@@ -19,7 +19,7 @@ import numpy as np
 from asyncgrad._validate import tensor_arg
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
 from asyncgrad.ops.loss import check_reduction
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Tensor, scalar_type_name
 
 _NEG_INF = float("-inf")
 
@@ -110,6 +110,41 @@ def _ctc_grad(dev: Any, lp: Any, nll: Any, alpha: Any, g: Any, ext: Any, skip: A
     return grad * xp.reshape(g, (1, N, 1))
 
 
+def _check_args(log_probs: Tensor, targets: Tensor, il: list[int], tls: list[int], blank: int, T: int, N: int,
+                C: int) -> None:
+    """torch's ctc_loss_allocate_outputs checks, in its order and words: without them a length
+    past the targets or the input would read padding or another sample's labels silently."""
+    where = "(while checking arguments for ctc_loss_allocate_outputs)"
+    if log_probs.dtype.kind != "f":
+        raise NotImplementedError(f'"ctc_loss_{log_probs.device.type}" not implemented for '
+                                  f"'{scalar_type_name(log_probs.dtype)}'")
+    if not 0 <= blank < C:
+        raise RuntimeError("blank must be in label range")
+    if len(il) != N:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(il)} and {N}")
+    if len(tls) != N:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tls)} and {N}")
+    for length in tls:
+        if length < 0:
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got value {length} {where}")
+    if targets.ndim == 1:
+        if targets.shape[0] != sum(tls):
+            raise RuntimeError(f"Expected tensor to have size {sum(tls)} at dimension 0, but got size "
+                               f"{targets.shape[0]} for argument #2 'targets' {where}")
+    else:
+        if targets.shape[0] != N:
+            raise RuntimeError(f"Expected tensor to have size {N} at dimension 0, but got size {targets.shape[0]} "
+                               f"for argument #2 'targets' {where}")
+        if tls and targets.shape[1] < max(tls):
+            raise RuntimeError(f"Expected tensor to have size at least {max(tls)} at dimension 1, but got size "
+                               f"{targets.shape[1]} for argument #2 'targets' {where}")
+    for length in il:
+        if length < 0:
+            raise RuntimeError(f"Expected input_lengths to have value at least 0, but got value {length} {where}")
+        if length > T:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {length} {where}")
+
+
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """torch's ctc_loss: ``log_probs`` (T, N, C) or (T, C), ``targets`` (N, S) padded or the
@@ -126,14 +161,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     il = _lengths(input_lengths, "input_lengths")
     tls = _lengths(target_lengths, "target_lengths")
     T, N, C = log_probs.shape
-    if len(il) != N:
-        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(il)} and {N}")
-    if len(tls) != N:
-        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tls)} and {N}")
-    for length in il:
-        if length > T:
-            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {length} (while "
-                               f"checking arguments for ctc_loss_cpu)")
+    _check_args(log_probs, targets, il, tls, blank, T, N, C)
     dev = log_probs.device
     backend = dev.backend
     xp = dev.xp
