@@ -97,3 +97,17 @@ def test_custom_backward_gradient_for_a_non_tensor_input_is_refused():
         Scale.apply(a, 2).sum().backward() if lib is torch else wait(Scale.apply(a, 2).sum().backward())
     check_raises(fn, RuntimeError, "function ScaleBackward returned a gradient different than None at position 2, "
                                    "but the corresponding forward input was not a Variable")
+
+
+@pytest.mark.parametrize("call, exc, words", [
+    (lambda lib: lib.ones(3).resize_("a"), TypeError,
+     "resize_\\(\\): argument 'size' \\(position 1\\) must be tuple of ints, not str"),
+    (lambda lib: lib.ones(3).resize_(2.5), TypeError, "must be tuple of ints, not float"),
+    (lambda lib: lib.ones(3).resize_((2, "a")), TypeError, "failed to unpack the object at pos 2"),
+    (lambda lib: lib.ones(3).resize_(), TypeError, "resize_\\(\\) missing 1 required positional arguments: \"size\""),
+    (lambda lib: lib.ones(3).index_fill(0, lib.tensor([[0]]), 1.0), RuntimeError, "Index has to be a vector/scalar"),
+    (lambda lib: lib.ones(3).index_copy(0, lib.tensor([[0]]), lib.ones(1)), IndexError,
+     "index_copy_\\(\\): Index should have dimension 1 or 0 \\(got 2\\)"),
+])
+def test_bad_sizes_and_indices_get_torchs_errors(call, exc, words):
+    check_raises(call, exc, words)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from asyncgrad import dtypes
-from asyncgrad._validate import dtype_arg, normalize_dim, tensor_arg
+from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import indexing as _indexing
@@ -419,10 +419,11 @@ def _resized(x: Tensor, sizes: tuple[int, ...]) -> Any:
     return xp.reshape(grown, sizes)
 
 
-def _sizes(args: tuple) -> tuple[int, ...]:
-    if len(args) == 1 and isinstance(args[0], (list, tuple)):
-        args = tuple(args[0])
-    return tuple(int(s) for s in args)
+def _sizes(args: tuple, fn: str) -> tuple[int, ...]:
+    """resize's sizes, ``f(2, 3)`` or ``f((2, 3))``, checked as torch's parser checks them."""
+    if not args:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+    return int_list(args, fn)
 
 
 def _refuse_inference(x: Tensor) -> None:
@@ -446,7 +447,7 @@ def resize_(x: Tensor, *sizes: Any) -> Tensor:
     shape bumps the version, as torch's does: a backward that saved ``x`` is refused."""
     if x.requires_grad and grad_enabled.get():
         raise RuntimeError(_RESIZE_GRAD)
-    shape = _sizes(sizes)
+    shape = _sizes(sizes, "resize_")
     if shape != tuple(x.shape):  # torch's resize_ to its own shape is no in-place op at all
         _refuse_inference(x)
         _store(x, _resized(x, shape))
@@ -463,7 +464,7 @@ def resize(x: Tensor, *sizes: Any) -> Tensor:
     """The deprecated out-of-place resize (torch warns as here): same number of elements, a
     reshape of a contiguous copy; otherwise a resized copy that records nothing."""
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
-    shape = _sizes(sizes)
+    shape = _sizes(sizes, "resize")
     if math.prod(shape) == x.numel():
         return shape_ops.reshape(shape_ops.contiguous(x), shape)
     return plain(_resized(x, shape), x.device)
@@ -531,6 +532,10 @@ def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, t
     tensor_arg(index, fn, "index", 2)
     if index.dtype != np.int64:
         raise IndexError(f"{fn}_(): Expected dtype int64 for index.")
+    if index.ndim > 1:  # torch's words; _vector_index's would name index_add_
+        if fn == "index_fill":
+            raise RuntimeError("Index has to be a vector/scalar")
+        raise IndexError(f"{fn}_(): Index should have dimension 1 or 0 (got {index.ndim})")
     axis, idx, key = _vector_index(x, dim, index, fn, "")
     _check_bounds(idx, x.shape[axis] if x.ndim else 1, axis, x.device.backend, IndexError)
     return axis, idx, key
