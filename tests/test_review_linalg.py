@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from helpers import check_raises
 
+import asyncgrad as ag
+
 CASES = [  # A's shape, b's shape, A's dtype, b's dtype, the exception, torch's words
     ((3,), (3, 2), "float64", "float64", RuntimeError, "{A_rank}1 dimensions"),
     ((3, 3), (3,), "float64", "float64", RuntimeError, "{b_rank}1 dimensions"),
@@ -39,3 +41,16 @@ def test_legacy_solve_errors_are_torchs(fn, a_shape, b_shape, a_dtype, b_dtype, 
         return getattr(lib, fn)(b, A)
 
     check_raises(call, exc, message.replace("(", r"\(").replace(")", r"\)"))
+
+
+def test_cdist_refuses_an_unknown_compute_mode():
+    check_raises(lambda lib: lib.cdist(lib.ones(3, 2), lib.ones(3, 2), compute_mode="bad"), ValueError,
+                 "bad is not a valid value for compute_mode")
+    for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+
+        assert ag.cdist(ag.ones(3, 2), ag.ones(1, 2), compute_mode=mode).tolist() == [[0.0]] * 3
+
+
+def test_matrix_power_takes_an_int():
+    check_raises(lambda lib: lib.linalg.matrix_power(lib.ones(2, 2), 2.0), TypeError,
+                 r"linalg_matrix_power\(\): argument 'n' \(position 2\) must be int, not float")

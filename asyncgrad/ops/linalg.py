@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from asyncgrad._validate import normalize_dim, number_arg, tensor_arg, type_label
+from asyncgrad._validate import int_arg, normalize_dim, number_arg, tensor_arg, type_label
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.devices import cpu
 from asyncgrad.devices.backend import backend_of
@@ -466,10 +466,15 @@ class CdistBackward0(OpNode):
         )
 
 
+_CDIST_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
     """torch's ``cdist``: the p-norm distance between each row of ``x1`` and each row of ``x2``,
     batch dims broadcast. Computed from the differences for every p (torch's matrix-product path
-    for large p = 2 inputs trades accuracy for speed; ``compute_mode`` is accepted and not needed)."""
+    for large p = 2 inputs trades accuracy for speed; ``compute_mode`` is checked, then not needed)."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     tensor_arg(x1, "cdist", "x1", 1)
     tensor_arg(x2, "cdist", "x2", 2)
     for t, name in ((x1, "X1"), (x2, "X2")):
@@ -1485,6 +1490,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     """torch's ``linalg.matrix_power``: products of A (of A⁻¹ for n < 0), by repeated squaring;
     n = 0 gives identities that need no gradient, as torch's."""
     tensor_arg(A, "linalg_matrix_power", "A", 1)
+    n = int_arg(n, "linalg_matrix_power", "n", 2)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
     if A.shape[-1] != A.shape[-2]:
