@@ -143,13 +143,15 @@ def finfo(d: Any = None) -> np.finfo:
     """numpy's ``finfo`` of a float dtype (the default one without an argument), as ``torch.finfo``."""
     d = get_default_dtype() if d is None else intern(d)
     if not d.is_floating_point:
-        raise TypeError("finfo(): argument 'type' must be a floating point dtype")
+        raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'")
     return np.finfo(d.dtype)
 
 
 def iinfo(d: Any) -> np.iinfo:
     """numpy's ``iinfo`` of an integer dtype, as ``torch.iinfo``."""
     d = intern(d)
-    if d.kind not in "iu":
-        raise TypeError("iinfo(): argument 'type' must be an integer dtype")
+    if d.kind == "b":
+        raise TypeError(f"{d} is not supported by torch.iinfo")
+    if d.kind not in "iu":  # torch's words, its odd last clause too
+        raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
     return np.iinfo(d.dtype)

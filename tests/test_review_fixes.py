@@ -111,3 +111,12 @@ def test_custom_backward_gradient_for_a_non_tensor_input_is_refused():
 ])
 def test_bad_sizes_and_indices_get_torchs_errors(call, exc, words):
     check_raises(call, exc, words)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda lib: lib.finfo(lib.int64), "finfo\\(\\) requires a floating point input type. Use torch.iinfo to handle"),
+    (lambda lib: lib.iinfo(lib.float32), "iinfo\\(\\) requires an integer input type. Use torch.finfo to handle"),
+    (lambda lib: lib.iinfo(lib.bool), "bool is not supported by torch.iinfo"),
+])
+def test_finfo_iinfo_of_the_wrong_kind(call, words):
+    check_raises(call, TypeError, words)
