@@ -120,3 +120,33 @@ def test_bad_sizes_and_indices_get_torchs_errors(call, exc, words):
 ])
 def test_finfo_iinfo_of_the_wrong_kind(call, words):
     check_raises(call, TypeError, words)
+
+
+@pytest.mark.parametrize("case", ["x_requires_grad", "source_requires_grad"])
+async def test_set_records_a_node_whose_backward_refuses(case):
+    """After ``y.set_(src)`` in grad mode, y's value no longer comes from its old history: torch
+    makes y the output of NotImplemented, so a backward through y raises; asyncgrad used to send
+    the gradient into y's old history (a silently wrong gradient)."""
+    w = ag.ones(3, requires_grad=True)
+    src = ag.tensor([5.0, 6.0, 7.0], requires_grad=case == "source_requires_grad")
+    y = w * 2 if case == "x_requires_grad" else ag.ones(3)
+    y.set_(src)
+    assert y.requires_grad and y.tolist() == [5.0, 6.0, 7.0]
+    with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+        await ag.grad((y * 3).sum(), w if case == "x_requires_grad" else src)
+    if torch is not None:
+        tw = torch.ones(3, requires_grad=True)
+        tsrc = torch.tensor([5.0, 6.0, 7.0], requires_grad=case == "source_requires_grad")
+        ty = tw * 2 if case == "x_requires_grad" else torch.ones(3)
+        ty.set_(tsrc)
+        with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+            torch.autograd.grad((ty * 3).sum(), tw if case == "x_requires_grad" else tsrc)
+
+
+def test_set_in_no_grad_keeps_the_history():
+    w = ag.ones(3, requires_grad=True)
+    y = w * 2
+    node = y.grad_fn
+    with ag.no_grad():
+        y.set_(ag.tensor([5.0, 6.0, 7.0]))
+    assert y.grad_fn is node

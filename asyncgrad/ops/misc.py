@@ -15,13 +15,16 @@ import numpy as np
 
 from asyncgrad import dtypes
 from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg
+from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
+from asyncgrad.autograd.graph import NO_EDGE
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import indexing as _indexing
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.indexing import _check_bounds, _on_device, _owned, _vector_index
+from asyncgrad.ops.inplace import Error, _rebase, _rebased_node
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.tensor import Tensor, _store_data, scalar_type_name, type_name
 
@@ -473,7 +476,8 @@ def resize(x: Tensor, *sizes: Any) -> Tensor:
 def set_(x: Tensor, source: Tensor | None = None) -> Tensor:
     """torch's set_: ``x`` takes ``source``'s memory, shape and strides (writes through either show
     in both), keeps its own version counter and bumps it. A leaf that requires grad is refused in
-    grad mode, as torch refuses an in-place op on it."""
+    grad mode, as torch refuses an in-place op on it; in grad mode, when ``x`` or ``source``
+    requires grad, ``x`` becomes the output of a node whose backward raises torch's words."""
     if grad_enabled.get() and x.requires_grad and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     _refuse_inference(x)
@@ -490,6 +494,11 @@ def set_(x: Tensor, source: Tensor | None = None) -> Tensor:
                                "must match.")
         _store(x, source.data)
     x._vc[0] += 1
+    if grad_enabled.get() and (x._requires_grad or (source is not None and source._requires_grad)):
+        # torch records set_ as its NotImplemented node: a backward through x raises, instead of
+        # flowing into x's old history, which no longer made its value (a silently wrong gradient)
+        edges = (gradient_edge(x), NO_EDGE if source is None else gradient_edge(source))
+        _rebase(x, _rebased_node(Error, edges, x, "derivative for set_ is not implemented"))
     return x
 
 
