@@ -341,19 +341,22 @@ def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
     parts = [backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
              for offset in itertools.product(*(range(k) for k in kernel))]
-    best = backend.copy(parts[0], "C")
-    for part in parts[1:]:
+    best = xp.maximum(parts[0], parts[1]) if len(parts) > 1 else backend.copy(parts[0], "C")
+    for part in parts[2:]:
         best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
     # the first position holding the maximum = how many positions before it do not; counted
-    # branchlessly (a ``where`` per position mispredicts: Note [Branchless zero_where])
-    arg = backend.zeros(best.shape, np.int64)
+    # branchlessly (a ``where`` per position mispredicts: Note [Branchless zero_where]), in int8
+    # where the window's positions fit (an eighth of int64's memory traffic, in every pass here
+    # and in the backward's comparisons; ``max_pool2d`` widens it for ``return_indices``)
+    arg_dtype = np.dtype(np.int8 if len(parts) <= 127 else np.int64)
+    arg = backend.zeros(best.shape, arg_dtype)
     found = None
     for part in parts[:-1]:
         found = part == best if found is None else xp.logical_or(found, part == best)
-        arg += backend.astype(xp.logical_not(found), np.dtype(np.int64))
+        arg += backend.astype(xp.logical_not(found), arg_dtype)
     if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
         for index, part in enumerate(parts):
-            arg = xp.where(xp.isnan(part), backend.full((), index, np.int64), arg)
+            arg = xp.where(xp.isnan(part), backend.full((), index, arg_dtype), arg)
     return best, arg, out
 
 
