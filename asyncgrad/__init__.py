@@ -239,6 +239,10 @@ from asyncgrad.autograd.grad_mode import (  # noqa: E402
     set_multithreading_enabled,
 )
 
+# dtypes: torch's dtype class and functions (Note [Dtypes are numpy dtypes underneath] in dtypes.py)
+from asyncgrad.constructors import is_complex, is_floating_point  # noqa: E402
+from asyncgrad.dtypes import dtype, finfo, iinfo  # noqa: E402
+
 # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
 from asyncgrad.ops.indexing import (  # noqa: E402
     gather,
@@ -289,3 +293,14 @@ from asyncgrad.ops.misc import (  # noqa: E402
     searchsorted,
 )
 from asyncgrad.ops.views import unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
+
+# strides and memory formats (asyncgrad/_layout.py)
+# isort: split
+from asyncgrad._layout import (  # noqa: E402
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
+from asyncgrad.factories import empty_strided  # noqa: E402

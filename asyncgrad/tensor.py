@@ -185,12 +185,14 @@ class Tensor:
         return self._data.ndim
 
     @property
-    def dtype(self) -> np.dtype:
-        """A numpy dtype on every device (Note [One array backend per device] in devices/backend.py)."""
+    def dtype(self) -> dtypes.dtype:
+        """The interned asyncgrad dtype on every device (Note [Dtypes are numpy dtypes underneath] in
+        dtypes.py): the array's dtype looked up, a backend's own dtype converted to numpy's first."""
         dtype = self._data.dtype
-        if dtype.__class__ in _NUMPY_DTYPE_CLASSES or isinstance(dtype, np.dtype):  # Note [Is it a numpy dtype]
-            return dtype
-        return self.device.backend.dtype(self._data)
+        if dtype.__class__ in _NUMPY_DTYPE_CLASSES:  # Note [Is it a numpy dtype]: a strict dtype hashes as numpy's
+            found = _BY_NUMPY.get(dtype)  # but warns when compared with it, so it never meets this dict
+            return found if found is not None else dtypes.intern(dtype)
+        return dtypes.intern(self.device.backend.dtype(self._data))
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -209,7 +211,11 @@ class Tensor:
         return self._data.shape[0]
 
     def is_floating_point(self) -> bool:
-        return dtypes.is_floating_point(self.dtype)
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        """Always False: asyncgrad holds no complex data (Note [Complex numbers are refused] in _validate.py)."""
+        return self.dtype.is_complex
 
     @property
     def is_cuda(self) -> bool:
@@ -560,5 +566,6 @@ _PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
 Tensor.data = property(_data_slot.__get__, _set_data, _delete_data,  # type: ignore[assignment]
                        doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
 _ndarray = np.ndarray
+_BY_NUMPY = dtypes._BY_NUMPY
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES
 _pending = awaitable.pending

@@ -49,7 +49,6 @@ def test_profiler():
     assert len(found_indices) == len(names)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="Tensor.resize_ missing (not the profiler's)")
 def test_profiler_unboxed_only():
     """Port of TestAutograd.test_profiler_unboxed_only."""
     x = ag.rand(3, 4)

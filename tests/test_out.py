@@ -69,7 +69,8 @@ def test_inputs_without_grad_need_no_no_grad():
 def test_dtype_rules_as_torch():
     a = ag.randn(2, 2)
     err = _same_error(lambda: ag.mul(a, 2.0, out=ag.zeros(2, 2, dtype=ag.int64)),
-                      lambda: torch.mul(torch.randn(2, 2), 2.0, out=torch.zeros(2, 2, dtype=torch.int64)))
+                      lambda: torch.mul(torch.randn(2, 2, dtype=torch.float32), 2.0,
+                                        out=torch.zeros(2, 2, dtype=torch.int64)))
     assert str(err) == "result type Float can't be cast to the desired output type Long"
     x = ag.zeros(2, 2, dtype=ag.float64)  # a wider float, and an integer result into a float: both allowed
     ag.add(a, 1, out=x)

@@ -1376,8 +1376,6 @@ async def test_jvp_create_graph():
 
 
 # 58
-@pytest.mark.xfail(strict=True, reason="dtypes have no is_floating_point attribute (numpy dtypes); "
-                   "searchsorted missing")
 def test_integer_outputs():
     """Port of TestAutograd.test_integer_outputs."""
     inp = ag.rand(4, requires_grad=True)

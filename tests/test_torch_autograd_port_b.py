@@ -789,8 +789,6 @@ async def test_movedim():
 
 
 # 94
-@pytest.mark.xfail(strict=True, reason="tensors have no strides / memory formats (Tensor.stride, "
-                   "to(memory_format=channels_last), empty_strided missing)")
 async def test_strided_leaf_grad_layout():
     """Port of TestAutogradDeviceType.test_strided_leaf_grad_layout."""
     for fmt_a in (ag.contiguous_format, ag.channels_last):

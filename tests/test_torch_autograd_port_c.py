@@ -1338,8 +1338,6 @@ async def test_no_grad_copy():
 
 
 # 170
-@pytest.mark.xfail(strict=True, reason="memory formats missing: no torch.channels_last, no "
-                   "contiguous(memory_format=...) (asyncgrad tensors carry no strides)")
 async def test_advanced_indexing_backwards_memory_format():
     """Port of TestAutogradDeviceType.test_advanced_indexing_backwards_memory_format."""
     shape = (2, 8, 1, 2)

@@ -328,10 +328,7 @@ async def test_hvp_create_graph():
 # 191
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int16", "int32", "int64"])
 def test_set_requires_grad_only_for_floats(dtype):
-    """Port of TestAutogradDeviceType.test_set_requires_grad_only_for_floats (its CPU dtypes).
-
-    asyncgrad's dtypes are numpy's, which have no ``is_floating_point`` attribute:
-    ``dtype.is_floating_point`` is ``ag.dtypes.is_floating_point(dtype)``."""
+    """Port of TestAutogradDeviceType.test_set_requires_grad_only_for_floats (its CPU dtypes)."""
     dtype = getattr(ag, dtype)
     device = "cpu"
 
@@ -351,7 +348,7 @@ def test_set_requires_grad_only_for_floats(dtype):
     a.requires_grad_(False)
 
     for f in [f1, f2, f3]:
-        if ag.dtypes.is_floating_point(dtype):
+        if dtype.is_floating_point:
             f()
         else:
             with pytest.raises(RuntimeError, match='floating point'):

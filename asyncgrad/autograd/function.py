@@ -31,6 +31,7 @@ from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.devices.device import cpu
+from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
@@ -327,7 +328,7 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out = Tensor._make(out.data, out.device, False, None, 0, out._vc)
             if is_diff:
                 _as_view(out, original)
-        metas.append((out.shape, out.dtype, out.device))
+        metas.append((out.shape, numpy_dtype(out.dtype), out.device))
         if is_diff:
             out.grad_fn = node
             out.output_nr = output_nr
@@ -440,7 +441,7 @@ def _delay_error(result: Any, grads: tuple) -> Any:
     outputs = (result,) if single else result
     fakes = [r.detach().requires_grad_() if isinstance(r, Tensor) else None for r in outputs]
     err = Error(tuple(NO_EDGE if f is None else gradient_edge(f) for f in fakes))
-    err._input_meta = tuple(_NO_OUTPUT_META if f is None else (f.shape, f.dtype, f.device) for f in fakes)
+    err._input_meta = tuple(_NO_OUTPUT_META if f is None else (f.shape, numpy_dtype(f.dtype), f.device) for f in fakes)
     wrapped = tuple(Tensor._make(r.data, r.device, True, err, i, [0]) if isinstance(r, Tensor) else r
                     for i, r in enumerate(outputs))
     return wrapped[0] if single else wrapped

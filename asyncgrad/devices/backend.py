@@ -12,8 +12,10 @@ Note [One array backend per device]: ops are written against the Array API stand
   where it would break on CuPy, which no CI machine has.
 * ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
 
-asyncgrad's dtypes are numpy dtypes on every device (``Tensor.dtype``); a backend converts
-them to its library's dtype objects (``native_dtype``) and back (``dtype``). Host values enter
+asyncgrad's dtypes stand for numpy dtypes on every device (``Tensor.dtype`` maps the numpy dtype
+a backend gives to its interned asyncgrad dtype: Note [Dtypes are numpy dtypes underneath] in
+dtypes.py); a backend converts them to its library's dtype objects (``native_dtype``) and back to
+numpy's (``dtype``). Host values enter
 and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
 
 What the standard lacks, each backend supplies in its own library's terms: numpy-style
@@ -272,6 +274,20 @@ class ArrayBackend:
         """A writable view of ``array``'s memory: ``shape`` and ``strides`` (bytes) from ``offset`` bytes past
         its first element (torch's as_strided, diagonal). The caller keeps it inside the memory."""
         return _strided(array, shape, strides, offset)
+
+    def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: Any) -> Any:
+        """A new uninitialised array with these ``strides`` (elements, non-negative): a view of a
+        fresh 1-d allocation just large enough (torch's empty_strided; Note [Strides are the
+        device memory's] in _layout.py)."""
+        itemsize = np.dtype(dtype).itemsize
+        size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+        return self.strided_view(self.empty((size,), dtype), shape, tuple(s * itemsize for s in strides), 0)
+
+    def copy_strided(self, array: Any, strides: tuple[int, ...]) -> Any:
+        """A copy of ``array`` laid out with these ``strides`` (elements; a dense layout)."""
+        out = self.empty_strided(tuple(array.shape), strides, self.dtype(array))
+        self.setitem(out, Ellipsis, array)
+        return out
 
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""

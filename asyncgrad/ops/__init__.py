@@ -206,5 +206,8 @@ _METHODS.update({
 # torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)
 _METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offset})
 
+# strides and memory formats (asyncgrad/_layout.py; clone/contiguous/to take memory_format= in ops/shape.py)
+_METHODS.update({"stride": shape.stride, "is_contiguous": shape.is_contiguous})
+
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

@@ -25,7 +25,7 @@ from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
-from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
+from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES, numpy_dtype
 from asyncgrad.ops import windows
 from asyncgrad.tensor import MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor, _store_data
 
@@ -132,7 +132,7 @@ def input_meta(shape: tuple[int, ...], dtype: Any, device: Device) -> tuple:
     Interning keeps the objects that every recorded node holds for its whole life down to
     those it cannot share, which is what keeps Python's cyclic GC from taxing the forward.
     """
-    key = (shape, dtype, device)
+    key = (shape, numpy_dtype(dtype), device)  # the array's dtype (Note [Dtypes are numpy dtypes underneath])
     meta = _META.get(key)
     if meta is None:
         if len(_META) > 4096:
@@ -225,7 +225,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
                     raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
                 for name, value in zip(cls.fields, fields):
                     setattr(node, name, value)
-        dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
+        dtype = out.dtype  # the meta holds the array's numpy dtype (Note [Dtypes are numpy dtypes underneath])
         if dtype.__class__ not in _NUMPY_DTYPE_CLASSES and not isinstance(dtype, _np_dtype):
             dtype = device.backend.dtype(out)  # Note [Is it a numpy dtype] in dtypes.py
         key = (out.shape, dtype, device)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import string
 import warnings
 from typing import Any, NamedTuple
@@ -374,7 +375,7 @@ class EinsumBackward0(OpNode):
             for c in term:
                 if c in renamed:
                     other = free.pop()
-                    eyes.append((c + other, _eye(F, g, sizes[c])))
+                    eyes.append((c + other, _const(F, g, sizes[c], sizes[c], operator.eq)))
                     renamed.append(other)
                 else:
                     renamed.append(c)
@@ -386,19 +387,6 @@ class EinsumBackward0(OpNode):
             axes = tuple(k for k, (n, m) in enumerate(zip(shape, full)) if n != m)
             grad = F.sum(grad, axes, True)
         return grad
-
-
-def _eye(F: Any, like: Any, n: int) -> Any:
-    """An n-by-n identity of ``like``'s dtype on its device, as the formula namespace's constant."""
-    if isinstance(like, Tensor):
-        backend, dtype = like.device.backend, like.dtype
-    else:
-        backend = backend_of(like)
-        dtype = backend.dtype(like)
-    xp = backend.xp
-    positions = backend.arange(n, np.dtype(np.int64))
-    eye = backend.astype(xp.reshape(positions, (n, 1)) == xp.reshape(positions, (1, n)), dtype)
-    return F.constant(eye, like)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
