@@ -14,11 +14,13 @@ then one context-variable read per saved tensor.
 
 from __future__ import annotations
 
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import grad_accumulator
+from asyncgrad.autograd.anomaly import is_anomaly_enabled
 from asyncgrad.autograd.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
 from asyncgrad.autograd.graph import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
@@ -82,20 +84,33 @@ class SavedTensor:
         return Tensor._make(self.data, self.device, True, node, self.output_nr, self.vc)
 
     def _modified_message(self, node: Node) -> str:
+        """torch 2.13's text: the node named by its forward op (``forward_op_name``: ``Exp``, not
+        ``ExpBackward0``), the hint depending on whether anomaly mode is on."""
         data = self.data
         shape = ", ".join(str(d) for d in data.shape)
         if self.tensor is None:
-            origin = f", which is output {self.output_nr} of {node.name()},"
+            origin = f", which is output {self.output_nr} of {_forward_op_name(node)},"
         elif self.grad_fn is not None:
-            origin = f", which is output {self.output_nr} of {self.grad_fn.name()},"
+            origin = f", which is output {self.output_nr} of {_forward_op_name(self.grad_fn)},"
         else:
             origin = ""
+        hint = ("the backtrace further above shows the operation that failed to compute its gradient. The "
+                "variable in question was changed in there or anywhere later. Good luck!"
+                if is_anomaly_enabled() else "enable anomaly detection to find the operation that failed to "
+                "compute its gradient, with ag.autograd.set_detect_anomaly(True, check_nan=False).")
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [{type_name(self.device.backend.dtype(data))} [{shape}]]{origin} is at version {self.vc[0]}; "
-            f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
-            "operation that failed to compute its gradient, with ag.set_detect_anomaly(True)."
+            f"expected version {self.version} instead. Hint: {hint}"
         )
+
+
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+def _forward_op_name(node: Node) -> str:
+    """torch's ``Node::forward_op_name``: the node's name without its ``Backward<N>`` suffix."""
+    return _BACKWARD_SUFFIX.sub("", node.name())
 
 
 class PackedSavedTensor(SavedTensor):
