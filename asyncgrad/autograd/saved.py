@@ -14,6 +14,7 @@ then one context-variable read per saved tensor.
 
 from __future__ import annotations
 
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -84,10 +85,12 @@ class SavedTensor:
     def _modified_message(self, node: Node) -> str:
         data = self.data
         shape = ", ".join(str(d) for d in data.shape)
+        # torch names the node that made the tensor now (an in-place op since has replaced the
+        # saved one), without its "Backward0"; an output of the unpacking node names that node
         if self.tensor is None:
-            origin = f", which is output {self.output_nr} of {node.name()},"
-        elif self.grad_fn is not None:
-            origin = f", which is output {self.output_nr} of {self.grad_fn.name()},"
+            origin = f", which is output {self.output_nr} of {_origin_name(node)},"
+        elif self.grad_fn is not None and self.tensor.grad_fn is not None:
+            origin = f", which is output {self.output_nr} of {_origin_name(self.tensor.grad_fn)},"
         else:
             origin = ""
         return (
@@ -96,6 +99,13 @@ class SavedTensor:
             f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
             "operation that failed to compute its gradient, with ag.set_detect_anomaly(True)."
         )
+
+
+def _origin_name(node: Node) -> str:
+    """A node as torch's version error names it: ``Mul`` for MulBackward0, ``MyFn`` for a custom
+    Function's MyFnBackward, and the C++ name of CopySlices."""
+    name = node.name()
+    return "torch::autograd::CopySlices" if name == "CopySlices" else re.sub(r"Backward\d*$", "", name)
 
 
 class PackedSavedTensor(SavedTensor):

@@ -80,8 +80,14 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         result = compute(x, *args)
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
+    vc = x._vc
+    aliased = any(isinstance(arg, Tensor) and arg._vc is vc for arg in args)
+    self_saved = False
     for saved in node.saved:
-        if saved is not None and saved.vc is x._vc:  # the old value, kept as the new node's input
+        if saved is not None and saved.vc is vc:  # the old value, kept as the new node's input
+            if aliased and (self_saved or saved.tensor is not x):
+                continue  # Note [An operand aliasing self]: kept live, so its version check fails
+            self_saved = True
             saved.data = x.device.backend.copy(saved.data, "C")
             saved.vc = [saved.version]
             saved.tensor = Tensor._make(saved.data, x.device, x._requires_grad, old_grad_fn, old_output_nr, saved.vc)
@@ -94,6 +100,15 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     _rebase(x, node)
     _refresh_views(x, None)
     return x
+
+
+# Note [An operand aliasing self]
+# An in-place op keeps x's old value for its backward as a copy (torch's ``original_self``
+# clone), but an operand that shares x's version counter (x itself in ``x *= x``, a view or a
+# ``detach()`` of x) is saved as torch saves it: the tensor itself, at its version before the
+# write. The write moves that version, so a backward that needs the operand raises torch's
+# "modified by an inplace operation" error instead of computing with the copy. Ops save their
+# operands in argument order, so of the entries that are x itself the first is self's.
 
 
 def view_creation_error(creation: tuple, modified: str) -> str:
