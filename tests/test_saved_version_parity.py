@@ -190,6 +190,82 @@ async def saved_output(s: Side):  # an output saved by its own node names that n
     return [a]
 
 
+# --------------------------------------------------------------------------- ops whose forward keeps a mask
+# amax/amin/median keep their tie shares, index_put/scatter/masked_fill a mask of what was written,
+# and save what torch saves besides (its input and result, the index or mask tensor), for the check
+async def amax_then_input_changed(s: Side):
+    a = s.t(W, True)
+    x = a * 1
+    y = x.amax()
+    x.add_(1)
+    await s.backward(y)
+    return [a]
+
+
+async def amin_dim_then_result_changed(s: Side):
+    a = s.t(np.array([[1.0, -1.0], [-1.0, 2.0]]), True)
+    y = (a * 1).amin(0)
+    y.mul_(2)
+    await s.backward(y.sum())
+    return [a]
+
+
+async def median_then_input_changed(s: Side):
+    a = s.t(W, True)
+    x = a * 1
+    y = x.median()
+    x[0] = 0.0
+    await s.backward(y)
+    return [a]
+
+
+async def index_put_then_index_changed(s: Side):
+    a = s.t(W, True)
+    i = s.t(np.array([0, 2]))
+    y = (a * 1).index_put((i,), s.t(np.array([1.0, 2.0])))
+    i.add_(1)
+    await s.backward(y.sum())
+    return [a]
+
+
+async def setitem_then_index_changed(s: Side):
+    a = s.t(W, True)
+    x = a * 1
+    i = s.t(np.array([1, 3]))
+    x[i] = 0.0
+    i.zero_()
+    await s.backward(x.sum())
+    return [a]
+
+
+async def scatter_then_index_changed(s: Side):
+    a, src = s.t(W, True), s.t(np.array([1.0, 2.0]), True)
+    i = s.t(np.array([4, 1]))
+    y = (a * 1).scatter(0, i, src)
+    i.add_(-1)
+    await s.backward(y.sum())
+    return [a, src]
+
+
+async def masked_fill_then_mask_changed(s: Side):  # was a silently wrong gradient: the mask's array was kept
+    a = s.t(W, True)
+    m = s.t(np.array([True, False, True, False, False]))
+    y = (a * 1).masked_fill(m, 0.0)
+    m[1] = True
+    await s.backward(y.sum())
+    return [a]
+
+
+async def mask_ops_unchanged(s: Side):
+    a, b = s.t(np.array([[1.0, 3.0], [3.0, 2.0]]), True), s.t(W, True)
+    i, m = s.t(np.array([0, 3])), s.t(np.array([True, False, True, False, False]))
+    y = (a.amax(1) * s.t(np.array([2.0, 3.0]))).sum() + a.amin() + b.median() * 2
+    y = y + (b.index_put((i,), s.t(np.array([1.0]))) * s.t(W)).sum()
+    y = y + (b.scatter(0, i, 0.5) * s.t(X[::-1].copy())).nansum() + (b.masked_fill(m, 1.0) * s.t(W)).sum()
+    await s.backward(y)
+    return [a, b]
+
+
 RAISES = {
     clamp_then_add_: "which is output 0 of Add, is at version 1; expected version 0",
     clamp_then_setitem: "which is output 0 of torch::autograd::CopySlices, is at version 1; expected version 0",
@@ -200,9 +276,16 @@ RAISES = {
     mul_own_detach: "[DoubleTensor [5]] is at version 1; expected version 0",
     saved_input_of_another_node: "which is output 0 of Add, is at version 1; expected version 0",
     saved_output: "which is output 0 of Exp, is at version 1; expected version 0",
+    amax_then_input_changed: "which is output 0 of Add, is at version 1; expected version 0",
+    amin_dim_then_result_changed: "which is output 0 of Amin, is at version 1; expected version 0",
+    median_then_input_changed: "which is output 0 of torch::autograd::CopySlices, is at version 1",
+    index_put_then_index_changed: "[LongTensor [2]] is at version 1; expected version 0",
+    setitem_then_index_changed: "[LongTensor [2]] is at version 1; expected version 0",
+    scatter_then_index_changed: "[LongTensor [2]] is at version 1; expected version 0",
+    masked_fill_then_mask_changed: "[CPUBoolType [5]] is at version 1; expected version 0",
 }
 COMPUTES = [clamp_tensor_bounds_unchanged, clamp_unchanged, clamp_second_order, mul_into_untracked_by_its_detach,
-            mul_other]
+            mul_other, mask_ops_unchanged]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -93,12 +93,21 @@ class SavedTensor:
             origin = f", which is output {self.output_nr} of {_origin_name(self.tensor.grad_fn)},"
         else:
             origin = ""
+        kind = _tensor_type(self.device.backend.dtype(data))
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{type_name(self.device.backend.dtype(data))} [{shape}]]{origin} is at version {self.vc[0]}; "
+            f"operation: [{kind} [{shape}]]{origin} is at version {self.vc[0]}; "
             f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
             "operation that failed to compute its gradient, with ag.set_detect_anomaly(True)."
         )
+
+
+_NO_LEGACY_TYPE = {"bool": "CPUBoolType", "complex64": "CPUComplexFloatType", "complex128": "CPUComplexDoubleType"}
+"""How torch's version error names a dtype that has no legacy tensor type (``DoubleTensor``)."""
+
+
+def _tensor_type(dtype: Any) -> str:
+    return _NO_LEGACY_TYPE.get(dtype.name) or type_name(dtype)
 
 
 def _origin_name(node: Node) -> str:
