@@ -55,7 +55,7 @@ _LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16
 
 def _legacy_type(t: Tensor) -> str:
     """torch's legacy type name (``torch.FloatTensor``), spelt for asyncgrad and its devices."""
-    kind = _LEGACY.get(str(t.dtype), str(t.dtype))
+    kind = _LEGACY.get(t.dtype.name, t.dtype.name)
     device = "" if t.device.is_cpu else f"{t.device.type}."
     return f"asyncgrad.{device}{kind}Tensor"
 

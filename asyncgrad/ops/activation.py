@@ -40,7 +40,10 @@ def _gelu_cdf(xp: Any, x: Any, approximate: str) -> Any:
     """gelu(x) = x * cdf(x): Phi(x) (erf), or 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     if approximate == "tanh":
         return 0.5 * (1 + xp.tanh(_TANH_BETA * (x + _TANH_KAPPA * x * x * x)))
-    return 0.5 * (1 + backend_of(x).erf(x * _SQRT1_2))
+    cdf = backend_of(x).erf(x * _SQRT1_2)  # a new array: updated in place (Note [Gelu in place])
+    cdf += 1.0
+    cdf *= 0.5
+    return cdf
 
 
 def _gelu_derivative_array(x: Any, approximate: str, cdf: Any = None) -> Any:
@@ -52,7 +55,15 @@ def _gelu_derivative_array(x: Any, approximate: str, cdf: Any = None) -> Any:
     if approximate == "tanh":
         t = 2 * cdf - 1
         return cdf + 0.5 * x * (1 - t * t) * _TANH_BETA * (1 + 3 * _TANH_KAPPA * x * x)
-    return cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    # Note [Gelu in place]: an activation-sized temporary is fresh memory, page-faulted in (Note
+    # [Special functions in chunks] in devices/backend.py): one array, updated in place
+    pdf = x * x
+    pdf *= -0.5
+    pdf = xp.exp(pdf)
+    pdf *= x
+    pdf *= _INV_SQRT_2PI
+    pdf += cdf
+    return pdf
 
 
 def _gelu_second(F: Any, x: Any, approximate: str) -> Any:
@@ -68,7 +79,9 @@ def _gelu_grad(F: Any, g: Any, x: Any, approximate: str, cdf: Any = None) -> Any
     """g * gelu'(x): on arrays directly (from the forward's ``cdf`` where given), on tensors as
     the recorded op ``gelu_backward``, whose own derivative needs no erf."""
     if F is ArrayMath:
-        return g * _gelu_derivative_array(x, approximate, cdf)
+        out = _gelu_derivative_array(x, approximate, cdf)
+        out *= g
+        return out
     return gelu_backward(g, x, approximate)
 
 
