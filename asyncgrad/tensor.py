@@ -107,7 +107,7 @@ class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
     __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name",
-                 "creation")
+                 "creation", "detached_from", "detached")
 
     def __init__(self) -> None:
         self.hooks: dict | None = None
@@ -119,6 +119,11 @@ class _Extra:
         self.name: str | None = None
         self.creation: tuple | None = None
         """How a view was made, when in-place ops through it are refused (Note [View creation] in ops/_node.py)."""
+        self.detached_from: weakref.ref | None = None
+        """A ``detach()``'s autograd root, weakly (a saved-tensor pack hook keeps detach()es): whose
+        views an in-place op through it moves (Note [Views after an untracked in-place] in ops/inplace.py)."""
+        self.detached: weakref.WeakSet | None = None
+        """A root's ``detach()``es (the other way of ``detached_from``)."""
 
 
 def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool) -> Tensor:
@@ -445,6 +450,18 @@ class Tensor:
         t = Tensor._make(self._data, self.device, False, None, 0, self._vc)
         if INFERENCE_ACTIVE[0]:
             t._vc = self._vc  # a view: inference only when this tensor is (Note [Inference tensors])
+        extra = self._extra
+        if self._requires_grad or extra is not None and extra.detached_from is not None:
+            # Note [Views after an untracked in-place] in ops/inplace.py
+            root = (self if extra is None else extra.detached_from() if extra.detached_from is not None
+                    else extra.base if extra.base is not None else self)
+            if root is None:  # the root is gone: nothing has views to regenerate
+                return t
+            t._extras().detached_from = weakref.ref(root)
+            root_extra = root._extras()
+            if root_extra.detached is None:
+                root_extra.detached = weakref.WeakSet()
+            root_extra.detached.add(t)
         return t
 
     def detach_(self) -> Tensor:

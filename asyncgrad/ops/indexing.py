@@ -224,7 +224,7 @@ class IndexPutBackward0(OpNode):
     __slots__ = ("index", "value_shape")
 
     def backward(self, F, g):
-        (keep,) = F.unpack(self)
+        keep = F.unpack(self)[0]  # the index tensors after it are saved for their version check
         gv = None
         if self.needs(1):
             gv = F.sum_to(F.index(g, self.index), self.value_shape)
@@ -267,8 +267,10 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
         return plain(out, dev)
     keep = backend.ones(x.shape, x.dtype)
     backend.setitem(keep, idx, 0)
+    # the index tensors too, as torch saves them: changing one in place refuses the backward
+    tensors = tuple(i for i in (index if isinstance(index, tuple) else (index,)) if isinstance(i, Tensor))
     return record(IndexPutBackward0, (x, tv), out, dev, _owned(backend, idx), tv.shape if tv is not None else (),
-                  saved=(plain(keep, dev),))
+                  saved=(plain(keep, dev), *tensors))
 
 
 # --------------------------------------------------------------------------- gather / scatter / index_select
@@ -397,7 +399,7 @@ class _Scatter(SavesVariables):
     __slots__ = ("index", "src_shape", "part")
 
     def backward(self, F, g):
-        (keep,) = F.unpack(self)
+        keep = F.unpack(self)[0]  # the index after it is saved for its version check, as torch saves it
         gs = None
         if len(self.next_edges) > 1 and self.needs(1):
             gs = F.index(g, self.index)
@@ -483,8 +485,8 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any =
     backend.setitem(keep, key, False)
     key = _owned(backend, key)
     if ts is None:
-        return record(ScatterBackward1, (x,), out, dev, key, (), None, saved=(plain(keep, dev),))
-    return record(ScatterBackward0, (x, ts), out, dev, key, ts.shape, part, saved=(plain(keep, dev),))
+        return record(ScatterBackward1, (x,), out, dev, key, (), None, saved=(plain(keep, dev), index))
+    return record(ScatterBackward0, (x, ts), out, dev, key, ts.shape, part, saved=(plain(keep, dev), index))
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -653,7 +655,9 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
         raise broadcast_error(mask.shape, x.shape) from None
     if not backend.is_contiguous(out):
         out = backend.copy(out, "C")
-    saved = (plain(m, dev) if recording(x, tv) else None,)
+    # the mask tensor itself, as torch saves it: changing it in place refuses the backward (its
+    # array, saved plain, would silently route the gradient by the new mask)
+    saved = ((mask if m is mask.data else plain(m, dev)) if recording(x, tv) else None,)
     if tv is None:
         return record(MaskedFillBackward0, (x,), out, dev, x.shape, saved=saved)
     return record(MaskedFillBackward1, (x, tv), out, dev, x.shape, saved=saved)

@@ -69,9 +69,12 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
             result = compute(x, *args)
         _write(x, result.data)
         x._vc[0] += 1
+        _refresh_untracked(x)
         return x
     if base is not None:
-        return _inplace_on_view(x, base, compute, args)
+        _inplace_on_view(x, base, compute, args)
+        _refresh_family(base, base)
+        return x
     if hooks_in_use[0] and saved_hooks.get() is not None:
         # Note [Packed saved tensors] (autograd/saved.py): a pack hook must see the old value,
         # which the write below would change under it; torch packs a clone, as here.
@@ -80,8 +83,14 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         result = compute(x, *args)
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
+    vc = x._vc
+    aliased = any(isinstance(arg, Tensor) and arg._vc is vc for arg in args)
+    self_saved = False
     for saved in node.saved:
-        if saved is not None and saved.vc is x._vc:  # the old value, kept as the new node's input
+        if saved is not None and saved.vc is vc:  # the old value, kept as the new node's input
+            if aliased and (self_saved or saved.tensor is not x):
+                continue  # Note [An operand aliasing self]: kept live, so its version check fails
+            self_saved = True
             saved.data = x.device.backend.copy(saved.data, "C")
             saved.vc = [saved.version]
             saved.tensor = Tensor._make(saved.data, x.device, x._requires_grad, old_grad_fn, old_output_nr, saved.vc)
@@ -93,7 +102,17 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     node._input_meta = input_meta(x.shape, x.dtype, x.device)
     _rebase(x, node)
     _refresh_views(x, None)
+    _refresh_family(x, x)
     return x
+
+
+# Note [An operand aliasing self]
+# An in-place op keeps x's old value for its backward as a copy (torch's ``original_self``
+# clone), but an operand that shares x's version counter (x itself in ``x *= x``, a view or a
+# ``detach()`` of x) is saved as torch saves it: the tensor itself, at its version before the
+# write. The write moves that version, so a backward that needs the operand raises torch's
+# "modified by an inplace operation" error instead of computing with the copy. Ops save their
+# operands in argument order, so of the entries that are x itself the first is self's.
 
 
 def view_creation_error(creation: tuple, modified: str) -> str:
@@ -260,6 +279,38 @@ def _snapshot(x: Tensor) -> Tensor:
     snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
     snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = x.grad_fn, x.output_nr, x._requires_grad
     return snapshot
+
+
+# Note [Views after an untracked in-place]
+# torch regenerates a view's grad_fn (AsStridedBackward0 from its base) when it is next read and
+# the version counter moved since the view was made or last regenerated, whatever moved it: also
+# an in-place op that recorded nothing (in no_grad mode, or on a ``detach()`` of the base or of a
+# view, which shares the version counter). asyncgrad regenerates at the in-place op instead, so
+# an untracked one refreshes the views of the autograd root it wrote into: the root of a view, or
+# the root a ``detach()`` remembers (``_Extra.detached_from``, set by ``Tensor.detach`` when the
+# tensor requires grad). Only a root that requires grad has views with a grad_fn to regenerate.
+# A tracked in-place op refreshes its own root's views as before (its graph is that root's), and
+# those of the other tensors of the family: the root a detach() came from and its other detach()es
+# (``_Extra.detached``; one made leaf with requires_grad_() has views with a grad_fn too).
+def _refresh_untracked(x: Tensor) -> None:
+    extra = x._extra
+    if extra is not None:
+        _refresh_family(extra.base if extra.base is not None else x, None)
+
+
+def _refresh_family(root: Tensor, own: Tensor | None) -> None:
+    """The views of every root sharing ``root``'s memory through detach(), but ``own``'s."""
+    extra = root._extra
+    if extra is None or extra.detached_from is None and not extra.detached:
+        if root is not own and root._requires_grad:
+            _refresh_views(root, None)
+        return
+    top = extra.detached_from() if extra.detached_from is not None else root
+    if top is None:  # the root a detach() came from is gone, and with it any view of it
+        top = root
+    for r in (top, *(top._extra.detached or ())):
+        if r is not own and r._requires_grad:
+            _refresh_views(r, None)
 
 
 def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
