@@ -94,6 +94,7 @@ from asyncgrad.ops.elementwise import (
     where,
 )
 from asyncgrad.ops.linalg import matmul
+from asyncgrad.ops.out import accepts_out
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
 
 # views and shape ops (ops/views.py, ops/shape.py)
@@ -141,6 +142,11 @@ from asyncgrad.random import (
 from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
 
+# out= (Note [out= arguments] in ops/out.py): the top-level functions take torch's out=, the methods do not
+(abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,
+ sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack) = map(accepts_out, (
+    abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,
+    sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack))
 detach = Tensor.detach
 """torch's function form, ``ag.detach(t)``: ``t.detach()``."""
 
@@ -193,18 +199,36 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
 from asyncgrad.ops.linalg import (  # noqa: E402
     addmm,
     baddbmm,
+    block_diag,
     bmm,
     cdist,
+    chain_matmul,
+    cholesky_inverse,
+    cholesky_solve,
+    cross,
     det,
     dot,
+    eig,
     einsum,
+    kron,
+    logdet,
+    matrix_exp,
+    matrix_power,
     mm,
     mv,
     norm,
     outer,
+    pinverse,
     slogdet,
+    symeig,
+    trapezoid,
+    trapz,
+    triangular_solve,
 )
+from asyncgrad.ops.linalg import cholesky_legacy as cholesky  # noqa: E402
 from asyncgrad.ops.linalg import inv as inverse  # noqa: E402
+from asyncgrad.ops.linalg import qr_legacy as qr  # noqa: E402
+from asyncgrad.ops.linalg import svd_legacy as svd  # noqa: E402
 
 arctan2 = atan2
 
@@ -214,6 +238,10 @@ from asyncgrad.autograd.grad_mode import (  # noqa: E402
     is_inference_mode_enabled,
     set_multithreading_enabled,
 )
+
+# dtypes: torch's dtype class and functions (Note [Dtypes are numpy dtypes underneath] in dtypes.py)
+from asyncgrad.constructors import is_complex, is_floating_point  # noqa: E402
+from asyncgrad.dtypes import dtype, finfo, iinfo  # noqa: E402
 
 # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
 from asyncgrad.ops.indexing import (  # noqa: E402
@@ -244,3 +272,35 @@ from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique 
 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402
+
+# isort: split
+# ops-misc: logcumsumexp, nansum, dstack, atleast_Nd, put, broadcast_tensors, pdist, the unsafe_ splits
+from asyncgrad.ops.misc import (  # noqa: E402
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_tensors,
+    bucketize,
+    dstack,
+    index_copy,
+    index_fill,
+    index_put,
+    logcumsumexp,
+    masked_scatter,
+    nansum,
+    pdist,
+    put,
+    searchsorted,
+)
+from asyncgrad.ops.views import unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
+
+# strides and memory formats (asyncgrad/_layout.py)
+# isort: split
+from asyncgrad._layout import (  # noqa: E402
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
+from asyncgrad.factories import empty_strided  # noqa: E402

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from asyncgrad.dtypes import numpy_dtype
+
 _INT_TYPES = (int, np.integer)
 
 
@@ -171,6 +173,7 @@ def dtype_arg(dtype: Any, fn: str) -> np.dtype | None:
     """
     if dtype is None:
         return None
+    dtype = numpy_dtype(dtype)  # Note [Dtypes are numpy dtypes underneath] in dtypes.py
     if isinstance(dtype, np.dtype):
         return dtype if dtype.kind in _SUPPORTED_KINDS else _unsupported_dtype(dtype, fn)
     if isinstance(dtype, bool) or not isinstance(dtype, (str, type, np.dtype)):

@@ -14,6 +14,16 @@ from asyncgrad.ops import shape as shape_ops
 from asyncgrad.tensor import Tensor
 
 
+def is_floating_point(input: Any) -> bool:
+    """torch's ``is_floating_point(input)``: whether a tensor's dtype is a floating-point one."""
+    return _validate.tensor_arg(input, "is_floating_point").dtype.is_floating_point
+
+
+def is_complex(input: Any) -> bool:
+    """torch's ``is_complex(input)``: always False for a tensor (asyncgrad holds no complex data)."""
+    return _validate.tensor_arg(input, "is_complex").dtype.is_complex
+
+
 def _defaults(self: Tensor, dtype: Any, device: Any) -> tuple[Any, Device]:
     return (self.dtype if dtype is None else dtype), (self.device if device is None else as_device(device))
 

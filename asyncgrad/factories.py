@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad import _validate, dtypes, random
+from asyncgrad import _layout, _validate, dtypes, random
 from asyncgrad._convert import to_array
+from asyncgrad.autograd.recorder import PROFILING, note_factory
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record, same_device
@@ -33,6 +34,8 @@ _rng = [random.default_generator.numpy]
 def _leaf(array: Any, dev: Device, requires_grad: Any, fn: str) -> Tensor:
     """The new leaf; ``requires_grad=None`` passes as False, as torch's factories (not ``tensor``) take it."""
     t = plain(array, dev)
+    if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+        note_factory(fn, t)
     if requires_grad is not False and requires_grad is not None:
         if not _validate.bool_arg(requires_grad, fn, "requires_grad"):
             return t
@@ -390,39 +393,85 @@ def _like(t: Tensor, dtype, device, fn: str) -> tuple:
     return t.shape, dtype if dtype is not None else t.dtype, device if device is not None else t.device
 
 
-def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def _laid_out(out: Tensor, t: Tensor, memory_format: _layout.memory_format, fn: str) -> Tensor:
+    """The new tensor ``out`` of a ``*_like(t)`` in ``t``'s layout for ``memory_format`` (torch's
+    empty_like: preserve_format, the default, keeps a dense layout and a strided one's order).
+    ``out`` is a fresh row-major leaf that nothing else holds, so its array is replaced."""
+    if memory_format is not _layout.preserve_format:
+        _layout.format_arg(memory_format, fn)
+    elif t.device.backend.is_contiguous(t.data):
+        return out
+    src = t.data
+    shape = tuple(src.shape)
+    strides = _layout.strides_for(shape, _layout.element_strides(t.device.backend.strides(src), t.dtype.itemsize),
+                                  memory_format)
+    if strides != _layout.contiguous_strides(shape):
+        out._data = out.device.backend.copy_strided(out.data, strides)
+    return out
+
+
+_PRESERVE = _layout.preserve_format
+
+
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+               memory_format=_PRESERVE) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "zeros_like")
-    return _filled("zeros", shape, dtype, device, requires_grad, fn="zeros_like")
+    out = _filled("zeros", shape, dtype, device, requires_grad, fn="zeros_like")
+    return _laid_out(out, t, memory_format, "zeros_like")
 
 
-def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, memory_format=_PRESERVE) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "ones_like")
-    return _filled("ones", shape, dtype, device, requires_grad, fn="ones_like")
+    return _laid_out(_filled("ones", shape, dtype, device, requires_grad, fn="ones_like"), t, memory_format,
+                     "ones_like")
 
 
-def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False, *,
+              memory_format=_PRESERVE) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "full_like")
     _validate.number_arg(fill_value, "full_like", "fill_value", 2)
-    return _filled("full", shape, dtype, device, requires_grad, fill_value, fn="full_like")
+    out = _filled("full", shape, dtype, device, requires_grad, fill_value, fn="full_like")
+    return _laid_out(out, t, memory_format, "full_like")
 
 
-def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+               memory_format=_PRESERVE) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "empty_like")
-    return _filled("empty", shape, dtype, device, requires_grad, fn="empty_like")
+    out = _filled("empty", shape, dtype, device, requires_grad, fn="empty_like")
+    return _laid_out(out, t, memory_format, "empty_like")
 
 
-def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None) -> Tensor:
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """torch's empty_strided: an uninitialised tensor with these strides (elements), which may
+    overlap (a stride 0) or leave gaps; its memory is just large enough."""
+    shape = _validate.new_shape((size,), "empty_strided")
+    strides = _validate.int_list((stride,), "empty_strided", "stride")
+    if len(shape) != len(strides):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides "
+                           f"({len(strides)})")
+    if any(s < 0 for s in strides):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and strides={list(strides)}")
+    dtype = _validate.dtype_arg(dtype, "empty_strided") or dtypes.get_default_dtype()
+    dev = as_device(device)
+    return _leaf(dev.backend.empty_strided(shape, strides, dtype), dev, requires_grad, "empty_strided")
+
+
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None,
+               memory_format=_PRESERVE) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "randn_like")
-    return _random("randn", shape, dtype, device, requires_grad, "randn_like", generator)
+    out = _random("randn", shape, dtype, device, requires_grad, "randn_like", generator)
+    return _laid_out(out, t, memory_format, "randn_like")
 
 
-def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None) -> Tensor:
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None,
+              memory_format=_PRESERVE) -> Tensor:
     shape, dtype, device = _like(t, dtype, device, "rand_like")
-    return _random("rand", shape, dtype, device, requires_grad, "rand_like", generator)
+    out = _random("rand", shape, dtype, device, requires_grad, "rand_like", generator)
+    return _laid_out(out, t, memory_format, "rand_like")
 
 
 def randint_like(t: Tensor, low: int = 0, high: int | None = None, *, generator=None, dtype=None, device=None,
-                 requires_grad: bool = False) -> Tensor:
+                 requires_grad: bool = False, memory_format=_PRESERVE) -> Tensor:
     """``randint_like(t, high)`` or ``randint_like(t, low, high)``: ``t``'s shape and dtype."""
     if high is None:
         low, high = 0, _validate.int_arg(low, "randint_like", "high", 2)
@@ -430,7 +479,8 @@ def randint_like(t: Tensor, low: int = 0, high: int | None = None, *, generator=
         low, high = (_validate.int_arg(low, "randint_like", "low", 2),
                      _validate.int_arg(high, "randint_like", "high", 3))
     shape, dtype, device = _like(t, dtype, device, "randint_like")
-    return _integers(low, high, shape, dtype, device, requires_grad, generator, "randint_like")
+    out = _integers(low, high, shape, dtype, device, requires_grad, generator, "randint_like")
+    return _laid_out(out, t, memory_format, "randint_like")
 
 
 class UniformBackward0(_ZeroGradNode):  # uniform_

@@ -2,14 +2,29 @@
 
 from asyncgrad.ops.linalg import (
     LinAlgError,
+    cholesky,
     det,
+    eigh,
+    eigvals,
+    eigvalsh,
     inv,
+    matrix_exp,
     matrix_norm,
+    matrix_power,
+    multi_dot,
+    pinv,
+    qr,
     slogdet,
     solve,
+    solve_triangular,
+    svd,
     svdvals,
     vector_norm,
 )
+from asyncgrad.ops.linalg import linalg_cross as cross
+from asyncgrad.ops.linalg import linalg_eig as eig
 from asyncgrad.ops.linalg import linalg_norm as norm
 
-__all__ = ["LinAlgError", "det", "inv", "matrix_norm", "norm", "slogdet", "solve", "svdvals", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_exp",
+           "matrix_norm", "matrix_power", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
+           "svd", "svdvals", "vector_norm"]

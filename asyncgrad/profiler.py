@@ -1,4 +1,6 @@
 """A profiler of backward passes: one event per node run, with where, in which thread and how it ran.
+(torch's profiler of forward ops and ranges, ``profile`` and ``record_function``, is
+``ag.autograd.profiler``'s, re-exported here.)
 
 ``with ag.profiler.trace() as prof:`` is a plain context manager around awaited work. What it
 records is decided per graph task, not per process:
@@ -29,15 +31,14 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-import time
 import weakref
 from collections import defaultdict
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
-from asyncgrad.engine.graph_task import current_recorder
+from asyncgrad.autograd.profiler import EventList, FunctionEvent, FunctionEventAvg, profile, record_function
 
-__all__ = ["Event", "trace"]
+__all__ = ["Event", "EventList", "FunctionEvent", "FunctionEventAvg", "profile", "record_function", "trace"]
 
 
 @dataclass(frozen=True)
@@ -64,28 +65,28 @@ class Event:
         return self.end - self.start
 
 
-class trace:
+class trace(profile):
     """Collects an :class:`Event` per node run by backward passes started inside the block
-    (Note [Recording is per task])."""
+    (Note [Recording is per task]) in ``events``, and, as the ``profile`` it also is, torch's
+    ``function_events`` (forward ops, ranges and node runs), ``key_averages`` and its keyword
+    arguments (``record_shapes``, ``profile_memory``). ``table()``, ``str()`` and
+    ``export_chrome_trace`` are the backward view's; a trace may be entered again once exited."""
 
-    def __init__(self) -> None:
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.events: list[Event] = []
         self._graph_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._next_graph_id = itertools.count()
         self._lock = threading.Lock()
-        self._outer: trace | None = None
-        self._token: Any = None
 
     def __enter__(self) -> trace:
         if self._token is not None:
             raise RuntimeError("this profiler trace is already active; use a new trace() for a nested block")
-        self._outer = current_recorder.get()
-        self._token = current_recorder.set(self)
+        self._start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        current_recorder.reset(self._token)
-        self._token = None
+        self._stop()
 
     # ------------------------------------------------------------------ recording (engine side)
     def record(self, node: Any, device: Any, worker: str, graph_task: Any, start: float, end: float,
@@ -101,22 +102,7 @@ class trace:
                 graph_id = self._graph_ids[graph_task] = next(self._next_graph_id)
             self.events.append(Event(name, sequence_nr, str(device), worker, graph_id, depth, start, end, inline,
                                      thread.name, thread.ident or 0))
-        if self._outer is not None:
-            self._outer.record(node, device, worker, graph_task, start, end, inline, thread)
-
-    def timed(self, worker: Any, fn: Callable) -> Callable:
-        """``fn(graph_task, node, inputs)`` for a kernel thread: runs it and records its run as
-        timed in that thread (Note [Lanes and tracks]), whether it returns or raises."""
-        device, name = worker.device, f"{worker.name} executor"
-
-        def run(graph_task: Any, node: Any, inputs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return fn(graph_task, node, inputs)
-            finally:
-                self.record(node, device, name, graph_task, start, time.perf_counter(), False)
-
-        return run
+        super().record(node, device, worker, graph_task, start, end, inline, thread)  # and the outer recorder
 
     # ------------------------------------------------------------------ reading
     def wall_time(self) -> float:
@@ -129,7 +115,10 @@ class trace:
         """Seconds of node time summed over every thread: above ``wall_time`` when nodes overlapped."""
         return sum(e.duration for e in self.events)
 
-    def table(self) -> str:
+    def __str__(self) -> str:
+        return self.table()
+
+    def table(self) -> str:  # type: ignore[override]
         """Per node name and device: calls, total (summed thread) time, mean time, inline runs;
         then the summed time beside the wall time, whose ratio is the concurrency achieved."""
         rows: dict[tuple[str, str], list] = defaultdict(lambda: [0, 0.0, 0])

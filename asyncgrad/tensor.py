@@ -17,7 +17,13 @@ from asyncgrad import _tensor_str, _validate, dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import normalize_dim
 from asyncgrad.autograd import awaitable
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.grad_mode import (
+    INFERENCE_ACTIVE,
+    InferenceVersion,
+    fresh_version,
+    grad_enabled,
+    inference_enabled,
+)
 from asyncgrad.autograd.graph import Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
@@ -89,11 +95,19 @@ class Size(tuple):
 _tuple_new = tuple.__new__
 
 
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+IN_CUSTOM_FUNCTION = "custom_function"
+"""The kinds of ``_Extra.creation``: a view made in no_grad mode, one of several views one op (or
+custom Function) returned, a view a custom Function returned (Note [View creation] in
+ops/_node.py, Note [Views a Function returns] in autograd/function.py)."""
+
+
 class _Extra:
     """Rarely used per-tensor state, kept out of the hot slots."""
 
     __slots__ = ("hooks", "post_accumulate_hooks", "retains_grad", "grad_accumulator", "base", "views", "name",
-                 "creation")
+                 "creation", "detached_from", "detached")
 
     def __init__(self) -> None:
         self.hooks: dict | None = None
@@ -105,6 +119,22 @@ class _Extra:
         self.name: str | None = None
         self.creation: tuple | None = None
         """How a view was made, when in-place ops through it are refused (Note [View creation] in ops/_node.py)."""
+        self.detached_from: weakref.ref | None = None
+        """A ``detach()``'s autograd root, weakly (a saved-tensor pack hook keeps detach()es): whose
+        views an in-place op through it moves (Note [Views after an untracked in-place] in ops/inplace.py)."""
+        self.detached: weakref.WeakSet | None = None
+        """A root's ``detach()``es (the other way of ``detached_from``)."""
+
+
+def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bool) -> Tensor:
+    """Unpickling's half of ``Tensor.__reduce_ex__``."""
+    t = Tensor(array, device=device)
+    if cls is not Tensor:  # a subclass (Parameter) over the same fields, without running its __init__
+        new = cls.__new__(cls)
+        for name in ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra"):
+            setattr(new, name, getattr(t, name))
+        t = new
+    return t.requires_grad_(requires_grad)
 
 
 class Tensor:
@@ -121,7 +151,7 @@ class Tensor:
         self.grad_fn = None
         self.output_nr = 0
         self._grad = None
-        self._vc = [0]
+        self._vc = fresh_version()  # Note [Inference tensors] in autograd/grad_mode.py
         self._extra = None
         if requires_grad:
             self.requires_grad_(True)
@@ -140,7 +170,10 @@ class Tensor:
         t.grad_fn = grad_fn
         t.output_nr = output_nr
         t._grad = None
-        t._vc = vc
+        # Note [Inference tensors] in autograd/grad_mode.py: under inference_mode() a new counter (a new
+        # tensor's, version 0) becomes an inference one; callers that share one (views, detach) put theirs back
+        t._vc = vc if not INFERENCE_ACTIVE[0] or vc.__class__ is not list or vc[0] or not inference_enabled.get() \
+            else InferenceVersion(vc)
         t._extra = None
         return t
 
@@ -157,12 +190,14 @@ class Tensor:
         return self._data.ndim
 
     @property
-    def dtype(self) -> np.dtype:
-        """A numpy dtype on every device (Note [One array backend per device] in devices/backend.py)."""
+    def dtype(self) -> dtypes.dtype:
+        """The interned asyncgrad dtype on every device (Note [Dtypes are numpy dtypes underneath] in
+        dtypes.py): the array's dtype looked up, a backend's own dtype converted to numpy's first."""
         dtype = self._data.dtype
-        if dtype.__class__ in _NUMPY_DTYPE_CLASSES or isinstance(dtype, np.dtype):  # Note [Is it a numpy dtype]
-            return dtype
-        return self.device.backend.dtype(self._data)
+        if dtype.__class__ in _NUMPY_DTYPE_CLASSES:  # Note [Is it a numpy dtype]: a strict dtype hashes as numpy's
+            found = _BY_NUMPY.get(dtype)  # but warns when compared with it, so it never meets this dict
+            return found if found is not None else dtypes.intern(dtype)
+        return dtypes.intern(self.device.backend.dtype(self._data))
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -181,7 +216,11 @@ class Tensor:
         return self._data.shape[0]
 
     def is_floating_point(self) -> bool:
-        return dtypes.is_floating_point(self.dtype)
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        """Always False: asyncgrad holds no complex data (Note [Complex numbers are refused] in _validate.py)."""
+        return self.dtype.is_complex
 
     @property
     def is_cuda(self) -> bool:
@@ -189,7 +228,13 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._vc.__class__ is InferenceVersion:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under ``inference_mode()`` (Note [Inference tensors])."""
+        return self._vc.__class__ is InferenceVersion
 
     # ----------------------------------------------------------------- autograd state
     @property
@@ -216,8 +261,30 @@ class Tensor:
         if requires_grad and not dtypes.is_floating_point(self.dtype):
             # torch 2.13's words for requires_grad_(); its factories still say "and complex dtype"
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._vc.__class__ is InferenceVersion and not inference_enabled.get():
+            # Note [Inference tensors] in autograd/grad_mode.py
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")  # torch's setter, given no value
+
+    @property
+    def _grad_fn(self) -> Node | None:
+        """torch's alias of ``grad_fn``; set to None it detaches the tensor in place, and it cannot be deleted."""
+        return self.grad_fn
+
+    @_grad_fn.setter
+    def _grad_fn(self, value: None) -> None:
+        if value is not None:
+            raise RuntimeError("_grad_fn can be only set to None")
+        self.detach_()
+
+    @_grad_fn.deleter
+    def _grad_fn(self) -> None:
+        raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
 
     @property
     def is_leaf(self) -> bool:
@@ -283,6 +350,15 @@ class Tensor:
             new._grad = self._grad.__deepcopy__(memo)
         return new
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickle as torch does, under every protocol: the value (a host copy, rebuilt on the same
+        device), the class and ``requires_grad``; never ``.grad``, hooks or a place in a graph (a
+        non-leaf comes back as a leaf). Protocols 0 and 1 cannot pickle ``__slots__`` by
+        themselves, so the reduction is spelled out; a subclass's ``__dict__`` travels as state."""
+        state = getattr(self, "__dict__", None) or None
+        return (_rebuild_tensor, (type(self), self.device.to_host(self._data), str(self.device), self._requires_grad),
+                state)
+
     def _extras(self) -> _Extra:
         if self._extra is None:
             with creation_lock:  # Note [One writer per leaf]: one _Extra even if threads race here
@@ -338,9 +414,55 @@ class Tensor:
             extra.post_accumulate_hooks = {}
         return add_hook(extra.post_accumulate_hooks, hook)
 
+    # torch port, items 121-180: torch's settable ``_backward_hooks`` (test_requires_grad)
+    @property
+    def _backward_hooks(self) -> dict | None:
+        """The dict of this tensor's hooks (``register_hook``'s, called with the gradient in its
+        order), None before any, as torch's; for a non-leaf it lives on its grad_fn's slot."""
+        if self.grad_fn is not None:
+            return self.grad_fn._hook_store().tensor_pre.get(self.output_nr)
+        return self._extra.hooks if self._extra is not None else None
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks: dict | None) -> None:
+        if self.grad_fn is not None:
+            store = self.grad_fn._hook_store().tensor_pre
+            if hooks is None:
+                store.pop(self.output_nr, None)
+            else:
+                store[self.output_nr] = hooks
+            return
+        extra = self._extras()
+        extra.hooks = hooks
+        acc = extra.grad_accumulator() if extra.grad_accumulator is not None else None
+        if acc is not None:
+            if hooks is None:
+                acc._hook_store().tensor_pre.pop(0, None)
+            else:
+                acc._register_hook_dict(hooks)
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self) -> None:
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
+
     def detach(self) -> Tensor:
         """A new leaf sharing memory and the version counter, cut off from the graph."""
-        return Tensor._make(self._data, self.device, False, None, 0, self._vc)
+        t = Tensor._make(self._data, self.device, False, None, 0, self._vc)
+        if INFERENCE_ACTIVE[0]:
+            t._vc = self._vc  # a view: inference only when this tensor is (Note [Inference tensors])
+        extra = self._extra
+        if self._requires_grad or extra is not None and extra.detached_from is not None:
+            # Note [Views after an untracked in-place] in ops/inplace.py
+            root = (self if extra is None else extra.detached_from() if extra.detached_from is not None
+                    else extra.base if extra.base is not None else self)
+            if root is None:  # the root is gone: nothing has views to regenerate
+                return t
+            t._extras().detached_from = weakref.ref(root)
+            root_extra = root._extras()
+            if root_extra.detached is None:
+                root_extra.detached = weakref.WeakSet()
+            root_extra.detached.add(t)
+        return t
 
     def detach_(self) -> Tensor:
         if self._extra is not None and self._extra.base is not None:
@@ -458,9 +580,14 @@ def _set_data(tensor: Tensor, value: Any) -> None:
     tensor._data = value
 
 
+def _delete_data(tensor: Tensor) -> None:
+    raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
+
 _PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
-Tensor.data = property(_data_slot.__get__, _set_data,  # type: ignore[assignment]
+Tensor.data = property(_data_slot.__get__, _set_data, _delete_data,  # type: ignore[assignment]
                        doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
 _ndarray = np.ndarray
+_BY_NUMPY = dtypes._BY_NUMPY
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES
 _pending = awaitable.pending

@@ -277,12 +277,6 @@ def compare_value(name: str, vt: Any, va: Any, full: bool, born: tuple[int, int]
 # a regex on the detail). A campaign counts them apart; tests/test_fuzz.py fails on any other.
 # Remove an entry when its cause is fixed.
 KNOWN: list[tuple[str, str, str, str]] = [
-    # not analysed yet
-    ("a saved tensor modified in place: raised by torch only, or with another message",
-     "missing error|error message", r"", r"modified by an inplace operation"),
-    # inplace.py: torch regenerates a view's grad_fn when its version moved through a detach()ed alias
-    ("a view changed in place through detach() keeps its grad_fn (torch: AsStridedBackward0)", "grad_fn", r"",
-     r"torch AsStridedBackward0"),
     # torch's own limitation: its engine writes in place into a ZeroTensor it made (a known-zero
     # gradient) in a higher-order backward
     ("torch fails: ZeroTensors are immutable", "missing error", r"", r"ZeroTensors are immutable"),

@@ -71,7 +71,7 @@ def rng():
     return np.random.default_rng(1234)
 
 
-OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace", "test_views")
+OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace", "test_views", "test_ops_linalg")
 """Op test modules that run whole on ``cpu``, on ``sim:0`` and, with CuPy and a GPU, on ``cuda:0`` (helpers.DEVICE)."""
 
 

@@ -70,7 +70,7 @@ async def test_saved_tensor_modified_in_place_raises_torchs_error():
     b = a * a
     a.add_(1)
     with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[asyncgrad.FloatTensor \[3\]\], "
-                                           r"which is output 0 of MulBackward0, is at version 1; expected version 0"):
+                                           r"which is output 0 of Add, is at version 1; expected version 0"):
         await b.sum().backward()
 
 

@@ -582,15 +582,15 @@ SINGULAR_VALUE_NORMS = {
 
 @pytest.mark.parametrize("case", list(SINGULAR_VALUE_NORMS))
 async def test_singular_value_norms(case):
-    """First order only: the second derivative of singular values is refused (below)."""
+    """First order here; second order below."""
     fn, name = SINGULAR_VALUE_NORMS[case]
     await check_op(fn, (2, 3, 4), name=name)
 
 
-async def test_second_order_through_singular_values_is_refused():
-    x = ag_tensor(np.random.default_rng(0).standard_normal((3, 3)), requires_grad=True)
-    with pytest.raises(NotImplementedError, match="second derivative of singular values"):
-        await ag.grad(ag.linalg.matrix_norm(x, "nuc"), [x], create_graph=True)
+async def test_second_order_through_singular_values():
+    """svdvals' node keeps U and Vh as outputs (ops/linalg.py), so its second derivative is right."""
+    await check_gradgrad(lambda lib, x: lib.linalg.matrix_norm(x, "nuc"), (3, 3))
+    await check_gradgrad(lambda lib, x: lib.linalg.matrix_norm(x, 2), (2, 3, 4))
 
 
 # --------------------------------------------------------------------------- inv, det, slogdet, solve

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -125,3 +126,26 @@ def test_parameter_repr_is_torchs(torch32):
     mine = repr(ag.nn.Parameter(ag.zeros(2, 3)))
     assert mine == repr(torch32.nn.Parameter(torch32.zeros(2, 3)))
     assert mine.startswith("Parameter containing:\ntensor([[0., 0., 0.],")
+
+
+@pytest.mark.parametrize("anomaly", [False, True])
+def test_modified_saved_tensor_message_as_torch(anomaly):
+    """The version error names the node by its forward op ("output 0 of Exp", torch 2.13's
+    ``forward_op_name``) and gives torch's hint for either anomaly mode."""
+    torch = pytest.importorskip("torch", reason=TORCH_NEEDED)
+
+    def run(L, backward):
+        a = L.tensor([1.0, 2.0, 3.0], dtype=L.float32, requires_grad=True)
+        with L.autograd.set_detect_anomaly(anomaly):
+            c = (a * 2).exp()
+            c.add_(1)
+            with pytest.raises(RuntimeError) as info:
+                backward(c.sum())
+        return str(info.value)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # anomaly mode's warnings, and its forward traceback printed
+        theirs = run(torch, lambda t: t.backward())
+        ours = run(ag, ag.backward_sync)
+    assert "which is output 0 of Exp, is at version 1; expected version 0 instead." in ours
+    assert ours == theirs.replace("torch.autograd.", "ag.autograd.").replace("torch.", "asyncgrad.")

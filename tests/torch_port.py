@@ -79,6 +79,18 @@ def _assert_interleaved_struct(res, base1, base2):
         raise RuntimeError("The bases given to `_assert_interleaved_struct` don't have the right structure.")
 
 
+def random_symmetric_matrix(l, *batches):
+    """common_utils.random_symmetric_matrix: (A + Aᵀ) / 2 of a standard normal A."""
+    A = ag.randn(*(batches + (l, l)))
+    return (A + A.transpose(-2, -1)) / 2
+
+
+def random_symmetric_pd_matrix(matrix_size, *batch_dims):
+    """common_utils.random_symmetric_pd_matrix: A Aᵀ + 1e-5 I of a standard normal A."""
+    A = ag.randn(*(batch_dims + (matrix_size, matrix_size)))
+    return ag.matmul(A, A.transpose(-2, -1)) + ag.eye(matrix_size) * 1e-5
+
+
 def mask_not_all_zeros(shape):
     """common_methods_invocations.mask_not_all_zeros."""
     while True:

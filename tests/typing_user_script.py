@@ -8,7 +8,7 @@ It touches the public surface a user types against: factories, Tensor operators 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, assert_type
+from typing import assert_type
 
 import numpy as np
 
@@ -59,7 +59,7 @@ async def main() -> None:
     best: int = int(indices[0])
     shape: tuple[int, ...] = picked.shape
     n: int = masked.numel()
-    dtype: np.dtype = x.dtype
+    dtype: ag.dtype = x.dtype  # torch's dtype object over a numpy dtype
     print(best, shape, n, dtype, values.shape, largest.item(), standardize(x.detach()).tolist())
 
     # the stub's types, not Any
@@ -71,7 +71,7 @@ async def main() -> None:
     assert_type(x[0, 1:], Tensor)
     assert_type(x.shape, ag.Size)  # a tuple subclass, as torch.Size
     assert_type(x.size(0), int)
-    assert_type(x.dtype, np.dtype[Any])
+    assert_type(x.dtype, ag.dtype)
     assert_type(x.grad, Tensor | None)
     assert_type(x.sum().item(), int | float | bool)
     assert_type(ag.nn.functional.mse_loss(z, z), Tensor)

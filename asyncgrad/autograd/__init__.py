@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what __getattr__ gives, for type checkers
     from asyncgrad import functional
+    from asyncgrad.autograd import profiler
     from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable
     from asyncgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+    from asyncgrad.autograd.profiler import _profiler_enabled
     from asyncgrad.gradcheck import gradcheck, gradgradcheck
 
 __all__ = [
@@ -46,17 +48,21 @@ __all__ = [
     "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
+    # the profiler
+    "profiler",
+    "_profiler_enabled",
 ]
 
 
 def _public() -> dict[str, Any]:
     """The names of ``__all__`` (Note [A namespace over the low layers])."""
     from asyncgrad import functional
-    from asyncgrad.autograd import graph
+    from asyncgrad.autograd import graph, profiler
     from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable
     from asyncgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+    from asyncgrad.autograd.profiler import _profiler_enabled
     from asyncgrad.gradcheck import gradcheck, gradgradcheck
 
     return {
@@ -65,6 +71,7 @@ def _public() -> dict[str, Any]:
         "functional": functional, "grad": grad, "grad_sync": grad_sync, "gradcheck": gradcheck,
         "gradgradcheck": gradgradcheck, "graph": graph, "no_grad": no_grad, "once_differentiable": once_differentiable,
         "set_detect_anomaly": set_detect_anomaly, "set_grad_enabled": set_grad_enabled,
+        "profiler": profiler, "_profiler_enabled": _profiler_enabled,  # the profiler
     }
 
 

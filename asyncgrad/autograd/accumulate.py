@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Any
 
+from asyncgrad._layout import contiguous_strides, contract_strides, element_strides, obeys_layout_contract
 from asyncgrad.autograd import graph
 from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.autograd.hook_calls import type_name_of
 from asyncgrad.autograd.ownership import owned_by
+from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import Tensor, creation_lock
 
 _tuple_new = tuple.__new__
@@ -45,39 +48,61 @@ class AccumulateGrad(Node):
         super().__init__(())
         self.variable = variable
         self.lock = threading.Lock()
-        self._input_meta = ((variable.shape, variable.dtype, variable.device),)
+        self._input_meta = ((variable.shape, numpy_dtype(variable.dtype), variable.device),)  # the array's dtype
         extra = variable._extra
         if extra is not None and extra.hooks is not None:
             self._register_hook_dict(extra.hooks)
 
+    @property
+    def call_on_undefined(self) -> bool:  # type: ignore[override]
+        """Only a leaf with post-accumulate hooks is called on an undefined gradient: torch runs
+        them then too, with ``.grad`` as it was (Note [Hooks on undefined gradients] in hook_calls.py)."""
+        extra = self.variable._extra
+        return extra is not None and bool(extra.post_accumulate_hooks)
+
     def apply(self, grads: list, create_graph: bool) -> tuple:
-        if grads[0] is not None:
-            with self.lock:
+        with self.lock:
+            if grads[0] is not None:
                 accumulate_grad(self.variable, grads, create_graph)
+            else:
+                post_accumulate(self.variable)
         return ()
 
 
 def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
     """``variable.grad += grads[0]`` with torch's rules: the first gradient is stolen when
-    nothing else sees it, else copied (or kept as is when recorded, create_graph); later
-    ones are added in place unless a graph is being recorded."""
+    nothing else sees it, else copied; with create_graph always copied through ``copy_``, so a
+    recorded one's ``.grad`` has grad_fn CopyBackwards over it (torch's clone_obey_contract);
+    later ones are added in place unless a graph is being recorded."""
     steal = not create_graph and owned_by(grads, 0)
     grad = grads[0]
     old = variable._grad
     if create_graph:
-        if old is None:
-            variable._grad = grad if grad.requires_grad else grad.detach().clone()
+        if old is None:  # torch's clone_obey_contract: a fresh copy, recorded (CopyBackwards) when grad is
+            new = Tensor._make(_contract_empty(variable), variable.device, False, None, 0, [0])
+            variable._grad = new.copy_(grad if grad.requires_grad else grad.detach())
         else:
             variable._grad = old + grad
     elif old is None:
+        backend = variable.device.backend
+        # Note [The gradient layout contract]: a row-major copy suits a row-major leaf as it is
         if not steal:
-            grad = variable.device.backend.copy(grad, "C")
+            grad = backend.copy(grad, "C")
+            if not backend.is_contiguous(variable._data):
+                grad = _obey_contract(variable, grad)
+        elif backend.strides(grad) != backend.strides(variable._data):
+            grad = _obey_contract(variable, grad)
         variable._grad = Tensor._make(grad, variable.device, False, None, 0, [0])
     elif old.requires_grad:
         variable._grad = Tensor._make(old.data + grad, variable.device, False, None, 0, [0])
     else:
         old.data += grad
         old._vc[0] += 1
+    post_accumulate(variable)
+
+
+def post_accumulate(variable: Tensor) -> None:
+    """The leaf's post-accumulate hooks, with torch's checks of what they return."""
     extra = variable._extra
     if extra is not None and extra.post_accumulate_hooks:
         for fn in list(extra.post_accumulate_hooks.values()):
@@ -86,6 +111,47 @@ def accumulate_grad(variable: Tensor, grads: list, create_graph: bool) -> None:
                 if not isinstance(result, Tensor):
                     raise TypeError(f"expected Variable, but hook returned '{type_name_of(result)}'")
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def _obey_contract(variable: Tensor, grad: Any) -> Any:
+    """``grad`` (an array the leaf may keep: stolen or a fresh copy) itself when it obeys the
+    layout contract, else a copy that does.
+
+    Note [The gradient layout contract]: as torch's AccumulateGrad (accumulate_grad.h,
+    utils/grad_layout_contract.h), a new ``.grad`` of a leaf that is non-overlapping and dense
+    (some permutation of its dims is contiguous: a channels-last or transposed leaf) has the
+    leaf's strides, so an optimizer's ``p -= lr * p.grad`` walks both in the same order; any
+    other leaf's (a view with gaps, an expanded one) is row-major. A stolen gradient must
+    already obey; a copied one is laid out so. Later gradients are added in place, keeping that
+    layout (or, recording a graph, ``old + new``, whose layout follows ``old``). The common case
+    costs one check: a stolen gradient of a row-major leaf has the leaf's very strides (one
+    comparison of two strides tuples), a gradient copied row-major as before suits a row-major
+    leaf (``is_contiguous`` on the leaf); this function is called only when they fail.
+    A dim of size 1 is free, as in torch: a gradient that differs from the leaf only there is kept.
+    """
+    backend = variable.device.backend
+    data = variable._data
+    itemsize = variable.dtype.itemsize
+    shape = tuple(data.shape)
+    strides = element_strides(backend.strides(data), itemsize)
+    if obeys_layout_contract(shape, element_strides(backend.strides(grad), itemsize), strides):
+        return grad
+    wanted = contract_strides(shape, strides)
+    if wanted == contiguous_strides(shape):
+        return backend.copy(grad, "C")
+    return backend.copy_strided(grad, wanted)
+
+
+def _contract_empty(variable: Tensor) -> Any:
+    """An uninitialised array for a new ``.grad`` of ``variable``, laid out as Note [The gradient
+    layout contract] says (torch's clone_obey_contract allocates it with new_empty_strided)."""
+    backend = variable.device.backend
+    data = variable._data
+    if backend.is_contiguous(data):
+        return backend.empty(variable.shape, variable.dtype)
+    shape = tuple(data.shape)
+    strides = contract_strides(shape, element_strides(backend.strides(data), variable.dtype.itemsize))
+    return backend.empty_strided(shape, strides, variable.dtype)
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

@@ -26,6 +26,7 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
 from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge
+from asyncgrad.dtypes import intern
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
@@ -116,7 +117,8 @@ class _EdgeOutput:
     _requires_grad = True
 
     def __init__(self, edge: GradientEdge) -> None:
-        self.shape, self.dtype, self.device = edge.node._input_meta[edge.output_nr]
+        self.shape, dtype, self.device = edge.node._input_meta[edge.output_nr]
+        self.dtype = intern(dtype)  # the meta holds the array's numpy dtype
 
     def numel(self) -> int:
         return int(np.prod(self.shape))

@@ -21,16 +21,18 @@ import functools
 import inspect
 import math
 import warnings
+import weakref
 from typing import Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Edge, Node, Placement
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.devices.device import cpu
-from asyncgrad.tensor import Tensor
+from asyncgrad.dtypes import numpy_dtype
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
                      "autograd.Function. Either access saved_tensors only once, or set "
@@ -39,6 +41,24 @@ _CLEARED = ("cleared",)
 """``FunctionNode.saved`` once ``clear_saved_tensors_on_access`` gave the saved tensors out."""
 
 _NO_OUTPUT_META = ((), None, cpu)
+
+_DIRTY_VIEW_OF_MANY = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
+    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input "
+    "is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting "
+    "it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
+
+_view_rebase: list[Callable[[Tensor, Node], None]] = []
+"""Note [A custom Function's in-place op on a view]: a Function that mark_dirty()s a view it
+modified in place rebases the view's base, as torch's rebase_history: the base becomes the
+output of CopySlices over the Function's node, and its views read it again. That machinery is
+the ops layer's (ops/inplace.py, above this module), which installs it here at import."""
+
+
+def install_view_rebase(rebase: Callable[[Tensor, Node], None]) -> None:
+    """Called once by ops/inplace.py (Note [A custom Function's in-place op on a view])."""
+    _view_rebase[:] = [rebase]
 """The input metadata of a forward output that is not a Tensor: a slot no gradient reaches
 (Note [One gradient slot per output])."""
 
@@ -68,6 +88,7 @@ class FunctionCtx:
         return result
 
     def mark_dirty(self, *tensors: Tensor) -> None:
+        """Checked as the outputs are wrapped, as torch (Note [Custom Function outputs])."""
         self._dirty = tensors
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
@@ -121,8 +142,14 @@ class FunctionNode(FunctionCtx, Node):
                 f"function {self.name()} returned an incorrect number of gradients (expected {expected}, "
                 f"got {len(result)})"
             )
+        positions = self._tensor_positions
+        if len(positions) != expected:  # a gradient for an input that is no Tensor is refused, as torch's
+            for position in range(expected):
+                if result[position] is not None and position not in positions:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                       f"{position + 1}, but the corresponding forward input was not a Variable")
         grads = []
-        for position in self._tensor_positions:
+        for position in positions:
             grad = result[position]
             if grad is not None and not isinstance(grad, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type_label(grad)})")
@@ -238,33 +265,85 @@ class Function:
         return result[0] if single else result
 
 
+MARK_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                        "mutated should be passed to ctx.mark_dirty().")
+DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The inputs "
+                      "that are modified inplace must all be outputs of the Function.")
+
+def _is_view(t: Tensor) -> bool:
+    return t._extra is not None and t._extra.base is not None
+
+
+def _as_view(out: Tensor, of: Tensor) -> None:
+    """Make ``out`` (a new tensor over ``of``'s memory) a view of ``of``'s base, as torch's view_as(self)."""
+    extra = of._extra
+    root = extra.base if extra is not None and extra.base is not None else of
+    out._extras().base = root
+    root_extra = root._extras()
+    if root_extra.views is None:
+        root_extra.views = weakref.WeakSet()
+    root_extra.views.add(out)
+
+
+# Note [Custom Function outputs]: as torch's _process_backward_mode_ad, after forward: every tensor
+# given to mark_dirty must be returned (else "Some elements marked as dirty ..."), whether or not a
+# graph is recorded; a dirty differentiable output that is no input gets a warning ("ctx.mark_dirty()
+# received a tensor that was not an input ..."); a dirty input that is a view may only be the one
+# output (its base is rebased onto CopySlices over the node, which reads only that output's
+# gradient); an input returned as it was comes back as a view of itself, and every view returned
+# (but a dirty input) is refused in place later: "... was created inside a custom Function ..."
+# (IN_CUSTOM_FUNCTION), or, with several differentiable outputs, "... returns multiple views ..."
+# (MULTI_OUTPUT_NODE); in-place on such a view would override the custom backward.
 def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bool) -> tuple:
-    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones."""
+    """Attach the node to the outputs; handle dirty (in-place) and non-differentiable ones, with
+    torch's checks (custom_function.cpp's _process_backward_mode_ad, Note [Custom Function outputs])."""
+    for i, t in enumerate(node._dirty):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type {type_label(t)}")
     dirty = {id(t) for t in node._dirty}
     non_diff = {id(t) for t in node._non_differentiable}
-    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    inputs = {id(a): a for a in args if isinstance(a, Tensor)}
     for t in node._dirty:
         t._vc[0] += 1
-        if recording and t._requires_grad and t.grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    returned = {id(out) for out in outputs if isinstance(out, Tensor)}
+    if not dirty <= returned:
+        raise RuntimeError(DIRTY_NOT_RETURNED)
     wrapped = []
     metas = []
+    dirty_view = None
     for out in outputs:
         if not isinstance(out, Tensor):  # Note [One gradient slot per output]
             wrapped.append(out)
             metas.append(_NO_OUTPUT_META)
             continue
-        if id(out) in inputs and id(out) not in dirty:
+        output_nr = len(metas)
+        is_input = id(out) in inputs
+        is_modified = id(out) in dirty
+        is_diff = recording and id(out) not in non_diff and out.is_floating_point()
+        if is_diff and is_modified:
+            if out._requires_grad and out.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            if not is_input:
+                warnings.warn(MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=3)
+            if _is_view(out):
+                if len(outputs) > 1:
+                    raise RuntimeError(_DIRTY_VIEW_OF_MANY)
+                dirty_view = out
+        if is_input and not is_modified:
+            original = out
             out = Tensor._make(out.data, out.device, False, None, 0, out._vc)
-        metas.append((out.shape, out.dtype, out.device))
-        if recording and id(out) not in non_diff and out.is_floating_point():
+            if is_diff:
+                _as_view(out, original)
+        metas.append((out.shape, numpy_dtype(out.dtype), out.device))
+        if is_diff:
             out.grad_fn = node
-            out.output_nr = len(metas) - 1
+            out.output_nr = output_nr
             out._requires_grad = True
-        elif id(out) in dirty:
+        elif is_modified:
             out.grad_fn = None
             out._requires_grad = False
         wrapped.append(out)
+    _mark_views(node, wrapped, dirty, inputs)
     # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether
     # Tensors or not (``(3, x * 2, "s")``: ``x * 2`` is output 1), and its backward gets one
     # gradient per output, None for one that is not a Tensor; its slot's metadata says so.
@@ -281,7 +360,43 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     node.saved = tuple(saved)
     node._saved_layout = layout
     node._to_save = ()
+    if dirty_view is not None:
+        _rebase_dirty_view(node, args, dirty_view)
     return tuple(wrapped)
+
+
+def _rebase_dirty_view(node: FunctionNode, args: tuple, view: Tensor) -> None:
+    """torch's rebase_history of a dirty view: the base is rebased onto CopySlices over the node, which
+    (as torch's) takes the view for the node's first input; an ``async def`` backward, which CopySlices
+    cannot await, or the view as another input would give a wrong gradient, so both are refused."""
+    if args[node._tensor_positions[0]] is not view:
+        raise NotImplementedError(
+            "a custom Function that modifies in place an input that is a view must take that view as its first "
+            "Tensor argument (torch's CopySlices reads the Function's first gradient as the view's); pass "
+            "view.clone() or reorder the arguments")
+    if node._function._async_backward:
+        raise NotImplementedError(
+            "a custom Function with an async def backward cannot modify in place an input that is a view (the base's "
+            "CopySlices runs the backward inline); pass view.clone()")
+    _view_rebase[0](view, node)  # Note [A custom Function's in-place op on a view]
+
+
+def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: dict) -> None:
+    """Note [Views a Function returns]: as torch, an output that is a view (of an input or of a
+    temporary), except a dirty input returned as itself, may not be modified in place where the
+    in-place op would record: autograd's rebase of the view would replace the custom backward by
+    the view's own, silently giving wrong gradients. torch's CreationMeta is MULTI_OUTPUT_NODE
+    when the Function has more than one differentiable output, else IN_CUSTOM_FUNCTION; the
+    refusal (view_creation_error in ops/inplace.py) names the Function's node when the output has
+    it as grad_fn, and views of such an output inherit it (Note [View creation] in ops/_node.py)."""
+    differentiable = sum(1 for o in outputs if isinstance(o, Tensor) and o.grad_fn is node)
+    kind = MULTI_OUTPUT_VIEW if differentiable > 1 else IN_CUSTOM_FUNCTION
+    for nr, out in enumerate(outputs):
+        if not isinstance(out, Tensor) or (id(out) in dirty and id(out) in inputs):
+            continue
+        extra = out._extra
+        if extra is not None and extra.base is not None:
+            extra.creation = (kind, type(node).__name__ if out.grad_fn is node else None, nr)
 
 
 class InplaceFunction(Function):
@@ -322,22 +437,25 @@ def once_differentiable(backward: Callable) -> Callable:
 
 
 def _delay_error(result: Any, grads: tuple) -> Any:
-    """``result`` as it is, or, when a graph is recorded, attached to a node that refuses to run."""
+    """``result`` as it is, or, when a graph is recorded, the outputs of an ``Error`` node that
+    refuses to run, as torch's once_differentiable builds it: one input per output, a detached
+    copy requiring grad (so the node has edges: AccumulateGrads of those, None for a None output),
+    and output ``i`` its ``i``-th output."""
     if not grad_enabled.get() or not any(isinstance(g, Tensor) and g._requires_grad for g in grads):
         return result
     single = not isinstance(result, tuple)
-    edges = tuple(gradient_edge(g) for g in grads if isinstance(g, Tensor))
-    wrapped = []
-    for r in ((result,) if single else result):
-        if isinstance(r, Tensor):
-            err = DelayedError(edges)
-            err._input_meta = ((r.shape, r.dtype, r.device),)
-            r = Tensor._make(r.data, r.device, True, err, 0, [0])
-        wrapped.append(r)
-    return wrapped[0] if single else tuple(wrapped)
+    outputs = (result,) if single else result
+    fakes = [r.detach().requires_grad_() if isinstance(r, Tensor) else None for r in outputs]
+    err = Error(tuple(NO_EDGE if f is None else gradient_edge(f) for f in fakes))
+    err._input_meta = tuple(_NO_OUTPUT_META if f is None else (f.shape, numpy_dtype(f.dtype), f.device) for f in fakes)
+    wrapped = tuple(Tensor._make(r.data, r.device, True, err, i, [0]) if isinstance(r, Tensor) else r
+                    for i, r in enumerate(outputs))
+    return wrapped[0] if single else wrapped
 
 
-class DelayedError(Node):
+class Error(Node):
+    """torch's ``Error`` node (the DelayedError of once_differentiable): differentiating through it raises."""
+
     __slots__ = ()
 
     def apply(self, grads: list, create_graph: bool) -> Any:

@@ -231,12 +231,47 @@ def is_inference_mode_enabled() -> bool:
     return inference_enabled.get()
 
 
+INFERENCE_ACTIVE = [0]
+"""How many ``inference_mode(True)`` blocks are open, in any context: while none is, making a tensor
+costs one test of this flag (Note [Inference tensors])."""
+
+INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
+                     "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                     "more details.")
+INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                   "mode in computation tracked by autograd. To work around this, you can make a clone to get a normal "
+                   "tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
+
+
+class InferenceVersion(list):
+    """Note [Inference tensors]: as torch, a tensor made under ``inference_mode()`` (and every view
+    of it) is an inference tensor: ``is_inference()``, refused in place outside inference mode
+    (INFERENCE_INPLACE), never saved for backward (INFERENCE_SAVED), no ``_version``. What marks it
+    is its version counter, which views share: this list subclass, made by ``Tensor._make`` and
+    ``Tensor.__init__`` (the one flag test, ``INFERENCE_ACTIVE``, while no block is open), so no
+    tensor carries another slot. A view of a normal tensor made inside keeps its base's counter and
+    stays normal, as in torch. The in-place refusal is the counter's own ``__setitem__`` (every
+    in-place bumps it; ``apply_inplace`` asks first, so nothing is written before it raises);
+    saving is refused by ``SavedTensor``."""
+
+    __slots__ = ()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if not inference_enabled.get():
+            raise RuntimeError(INFERENCE_INPLACE)
+        list.__setitem__(self, index, value)
+
+
+def fresh_version() -> list:
+    """The version counter of a new tensor: an inference one under ``inference_mode()``."""
+    return InferenceVersion([0]) if INFERENCE_ACTIVE[0] and inference_enabled.get() else [0]
+
+
 class inference_mode:
     """torch's ``inference_mode(mode=True)``: a context manager and a decorator (also bare:
     ``@inference_mode``). Enabled, it switches grad mode off as ``no_grad`` does, so nothing is
-    recorded; disabled (``inference_mode(False)``), it switches grad mode on, as torch's does.
-    Tensors made inside are not marked as inference tensors (torch's ``is_inference()``), so using
-    them in recorded ops later is not refused."""
+    recorded, and tensors made inside are inference tensors (Note [Inference tensors]); disabled
+    (``inference_mode(False)``), it switches grad mode on and makes normal tensors, as torch's does."""
 
     def __new__(cls, mode: Any = True) -> Any:
         if isinstance(mode, (bool, np.bool_)):
@@ -249,11 +284,15 @@ class inference_mode:
     def __enter__(self) -> None:
         tokens = self.__dict__.setdefault("_tokens", [])
         tokens.append((inference_enabled.set(self.mode), grad_enabled.set(not self.mode)))
+        if self.mode:
+            INFERENCE_ACTIVE[0] += 1
 
     def __exit__(self, *exc: Any) -> None:
         inference_token, grad_token = self._tokens.pop()
         inference_enabled.reset(inference_token)
         grad_enabled.reset(grad_token)
+        if self.mode:
+            INFERENCE_ACTIVE[0] -= 1
 
     def clone(self) -> inference_mode:
         return self.__class__(self.mode)

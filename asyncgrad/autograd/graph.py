@@ -27,6 +27,7 @@ import functools
 import inspect
 import itertools
 import threading
+import weakref
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -382,6 +383,14 @@ def disable_saved_tensors_hooks(error_message: str) -> Generator[None, None, Non
         saved_hooks_disabled.reset(token)
 
 
+def _gradient_node(t: Any) -> Node | None:
+    """The node whose tensor hooks are ``t``'s: its grad_fn, or its leaf's AccumulateGrad if it has one."""
+    if t.grad_fn is not None:
+        return t.grad_fn
+    extra = t._extra
+    return extra.grad_accumulator() if extra is not None and extra.grad_accumulator is not None else None
+
+
 class _MultiHandle(RemovableHandle):
     """Removes every per-tensor hook of one ``register_multi_grad_hook``."""
 
@@ -403,11 +412,13 @@ def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -
     ``"all"``: ``fn(grads)`` with one entry per tensor, None where this backward computed no
     gradient for it; ``"any"``: ``fn(grad)`` with the first gradient computed among them.
 
-    Note [Multi-grad hooks at the end]: torch calls an ``"all"`` hook as soon as the last gradient
-    it expects has arrived, asking its engine which of the tensors' nodes will still run. Here
-    the hook gathers the gradients of one backward (keyed by its graph task) and calls ``fn`` as
-    that backward's final callback, before it returns: the same arguments, after the other nodes
-    of that backward rather than in their midst.
+    Note [Multi-grad hooks]: as torch, an ``"all"`` hook is called inside the backward, as soon as
+    the tensor hook of the last of the tensors whose nodes this backward (graph task) runs has been
+    called: at the first of them it counts those nodes (the graph task's ``will_execute``, torch's
+    ``_will_engine_execute_node``), then gathers one gradient per call; a tensor hook runs whenever
+    its node runs, with None for an undefined gradient (Note [Hooks on undefined gradients] in
+    hook_calls.py), so the count is reached. State is kept per graph task (weakly), so concurrent
+    and reentrant backwards each get their own call.
     """
     supported_modes = ("all", "any")
     if mode not in supported_modes:
@@ -415,20 +426,27 @@ def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -
     tensors = tuple(tensors)
     lock = threading.Lock()
     if mode == "all":
-        buffers: dict[int, list] = {}
+        states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
         def inner(idx: int) -> Callable:
             def hook(grad: Any) -> None:
                 graph_task = current_graph_task.get()
                 if graph_task is None:
                     raise AssertionError("expected this hook to be called inside a backward call")
-                key = id(graph_task)
                 with lock:
-                    buffer = buffers.get(key)
-                    if buffer is None:
-                        buffer = buffers[key] = [None] * len(tensors)
-                        graph_task.final_callbacks.append(lambda: fn(buffers.pop(key)))
-                buffer[idx] = grad
+                    state = states.get(graph_task)
+                    if state is None:  # [calls so far, calls expected, buffer]
+                        own = _gradient_node(tensors[idx])
+                        expected = sum(1 if node is own else graph_task.will_execute(node)
+                                       for node in map(_gradient_node, tensors))
+                        state = states[graph_task] = [0, expected, [None] * len(tensors)]
+                    state[0] += 1
+                    state[2][idx] = grad
+                    done = state[0] == state[1]
+                    if done:
+                        del states[graph_task]
+                if done:
+                    fn(state[2])
 
             return hook
 

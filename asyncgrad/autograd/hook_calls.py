@@ -18,10 +18,10 @@ def check_hook_value(fn: Callable, old: Tensor | None, new: Any) -> Tensor | Non
     """What a hook returned in place of one gradient, validated as torch does (its wording)."""
     if new is None:
         return None
+    if old is None:  # before the type test, as torch's check_single_result
+        raise RuntimeError("can't replace a None gradient with a non-None value")
     if not isinstance(new, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type_name_of(new)}'")
-    if old is None:
-        raise RuntimeError("can't replace a None gradient with a non-None value")
     if new.shape != old.shape:
         raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
     if new.dtype != old.dtype or new.device != old.device:
@@ -55,15 +55,22 @@ _LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16
 
 def _legacy_type(t: Tensor) -> str:
     """torch's legacy type name (``torch.FloatTensor``), spelt for asyncgrad and its devices."""
-    kind = _LEGACY.get(str(t.dtype), str(t.dtype))
+    kind = _LEGACY.get(t.dtype.name, t.dtype.name)
     device = "" if t.device.is_cpu else f"{t.device.type}."
     return f"asyncgrad.{device}{kind}Tensor"
 
 
 def run_tensor_pre(hooks: NodeHooks, node: Node, grads: list, create_graph: bool) -> list:
-    """Tensor hooks, then retains_grad hooks, in torch's order; returns the new grads."""
+    """Tensor hooks, then retains_grad hooks, in torch's order; returns the new grads.
+
+    Note [Hooks on undefined gradients]: as torch, a tensor hook runs whenever its node runs, also
+    when the tensor's own gradient is undefined (an unused output of ``unbind`` or ``split``, a
+    leaf a custom backward returned None for): it is called with None, and may only return None
+    ("can't replace a None gradient with a non-None value"). A retains_grad hook has nothing to
+    keep then, and ``.grad`` stays as it was. A leaf's post-accumulate hooks run too (accumulate.py).
+    """
     for position, fns in hooks.tensor_pre.items():
-        if fns and position < len(grads) and grads[position] is not None:
+        if fns and position < len(grads):
             grad = as_tensor(grads[position], node, position, create_graph)
             for fn in list(fns.values()):
                 result = check_hook_value(fn, grad, fn(grad))

@@ -14,12 +14,14 @@ then one context-variable read per saved tensor.
 
 from __future__ import annotations
 
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.anomaly import is_anomaly_enabled
+from asyncgrad.autograd.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
 from asyncgrad.autograd.graph import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
 
@@ -52,6 +54,8 @@ class SavedTensor:
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor._data  # the slot, not the property (Note [The data slot] in tensor.py)
         self.vc = tensor._vc
+        if self.vc.__class__ is InferenceVersion:  # Note [Inference tensors] in grad_mode.py
+            raise RuntimeError(INFERENCE_SAVED)
         self.version = tensor._vc[0]
         self.device = tensor.device
         self.output_nr = tensor.output_nr
@@ -80,20 +84,43 @@ class SavedTensor:
         return Tensor._make(self.data, self.device, True, node, self.output_nr, self.vc)
 
     def _modified_message(self, node: Node) -> str:
+        """torch 2.13's text: the node named by its forward op (``Exp``, not ``ExpBackward0``), the
+        hint depending on whether anomaly mode is on."""
         data = self.data
         shape = ", ".join(str(d) for d in data.shape)
+        # torch names the node that made the tensor now (an in-place op since has replaced the
+        # saved one), without its "Backward0"; an output of the unpacking node names that node
         if self.tensor is None:
-            origin = f", which is output {self.output_nr} of {node.name()},"
-        elif self.grad_fn is not None:
-            origin = f", which is output {self.output_nr} of {self.grad_fn.name()},"
+            origin = f", which is output {self.output_nr} of {_origin_name(node)},"
+        elif self.grad_fn is not None and self.tensor.grad_fn is not None:
+            origin = f", which is output {self.output_nr} of {_origin_name(self.tensor.grad_fn)},"
         else:
             origin = ""
+        kind = _tensor_type(self.device.backend.dtype(data))
+        hint = ("the backtrace further above shows the operation that failed to compute its gradient. The "
+                "variable in question was changed in there or anywhere later. Good luck!"
+                if is_anomaly_enabled() else "enable anomaly detection to find the operation that failed to "
+                "compute its gradient, with ag.autograd.set_detect_anomaly(True, check_nan=False).")
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{type_name(self.device.backend.dtype(data))} [{shape}]]{origin} is at version {self.vc[0]}; "
-            f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
-            "operation that failed to compute its gradient, with ag.set_detect_anomaly(True)."
+            f"operation: [{kind} [{shape}]]{origin} is at version {self.vc[0]}; "
+            f"expected version {self.version} instead. Hint: {hint}"
         )
+
+
+_NO_LEGACY_TYPE = {"bool": "CPUBoolType", "complex64": "CPUComplexFloatType", "complex128": "CPUComplexDoubleType"}
+"""How torch's version error names a dtype that has no legacy tensor type (``DoubleTensor``)."""
+
+
+def _tensor_type(dtype: Any) -> str:
+    return _NO_LEGACY_TYPE.get(dtype.name) or type_name(dtype)
+
+
+def _origin_name(node: Node) -> str:
+    """A node as torch's version error names it: ``Mul`` for MulBackward0, ``MyFn`` for a custom
+    Function's MyFnBackward, and the C++ name of CopySlices."""
+    name = node.name()
+    return "torch::autograd::CopySlices" if name == "CopySlices" else re.sub(r"Backward\d*$", "", name)
 
 
 class PackedSavedTensor(SavedTensor):

@@ -201,3 +201,88 @@ def _halley(xp: Any, y: Any, tail: bool) -> Any:
         ratio = f / (_TWO_OVER_SQRT_PI * _exp_minus_square(xp, x))
         x = x - ratio / (1 + x * ratio)
     return x
+
+
+# Note [erf to single precision]: a float32 (or narrower) result needs ~1e-8 relative, not the
+# double-precision pieces above; Cephes' rational approximations (Moshier, ``ndtr.c``), evaluated
+# in float64 with a plain ``exp(-x²)`` (relative error ~1e-14 at |x| = 8, far below float32's
+# rounding), cost about a third of the Chebyshev series: ``x T(x²) / U(x²)`` below 1, then
+# ``exp(-x²) P(x) / Q(x)`` to 8 and ``exp(-x²) R(x) / S(x)`` past it. gelu on float32 activations
+# is where this is paid once per element per step.
+_ERF_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3, 7.00332514112805075473E3,
+          5.55923013010394962768E4)
+_ERF_U = (1.0, 3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3,
+          2.26290000613890934246E4, 4.92673942608635921086E4)
+_ERFC_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0, 4.86371970985681366614E1,
+           1.96520832956077098242E2, 5.26445194995477358631E2, 9.34528527171957607540E2, 1.02755188689515710272E3,
+           5.57535335369399327526E2)
+_ERFC_Q = (1.0, 1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2,
+           9.75708501743205489753E2, 1.82390916687909736289E3, 2.24633760818710981792E3, 1.65666309194161350182E3,
+           5.57535340817727675546E2)
+_ERFC_R = (5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0, 6.16021097993053585195E0,
+           7.40974269950448939160E0, 2.97886665372100240670E0)
+_ERFC_S = (1.0, 2.26052863220117276590E0, 9.39603524938001434673E0, 1.20489539808096656605E1,
+           1.70814450747565897222E1, 9.60896809063285878198E0, 3.36907645100081516050E0)
+
+
+def _horner(coefficients: tuple[float, ...], t: Any) -> Any:
+    """Σ c_j t^(n - j), highest power first, in place in one new array (each fresh temporary of a
+    large array costs page faults)."""
+    out = coefficients[0] * t
+    out += coefficients[1]
+    for c in coefficients[2:]:
+        out *= t
+        out += c
+    return out
+
+
+def _erf_below_one(xp: Any, x: Any) -> Any:
+    z = x * x
+    return x * _horner(_ERF_T, z) / _horner(_ERF_U, z)
+
+
+def _erfc_above_one(xp: Any, a: Any) -> Any:
+    """erfc(a) for a 1-D float64 ``a >= 1`` (past 27 it is below the smallest double)."""
+    a = xp.clip(a, None, 27.0)
+    out = xp.empty_like(a)
+    near = a < 8.0
+    _fill(xp, out, a, near, lambda v: xp.exp(-(v * v)) * (_horner(_ERFC_P, v) / _horner(_ERFC_Q, v)))
+    _fill(xp, out, a, xp.logical_not(near), lambda v: xp.exp(-(v * v)) * (_horner(_ERFC_R, v) / _horner(_ERFC_S, v)))
+    return out
+
+
+def erf_single(xp: Any, x: Any) -> Any:
+    """erf of a float64 array to single precision (Note [erf to single precision]): both pieces on
+    every element, in place, and one ``where``: no boolean-mask copies (each large temporary costs
+    page faults). Past 8 erf is 1 to double precision, so the tail's argument is clamped to
+    [1, 8] (NaN stays NaN)."""
+    z = x * x
+    small = _horner(_ERF_T, z)
+    small *= x
+    small /= _horner(_ERF_U, z)
+    a = xp.minimum(xp.maximum(xp.abs(x), 1.0), 8.0)  # not ``clip``: numpy's is 10x slower
+    tail = _horner(_ERFC_P, a)
+    tail /= _horner(_ERFC_Q, a)
+    a *= -a
+    # exp(-a²) in float32 (numpy's float64 exp is scalar libm, 10x slower): its relative error
+    # 6e-8 is erfc's, an absolute error in erf below 1e-8 (erfc < 0.16 here)
+    tail *= xp.exp(xp.astype(a, xp.float32))
+    tail -= 1.0
+    tail = xp.copysign(tail, x)  # sign(x) * |erfc(|x|) - 1|
+    return xp.where(z < 1.0, small, tail)
+
+
+def erfc_single(xp: Any, x: Any) -> Any:
+    """erfc of a float64 array to single precision (Note [erf to single precision])."""
+    def fn(v: Any) -> Any:
+        a = xp.abs(v)
+        out = xp.full_like(v, math.nan)
+        _fill(xp, out, v, a < 1.0, lambda u: 1 - _erf_below_one(xp, u))
+
+        def tail(u: Any) -> Any:
+            t = _erfc_above_one(xp, xp.abs(u))
+            return xp.where(u < 0, 2 - t, t)
+
+        _fill(xp, out, v, a >= 1.0, tail)
+        return out
+    return _flat(xp, fn, x)

@@ -28,6 +28,7 @@ from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD, Node, Placement
 from asyncgrad.distributed import autograd as dist_autograd
 from asyncgrad.distributed._backends import LocalBackend, RayBackend, WorkerError
 from asyncgrad.distributed._wire import WireTensor, host_array, pack, to_tensor, unpack
+from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.nn.module import IncompatibleKeys
 from asyncgrad.tensor import Tensor
@@ -134,7 +135,7 @@ class RemoteModule:
             if node.ctx_id is not None:
                 dist_autograd.note_cluster(node.ctx_id, cluster)
             node._freed = [False]
-            node._input_meta = tuple((t.shape, t.dtype, t.device) for t, _ in outputs)
+            node._input_meta = tuple((t.shape, numpy_dtype(t.dtype), t.device) for t, _ in outputs)
             node.work = sum(t.numel() for t, _ in outputs)
             for nr, (t, rg) in enumerate(outputs):
                 if rg:

@@ -73,7 +73,7 @@ from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
-from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way, release
 
 
 class Engine:
@@ -114,14 +114,18 @@ class Engine:
         graph_task.threads = multithreading_enabled.get()
         skip_root = len(roots) == 1
         graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
+        graph_task.root = graph_root
         min_topo_nr = 0
         if outputs is not None:
             live = [edge.function.topological_nr for edge in outputs if edge.function is not None]
             min_topo_nr = min(live) if live else 0
-        graph_task.runner = asyncio.current_task()
+        graph_task.runner = runner = asyncio.current_task()
         self.live.add(graph_task)
+        holds = parent is not None and runner in parent.node_tasks  # Note [Reentrant priority] in worker.py
         if parent is not None:
             parent.children.add(graph_task)
+            if holds:
+                parent.holds += 1
         FrozenWhileBusy.enter(graph_task)
         try:
             if parent is not None and parent.has_error:
@@ -145,6 +149,8 @@ class Engine:
             FrozenWhileBusy.exit(graph_task)
             if parent is not None:
                 parent.children.discard(graph_task)
+                if holds:
+                    release(parent)
             if graph_task in self.live:
                 self._retire(graph_task)
 
@@ -182,6 +188,7 @@ class Engine:
             child.future.cancel()
             self.abort(child)
         graph_task.not_ready.clear()
+        graph_task.deferred.clear()
         self._retire(graph_task)
 
     def _retire(self, graph_task: GraphTask) -> None:

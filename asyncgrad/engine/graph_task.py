@@ -20,18 +20,13 @@ once those node tasks and children have settled (Note [Wind-down] in engine.py).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad.autograd.graph import current_graph_task  # noqa: F401  (the engine's, defined below it)
+from asyncgrad.autograd.recorder import current_recorder  # noqa: F401  (the profilers', defined below it)
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
-
-current_recorder: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_profiler", default=None)
-"""The profiler trace (``asyncgrad.profiler.trace``) that a backward started in this context records
-into, or None. Read once when a graph task starts (``GraphTask.profile``); the worker sets it to
-its current graph task's, as it does grad mode, so a reentrant child records where its parent does."""
 
 
 class ExecInfo:
@@ -52,7 +47,7 @@ class GraphTask:
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
         "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "threads",
-        "__weakref__",
+        "holds", "deferred", "root", "nodes_in_graph", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -79,6 +74,38 @@ class GraphTask:
         self.profile: Any = None
         self.threads = True
         """False under ``set_multithreading_enabled(False)``: no node of it runs in a kernel thread."""
+        self.holds = 0
+        """Reentrant children awaited by this graph task's own node tasks and still running: while
+        any is, its ready nodes wait in ``deferred`` (Note [Reentrant priority] in worker.py)."""
+        self.root: Node | None = None
+        """The node the walk starts from (set by ``Engine.execute``)."""
+        self.nodes_in_graph: set[Node] | None = None
+        """Every node reachable from ``root``, walked on first use only (``will_execute``)."""
+        self.deferred: list[tuple[Any, tuple]] = []
+        """(worker, queue entry) of the nodes set aside while ``holds``; pushed back when it drops to 0."""
+
+    def will_execute(self, node: Node | None) -> bool:
+        """Whether this graph task runs (or ran) ``node``: torch's ``_will_engine_execute_node``, for
+        multi-grad hooks (Note [Multi-grad hooks] in autograd/graph.py). With ``grad()``/``inputs=``,
+        the nodes marked to run (those already run have left ``exec_info``: only the asking node's
+        own hook can have run, and it counts itself); otherwise the nodes reachable from the root,
+        walked once, when first asked."""
+        if node is None:
+            return False
+        if self.exec_info is not None:
+            info = self.exec_info.get(node)
+            return info is not None and info.should_execute()
+        if self.nodes_in_graph is None:
+            seen: set[Node] = set()
+            stack = [self.root]
+            while stack:
+                fn = stack.pop()
+                if fn is None or fn in seen:
+                    continue
+                seen.add(fn)
+                stack.extend(next_fn for next_fn, _ in fn.next_edges)
+            self.nodes_in_graph = seen
+        return node in self.nodes_in_graph
 
     def __repr__(self) -> str:
         return (f"<GraphTask depth={self.reentrant_depth} outstanding={self.outstanding_tasks} "

@@ -66,9 +66,18 @@ Note [Reentrant priority]: torch's reentrant thread serves until its child graph
 so no node of the parent graph task runs before a reentrant backward called by one of its nodes
 has returned (test_reentrant_priority: ``[R, R, ..., MyFunction]``). A plain-def backward runs
 inline in its server and a helper stops as soon as the child has ended, so asyncgrad keeps that
-order; a node that runs in a kernel thread or as a task of its own does not hold its server, and
-the parent's other ready nodes may run beside its nested backward, as they would beside any
-long kernel.
+order. An ``async def`` backward runs as a task of its own and does not hold its server, so the
+order is kept another way: while a reentrant call awaited by one of graph task P's node tasks
+runs, ``P.holds`` counts it (``Engine.execute``), and a server that switches to a node of a held
+P sets it aside in ``P.deferred`` instead of running it; ``release`` pushes those back when the
+last such child has ended. The test sits on the graph-task switch, so the per-node path pays
+nothing; a server that spawned an OWN_TASK node forgets its current graph task, so the next node
+passes the test. And since the spawned task only starts at the next loop iteration, a server
+that spawns one with more nodes queued first steps aside once, so that a backward that begins
+by starting a reentrant call has registered it (and pushed its root, deeper, so first) before
+the server takes the parent's next node. A node run in a kernel thread still does not hold its
+parent: the parent's other ready nodes may run beside its nested ``backward_sync``, as they would
+beside any long kernel (torch too runs the parent's nodes of other devices meanwhile).
 """
 
 from __future__ import annotations
@@ -127,6 +136,17 @@ async def give_way() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     await asyncio.sleep(0)
+
+
+def release(graph_task: GraphTask) -> None:
+    """One reentrant child awaited by a node task of ``graph_task`` has ended: once none is left,
+    its nodes set aside meanwhile go back to their queues (Note [Reentrant priority])."""
+    graph_task.holds -= 1
+    if not graph_task.holds and graph_task.deferred:
+        deferred, graph_task.deferred = graph_task.deferred, []
+        for worker, entry in deferred:
+            heappush(worker.queue.heap, entry)
+            worker.queue.wake()
 
 
 class Reentry:
@@ -253,6 +273,9 @@ class DeviceWorker:
                 if reentry is not None and reentry.ended():  # Note [Reentrant priority]
                     heappush(heap, entry)
                     return
+                if graph_task.holds:  # Note [Reentrant priority]
+                    graph_task.deferred.append((self, entry))
+                    continue
                 current = graph_task
                 profile = graph_task.profile
                 threshold = device.inline_threshold if graph_task.threads else NEVER
@@ -263,6 +286,10 @@ class DeviceWorker:
             if not (placement is by_cost and node.work < threshold or placement is on_loop):
                 if placement is OWN_TASK:
                     self._spawn(graph_task, node, entry[5], _AS_TASK)
+                    current = None  # Note [Reentrant priority]: the next node looks at ``holds``
+                    if heap:
+                        await asyncio.sleep(0)  # the task takes its first step (and maybe reenters) first
+                        last_yield = clock()
                     continue
                 if node.work >= threshold:
                     if self.in_flight >= device.num_workers and not self.blocked:

@@ -59,3 +59,25 @@ __all__ += [
     "LayerNorm", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "MultiheadAttention", "NLLLoss", "PReLU", "RNN",
     "ReLU6", "SELU", "SiLU", "SmoothL1Loss", "Softmax", "Softplus", "TransformerEncoderLayer",
 ]
+
+# ops-misc: instance normalisation
+from asyncgrad.nn.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
+
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+# ops-misc: activation layers, CTCLoss
+from asyncgrad.nn.activation import (  # noqa: E402
+    GLU,
+    Hardshrink,
+    RReLU,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
+from asyncgrad.nn.loss import CTCLoss  # noqa: E402
+from asyncgrad.nn.rnn import GRUCell, LSTMCell, RNNCell  # noqa: E402
+
+__all__ += ["CTCLoss", "GLU", "GRUCell", "Hardshrink", "LSTMCell", "RNNCell", "RReLU",
+            "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]

@@ -62,3 +62,26 @@ __all__ += [
     "layer_norm", "leaky_relu", "logsigmoid", "mish", "multi_head_attention_forward", "normalize", "prelu", "relu6",
     "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softplus", "tanh",
 ]
+
+# ops-misc: in-place activations, threshold, glu, softmin, softsign, tanhshrink, shrinks, rrelu, instance_norm
+from asyncgrad.ops.activation import (  # noqa: E402
+    elu_,
+    glu,
+    hardshrink,
+    hardtanh_,
+    leaky_relu_,
+    relu_,
+    rrelu,
+    rrelu_,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
+from asyncgrad.ops.ctc import ctc_loss  # noqa: E402
+from asyncgrad.ops.norm import instance_norm  # noqa: E402
+
+__all__ += ["elu_", "glu", "hardshrink", "hardtanh_", "leaky_relu_", "relu_", "rrelu", "rrelu_", "softmin",
+            "softshrink", "softsign", "tanhshrink", "threshold", "threshold_", "instance_norm", "ctc_loss"]

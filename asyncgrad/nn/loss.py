@@ -10,6 +10,7 @@ from typing import Any
 
 from asyncgrad._validate import tensor_arg
 from asyncgrad.nn.module import Module
+from asyncgrad.ops.ctc import ctc_loss
 from asyncgrad.ops.elementwise import clamp, where
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits, check_reduction
 from asyncgrad.ops.nn import cross_entropy, nll_loss
@@ -201,3 +202,20 @@ class KLDivLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+# ops-misc: CTCLoss
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (``ctc_loss``), ``blank`` the blank's class."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any) -> Tensor:
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                        self.zero_infinity)
+
+
+__all__ += ["CTCLoss"]

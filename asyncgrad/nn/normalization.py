@@ -8,7 +8,7 @@ from asyncgrad import dtypes
 from asyncgrad.factories import ones, tensor, zeros
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
-from asyncgrad.ops.norm import batch_norm, group_norm, layer_norm
+from asyncgrad.ops.norm import batch_norm, group_norm, instance_norm, layer_norm
 from asyncgrad.tensor import Tensor
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm"]
@@ -119,3 +119,43 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+# ops-misc: InstanceNorm1d/2d/3d
+class _InstanceNorm(_BatchNorm):
+    """torch's _InstanceNorm: batch norm per sample and channel (``instance_norm``); ``affine`` and
+    ``track_running_stats`` are off by default; an input without its batch dim is taken as one sample."""
+
+    _dims: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = 0 if input.ndim == self._dims[0] else 1
+        if input.shape[feature_dim] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                             f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+        unbatched = input.ndim == self._dims[0]
+        x = input.unsqueeze(0) if unbatched else input
+        out = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats,
+                            0.0 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _dims = (4, 5)
+
+
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]

@@ -248,3 +248,108 @@ class GRU(RNNBase):
         new = tanh(gi[..., 2 * n:] + r * gh[..., 2 * n:])
         return (1 - z) * new + z * h, None
 
+
+
+# ops-misc: RNNCell, LSTMCell, GRUCell: one time step, the layers' own step formulas
+class RNNCellBase(Module):
+    """torch's RNNCellBase: ``weight_ih`` (gates * hidden, input), ``weight_hh``, ``bias_ih``,
+    ``bias_hh``, all from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)); one step of the matching
+    layer's recurrence (its ``_cell``), on a (batch, input) or an unbatched (input,) tensor."""
+
+    mode = "RNN_TANH"
+    _step: Any = None
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        gate_size = _GATES[self.mode] * hidden_size
+        self.weight_ih = Parameter(empty(gate_size, input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(empty(gate_size, hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(empty(gate_size, dtype=dtype, device=device))
+            self.bias_hh = Parameter(empty(gate_size, dtype=dtype, device=device))
+        else:
+            self.bias_ih = self.bias_hh = None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _prepare(self, input: Tensor, hx: Any) -> tuple[bool, Any]:
+        name = type(self).__name__
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        states = hx if isinstance(hx, tuple) else (hx,)
+        for h in states:
+            if h is not None and h.ndim not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.ndim}D instead")
+        return input.ndim == 2, states
+
+    def _run(self, input: Tensor, h: Tensor | None, c: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        batched = input.ndim == 2
+        x = input if batched else input.unsqueeze(0)
+        shape = (x.shape[0], self.hidden_size)
+        h = zeros(*shape, dtype=x.dtype, device=x.device) if h is None else (h if batched else h.unsqueeze(0))
+        if self.mode == "LSTM":
+            c = zeros(*shape, dtype=x.dtype, device=x.device) if c is None else (c if batched else c.unsqueeze(0))
+        gi = linear(x, self.weight_ih, self.bias_ih)
+        h, c = type(self)._step(self, gi, h, c, self.weight_hh, self.bias_hh, None)
+        if not batched:
+            h = h.squeeze(0)
+            c = c.squeeze(0) if c is not None else None
+        return h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+
+class RNNCell(RNNCellBase):
+    """h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (``nonlinearity='relu'``: relu)."""
+
+    _step = RNNBase._cell
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+        self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._prepare(input, hx)
+        return self._run(input, hx, None)[0]
+
+
+class LSTMCell(RNNCellBase):
+    mode = "LSTM"
+    _step = LSTM._cell
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        self._prepare(input, hx)
+        h, c = (None, None) if hx is None else hx
+        h, c = self._run(input, h, c)
+        assert c is not None
+        return h, c
+
+
+class GRUCell(RNNCellBase):
+    mode = "GRU"
+    _step = GRU._cell
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._prepare(input, hx)
+        return self._run(input, hx, None)[0]
+
+
+__all__ += ["GRUCell", "LSTMCell", "RNNCell"]

@@ -17,6 +17,7 @@ from asyncgrad.ops import (
     indexing,
     inplace,
     linalg,
+    misc,
     nn,
     reduction,
     shape,
@@ -26,7 +27,7 @@ from asyncgrad.ops import (
 )
 from asyncgrad.tensor import Tensor
 
-__all__ = ["elementwise", "indexing", "inplace", "linalg", "nn", "reduction", "shape", "sorting", "tensor_math",
+__all__ = ["elementwise", "indexing", "inplace", "linalg", "misc", "nn", "reduction", "shape", "sorting", "tensor_math",
            "views", "_node"]
 
 
@@ -81,6 +82,7 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``. A basic index writes through a view, as torch does (``fill_`` of a
     number, ``copy_`` of a tensor), so the result is CopySlices, a leaf's view is refused, and the
     overlap checks see only the written region; anything else is ``index_put_``."""
+    index = indexing.sequence_as_tuple(index)
     if indexing.normalize_index(self, index)[1]:
         view = indexing.getitem(self, index)
         if type(value) in _FILL_VALUES:  # torch copies the number in: an expanded region is refused
@@ -150,6 +152,12 @@ _METHODS = {
     "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv, "outer": linalg.outer,
     "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "norm": linalg.norm,
     "inverse": linalg.inv, "det": linalg.det, "slogdet": linalg.slogdet,
+    # linear algebra: decompositions, triangular solves, torch's legacy methods
+    "cholesky": linalg.cholesky_legacy, "cholesky_solve": linalg.cholesky_solve,
+    "cholesky_inverse": linalg.cholesky_inverse, "triangular_solve": linalg.triangular_solve,
+    "eig": linalg.eig, "symeig": linalg.symeig, "svd": linalg.svd_legacy, "pinverse": linalg.pinverse,
+    "logdet": linalg.logdet, "matrix_power": linalg.matrix_power, "matrix_exp": linalg.matrix_exp,
+    "kron": linalg.kron, "cross": linalg.cross, "qr": linalg.qr_legacy,
     # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
     "gather": indexing.gather, "scatter": indexing.scatter, "scatter_add": indexing.scatter_add,
     "scatter_": _inplace_method(indexing.scatter, "scatter_"),
@@ -180,6 +188,26 @@ _METHODS.update({
     "tril_": _inplace_method(shape.tril, "tril_"), "triu_": _inplace_method(shape.triu, "triu_"),
     **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _UNARY_INPLACE},
 })
+
+# ops-misc: storage and type methods, the unsafe_ splits, logcumsumexp, nansum, put (ops/misc.py, ops/views.py)
+_METHODS.update({
+    "set_": misc.set_, "resize_": misc.resize_, "resize_as_": misc.resize_as_, "resize": misc.resize,
+    "type": misc.type, "type_as": misc.type_as, "element_size": misc.element_size,
+    "nbytes": property(misc.nbytes), "itemsize": property(misc.itemsize),
+    "unsafe_split": views.unsafe_split, "unsafe_split_with_sizes": views.unsafe_split_with_sizes,
+    "unsafe_chunk": views.unsafe_chunk, "logcumsumexp": misc.logcumsumexp, "nansum": misc.nansum,
+    "put": misc.put, "put_": _inplace_method(misc.put, "put_"),
+    "index_fill": misc.index_fill, "index_fill_": _inplace_method(misc.index_fill, "index_fill_"),
+    "index_copy": misc.index_copy, "index_copy_": _inplace_method(misc.index_copy, "index_copy_"),
+    "masked_scatter": misc.masked_scatter, "masked_scatter_": _inplace_method(misc.masked_scatter, "masked_scatter_"),
+    "index_put": misc.index_put, "index_put_": _inplace_method(misc.index_put, "index_put_"),
+})
+
+# torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)
+_METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offset})
+
+# strides and memory formats (asyncgrad/_layout.py; clone/contiguous/to take memory_format= in ops/shape.py)
+_METHODS.update({"stride": shape.stride, "is_contiguous": shape.is_contiguous})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

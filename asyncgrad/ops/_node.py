@@ -18,15 +18,16 @@ import numpy as np
 from asyncgrad.autograd import graph as graph_module
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.autograd.grad_mode import INFERENCE_ACTIVE, grad_enabled
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
+from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
-from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES
+from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES, numpy_dtype
 from asyncgrad.ops import windows
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 
 _new = object.__new__
 _make = Tensor._make
@@ -131,7 +132,7 @@ def input_meta(shape: tuple[int, ...], dtype: Any, device: Device) -> tuple:
     Interning keeps the objects that every recorded node holds for its whole life down to
     those it cannot share, which is what keeps Python's cyclic GC from taxing the forward.
     """
-    key = (shape, dtype, device)
+    key = (shape, numpy_dtype(dtype), device)  # the array's dtype (Note [Dtypes are numpy dtypes underneath])
     meta = _META.get(key)
     if meta is None:
         if len(_META) > 4096:
@@ -224,7 +225,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
                     raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
                 for name, value in zip(cls.fields, fields):
                     setattr(node, name, value)
-        dtype = out.dtype  # the meta holds asyncgrad's (numpy) dtype, as Tensor.dtype, on every device
+        dtype = out.dtype  # the meta holds the array's numpy dtype (Note [Dtypes are numpy dtypes underneath])
         if dtype.__class__ not in _NUMPY_DTYPE_CLASSES and not isinstance(dtype, _np_dtype):
             dtype = device.backend.dtype(out)  # Note [Is it a numpy dtype] in dtypes.py
         key = (out.shape, dtype, device)
@@ -255,20 +256,22 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             node.saved = (SavedTensor(result, True),)
         if view_of is not None:
             mark_view(result, view_of, cls)
+        if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+            note_op(cls, inputs, result, node.sequence_nr, view_of is None)
         return result
     result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
+        if INFERENCE_ACTIVE[0]:
+            result._vc = vc  # a view shares its base's counter, inference or not (Note [Inference tensors])
         mark_view(result, view_of, cls)
+    if PROFILING:
+        note_op(cls, inputs, result, -1, view_of is None)
     return result
 
 
 def plain(out: Any, device: Device) -> Tensor:
     """A result no node could have (a comparison, an integer cast): a new tensor, no grad, its own version."""
     return _make(out, device, False, None, 0, [0])
-
-
-NO_GRAD_VIEW = "no_grad"
-MULTI_OUTPUT_VIEW = "multi_output"
 
 
 def mark_view(view: Tensor, base: Tensor, cls: type | None = None, multi: bool = False) -> None:
@@ -432,10 +435,10 @@ class ArrayMath:
         return backend_of(g).xp.zeros_like(g)
 
     @staticmethod
-    def threshold_backward(g: Any, y: Any) -> Any:
-        """torch's ``threshold_backward(grad, result, 0)`` (relu's gradient): 0 where ``y <= 0``, so a
-        NaN result passes the gradient."""
-        return backend_of(y).zero_where(y <= 0, g)  # Note [Branchless zero_where] in devices/backend.py
+    def threshold_backward(g: Any, y: Any, threshold: float = 0.0) -> Any:
+        """torch's ``threshold_backward(grad, y, threshold)`` (relu's gradient, threshold's): 0 where
+        ``y <= threshold``, so a NaN passes the gradient."""
+        return backend_of(y).zero_where(y <= threshold, g)  # Note [Branchless zero_where] in devices/backend.py
 
     @staticmethod
     def cast(g: Any, dtype: np.dtype) -> Any:

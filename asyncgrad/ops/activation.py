@@ -12,9 +12,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from asyncgrad._validate import tensor_arg
+import numpy as np
+
+from asyncgrad._validate import normalize_dim, tensor_arg
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
+from asyncgrad.ops.inplace import apply_inplace
+from asyncgrad.ops.reduction import softmax
+from asyncgrad.random import numpy_generator
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SQRT1_2 = 1 / math.sqrt(2.0)
@@ -35,7 +40,10 @@ def _gelu_cdf(xp: Any, x: Any, approximate: str) -> Any:
     """gelu(x) = x * cdf(x): Phi(x) (erf), or 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     if approximate == "tanh":
         return 0.5 * (1 + xp.tanh(_TANH_BETA * (x + _TANH_KAPPA * x * x * x)))
-    return 0.5 * (1 + backend_of(x).erf(x * _SQRT1_2))
+    cdf = backend_of(x).erf(x * _SQRT1_2)  # a new array: updated in place (Note [Gelu in place])
+    cdf += 1.0
+    cdf *= 0.5
+    return cdf
 
 
 def _gelu_derivative_array(x: Any, approximate: str, cdf: Any = None) -> Any:
@@ -47,7 +55,15 @@ def _gelu_derivative_array(x: Any, approximate: str, cdf: Any = None) -> Any:
     if approximate == "tanh":
         t = 2 * cdf - 1
         return cdf + 0.5 * x * (1 - t * t) * _TANH_BETA * (1 + 3 * _TANH_KAPPA * x * x)
-    return cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    # Note [Gelu in place]: an activation-sized temporary is fresh memory, page-faulted in (Note
+    # [Special functions in chunks] in devices/backend.py): one array, updated in place
+    pdf = x * x
+    pdf *= -0.5
+    pdf = xp.exp(pdf)
+    pdf *= x
+    pdf *= _INV_SQRT_2PI
+    pdf += cdf
+    return pdf
 
 
 def _gelu_second(F: Any, x: Any, approximate: str) -> Any:
@@ -63,7 +79,9 @@ def _gelu_grad(F: Any, g: Any, x: Any, approximate: str, cdf: Any = None) -> Any
     """g * gelu'(x): on arrays directly (from the forward's ``cdf`` where given), on tensors as
     the recorded op ``gelu_backward``, whose own derivative needs no erf."""
     if F is ArrayMath:
-        return g * _gelu_derivative_array(x, approximate, cdf)
+        out = _gelu_derivative_array(x, approximate, cdf)
+        out *= g
+        return out
     return gelu_backward(g, x, approximate)
 
 
@@ -189,8 +207,9 @@ class CeluBackward0(EluBackward0):
 def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool,
          node: type[EluBackward0] = EluBackward0) -> Tensor:
     _floating(input, "elu", "elu_cpu")
-    if inplace:
-        return _inplace(input, _elu, alpha, scale, input_scale, False, node)
+    if inplace:  # torch's elu_/selu_/celu_ save their result: EluBackward1, CeluBackward1
+        return apply_inplace(input, _elu_result, alpha, scale, input_scale,
+                             CeluBackward1 if node is CeluBackward0 else EluBackward1)
     xp = input.device.xp
     x = input.data
     neg = (xp.exp(xp.minimum(x, 0.0) * input_scale) - 1) * (scale * alpha)
@@ -246,7 +265,7 @@ class LeakyReluBackward0(OpNode):
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     _floating(input, "leaky_relu", "leaky_relu_cpu")
     if inplace:
-        return _inplace(input, leaky_relu, negative_slope)
+        return leaky_relu_(input, negative_slope)
     x = input.data
     out = input.device.xp.where(x > 0, x, x * negative_slope)
     return record(LeakyReluBackward0, (input,), out, input.device, negative_slope, saved=(input,))
@@ -281,10 +300,10 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _inplace(input: Tensor, fn: Any, *args: Any) -> Tensor:
-    """``inplace=True``: the activation of a clone written back into ``input`` (a leaf that requires
-    grad is refused by ``copy_``, as by torch). The node saves the clone, which nothing changes, so
-    overwriting ``input`` leaves its backward valid, to any order."""
-    return input.copy_(fn(input.clone(), *args))
+    """``inplace=True``: the activation written into ``input`` by ``apply_inplace`` (torch's refusals
+    of a leaf that requires grad and of a multi-output view), its node torch's (HardtanhBackward0,
+    SiluBackward0, ...); a node that saved ``input`` gets a snapshot of the old value."""
+    return apply_inplace(input, fn, *args)
 
 
 # --------------------------------------------------------------------------- hardsigmoid, hardswish, logsigmoid, prelu
@@ -388,3 +407,265 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     w = dev.xp.reshape(weight.data, view)
     out = dev.xp.where(x > 0, x, x * w)
     return record(PreluKernelBackward0, (input, weight), out, dev, view, tuple(weight.shape), saved=(input, weight))
+
+
+# --------------------------------------------------------------------------- ops-misc: in-place forms, threshold,
+# glu, softmin, softsign, tanhshrink, hardshrink, softshrink, rrelu
+def _negative_slope_error(op: str) -> RuntimeError:
+    """torch's refusal, in backward, of an in-place activation whose slope below zero makes its
+    result no longer tell which side of zero the input was on."""
+    tail = (" File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+            "backward calculation with negative slope") if op == "leakyReLu" else ""
+    return RuntimeError(f"In-place {op} backward calculation is triggered with a negative slope which is not "
+                        "supported. This is caused by calling in-place forward function with a negative slope, please "
+                        f"call out-of-place version instead.{tail}")
+
+
+class LeakyReluBackward1(OpNode):
+    """leaky_relu_'s node: the formula reads the result (the input is overwritten), which with a
+    negative slope no longer tells the sides apart: torch refuses then, in backward."""
+
+    __slots__ = ("negative_slope",)
+    work_per_element = 3
+    saves_result = True
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        if self.negative_slope < 0:
+            raise _negative_slope_error("leakyReLu")
+        return (F.where(y > 0, g, g * self.negative_slope),)
+
+
+def _leaky_relu_result(input: Tensor, negative_slope: float) -> Tensor:
+    x = input.data
+    out = input.device.xp.where(x > 0, x, x * negative_slope)
+    return record(LeakyReluBackward1, (input,), out, input.device, float(negative_slope))
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """torch's in-place leaky_relu: LeakyReluBackward1, saving the result."""
+    _floating(input, "leaky_relu_", "leaky_relu_cpu")
+    return apply_inplace(input, _leaky_relu_result, negative_slope)
+
+
+class EluBackward1(OpNode):
+    """elu_'s node, from the result: scale where it is > 0, else input_scale * (result + alpha * scale)."""
+
+    __slots__ = ("alpha", "scale", "input_scale")
+    work_per_element = 3
+    saves_result = True
+
+    def backward(self, F, g):
+        (y,) = F.unpack(self)
+        if self.alpha < 0:
+            raise _negative_slope_error("elu")
+        return (F.where(y > 0, g * self.scale, g * (self.input_scale * (y + self.alpha * self.scale))),)
+
+
+class CeluBackward1(EluBackward1):
+    __slots__ = ()
+
+
+def _elu_result(input: Tensor, alpha: float, scale: float, input_scale: float, node: type[EluBackward1]) -> Tensor:
+    xp = input.device.xp
+    x = input.data
+    out = xp.where(x > 0, x * scale, (xp.exp(xp.minimum(x, 0.0) * input_scale) - 1) * (scale * alpha))
+    return record(node, (input,), out, input.device, float(alpha), float(scale), float(input_scale))
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, True)
+
+
+def relu_(input: Tensor) -> Tensor:
+    return input.relu_()
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, True)
+
+
+class ThresholdBackward0(OpNode):
+    """The gradient passes where the input is above the threshold: torch's threshold_backward, an op
+    of its own (ThresholdBackwardBackward0) when the backward is recorded."""
+
+    __slots__ = ("threshold",)
+    work_per_element = 2
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (F.threshold_backward(g, x, self.threshold),)
+
+
+class ThresholdBackward1(ThresholdBackward0):
+    """threshold_'s node: torch's formula reads the result where the input is gone."""
+
+    __slots__ = ()
+    saves_result = True
+
+
+def _threshold(input: Tensor, threshold: float, value: float, node: type[ThresholdBackward0]) -> Tensor:
+    x = input.data
+    xp = input.device.xp
+    out = xp.where(x > threshold, x, input.device.backend.full(tuple(input.shape), value, input.dtype))
+    saved = () if node.saves_result else (input,)
+    return record(node, (input,), out, input.device, threshold, saved=saved)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``input`` where it is above ``threshold``, else ``value`` (torch's nn.functional.threshold)."""
+    tensor_arg(input, "threshold")
+    if inplace:
+        return threshold_(input, threshold, value)
+    return _threshold(input, threshold, value, ThresholdBackward0)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    tensor_arg(input, "threshold_")
+    return apply_inplace(input, _threshold, threshold, value, ThresholdBackward1)
+
+
+class GluBackward0(OpNode):
+    """glu(x) = a * sigmoid(b), a and b the halves of ``dim``: d/da = sigmoid(b), d/db = a s (1 - s)."""
+
+    __slots__ = ("dim", "half")
+    work_per_element = 8
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        lead = (slice(None),) * self.dim
+        a = F.index(x, lead + (slice(0, self.half),))
+        s = _sigmoid(F, F.index(x, lead + (slice(self.half, None),)))
+        return (F.cat([g * s, g * a * s * (1 - s)], self.dim),)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    tensor_arg(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    _floating(input, "glu", "glu_cpu")
+    axis = normalize_dim(dim, input.ndim, "glu")
+    size = input.shape[axis]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {axis} is size {size}")
+    xp = input.device.xp
+    backend = input.device.backend
+    lead = (slice(None),) * axis
+    a = backend.getitem(input.data, lead + (slice(0, size // 2),))
+    b = backend.getitem(input.data, lead + (slice(size // 2, None),))
+    out = a * (1 / (1 + xp.exp(-b)))
+    return record(GluBackward0, (input,), out, input.device, axis, size // 2, saved=(input,))
+
+
+def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """softmax(-input): NegBackward0 under SoftmaxBackward0, as torch records it."""
+    tensor_arg(input, "softmin")
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1  # torch's legacy implicit dim
+    return softmax(-(input if dtype is None else input.to(dtype)), dim)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """input / (1 + |input|), composed as torch composes it (DivBackward0)."""
+    tensor_arg(input, "softsign")
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """input - tanh(input), composed as torch composes it (SubBackward0)."""
+    tensor_arg(input, "tanhshrink")
+    return input - input.tanh()
+
+
+class HardshrinkBackward0(OpNode):
+    """The gradient passes where |x| > lambd (torch: 0 for -lambd <= x <= lambd)."""
+
+    __slots__ = ("lambd",)
+    work_per_element = 3
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (F.where(x < -self.lambd, g, F.where(x > self.lambd, g, F.zeros_like(g))),)
+
+
+class SoftshrinkBackward0(HardshrinkBackward0):
+    __slots__ = ()
+
+
+def _shrink_lambda(input: Tensor, lambd: float) -> None:
+    if lambd < 0:
+        top = float(np.finfo(input.dtype).max) if input.dtype.kind == "f" else float("inf")
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {scalar_type_name(input.dtype)}, "
+                           f"but found {lambd:g}")
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    tensor_arg(input, "hardshrink")
+    x = input.data
+    xp = input.device.xp
+    out = xp.where((x >= -lambd) & (x <= lambd), xp.zeros_like(x), x)
+    return record(HardshrinkBackward0, (input,), out, input.device, float(lambd), saved=(input,))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    tensor_arg(input, "softshrink")
+    _shrink_lambda(input, lambd)
+    x = input.data
+    xp = input.device.xp
+    out = xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, xp.zeros_like(x)))
+    return record(SoftshrinkBackward0, (input,), out, input.device, float(lambd), saved=(input,))
+
+
+class RreluWithNoiseBackward0(OpNode):
+    """rrelu: the gradient times the noise (the slope drawn per element while training, the mean
+    slope (lower + upper) / 2 in eval, 1 where the input is positive)."""
+
+    __slots__ = ("slope",)
+    work_per_element = 1
+
+    def backward(self, F, g):
+        (noise,) = F.unpack(self)
+        return (g * noise,)
+
+
+class RreluWithNoiseBackward1(RreluWithNoiseBackward0):
+    """rrelu_'s node: in eval its formula is leaky_relu_'s on the result, refused for a negative slope."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        if self.slope is not None and self.slope < 0:
+            raise _negative_slope_error("leakyReLu")
+        return super().backward(F, g)
+
+
+def _rrelu_result(input: Tensor, lower: float, upper: float, training: bool, generator: Any,
+                  node: type[RreluWithNoiseBackward0]) -> Tensor:
+    dev = input.device
+    xp = dev.xp
+    x = input.data
+    if training and upper - lower > 1e-6:
+        draw = numpy_generator(generator, "rrelu").uniform(lower, upper, tuple(input.shape))
+        slopes, slope = dev.asarray(draw, dtype=input.dtype), None
+    else:
+        slope = (lower + upper) / 2
+        slopes = dev.backend.full(tuple(input.shape), slope, input.dtype)
+    noise = xp.where(x > 0, dev.backend.ones(tuple(input.shape), input.dtype), slopes)
+    return record(node, (input,), x * noise, dev, slope, saved=(plain(noise, dev),))
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False, generator: Any = None) -> Tensor:
+    """Randomized leaky relu: while training each non-positive element gets its own slope drawn from
+    U(lower, upper) (asyncgrad's generator, or ``generator``: torch.rrelu's keyword), in eval the mean
+    slope; torch's RreluWithNoiseBackward0 (its noise is saved)."""
+    _floating(input, "rrelu", "rrelu_with_noise_out_cpu")
+    if inplace:
+        return rrelu_(input, lower, upper, training, generator)
+    return _rrelu_result(input, lower, upper, training, generator, RreluWithNoiseBackward0)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+           generator: Any = None) -> Tensor:
+    _floating(input, "rrelu_", "rrelu_with_noise_out_cpu")
+    return apply_inplace(input, _rrelu_result, lower, upper, training, generator, RreluWithNoiseBackward1)

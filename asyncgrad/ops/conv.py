@@ -86,8 +86,8 @@ def convolution_op(kind: str, a: Tensor, b: Tensor, shape: tuple[int, ...] | Non
     arguments: one of the three convolutions as a recorded op."""
     dev = a.device
     out = convolution(kind, a.data, b.data, shape, params)
-    if bias is not None:
-        out = out + dev.xp.reshape(bias.data, (-1,) + (1,) * (out.ndim - 2))
+    if bias is not None:  # into the kernel's new output, in place: one activation-sized array less
+        out += dev.xp.reshape(bias.data, (-1,) + (1,) * (out.ndim - 2))
     x_shape = a.shape if kind != "input" else out.shape
     w_shape = b.shape if kind != "weight" else out.shape
     y_shape = out.shape if kind == "forward" else (a.shape if kind == "input" else b.shape)

@@ -29,6 +29,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         scale = dev.backend.zeros(input.shape, input.dtype)
     else:
         keep = numpy_generator(None, "dropout").random(input.shape, dtype=np.float32) >= p
-        scale = dev.asarray(keep, dtype=input.dtype) * (1.0 / (1 - p))
+        scale = dev.asarray(keep, dtype=input.dtype)
+        scale *= 1.0 / (1 - p)  # in place: the asarray's new array
     mask = plain(scale, dev)
     return input.mul_(mask) if inplace else input * mask

@@ -676,40 +676,58 @@ class ThresholdBackwardBackward0(OpNode):
     """relu's gradient as a function of the gradient and relu's result, as torch's threshold_backward:
     under create_graph it requires grad when the result does (its derivative there is zero)."""
 
-    __slots__ = ()
+    __slots__ = ("threshold",)
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
-        return (F.threshold_backward(g, y) if self.needs(0) else None, F.zeros_like(g) if self.needs(1) else None)
+        return (F.threshold_backward(g, y, self.threshold) if self.needs(0) else None,
+                F.zeros_like(g) if self.needs(1) else None)
 
 
-def threshold_backward(g: Tensor, y: Tensor) -> Tensor:
-    """torch's ``threshold_backward(grad, result, 0)``: the gradient where the result is above 0, else
-    0 (a NaN result passes it)."""
-    return record(ThresholdBackwardBackward0, (g, y), g.device.xp.where(y.data <= 0, 0.0, g.data), g.device,
-                  saved=(y,))
+def threshold_backward(g: Tensor, y: Tensor, threshold: float = 0.0) -> Tensor:
+    """torch's ``threshold_backward(grad, self, threshold)``: the gradient where ``y`` (relu's result,
+    threshold's input) is above ``threshold``, else 0 (a NaN passes it)."""
+    return record(ThresholdBackwardBackward0, (g, y), g.device.xp.where(y.data <= threshold, 0.0, g.data), g.device,
+                  float(threshold), saved=(y,))
 
 
 class ClampBackward1(OpNode):
-    """The gradient passes where min <= x <= max (inclusive, as torch)."""
+    """The gradient passes where min <= x <= max (inclusive, as torch). Like torch, the node saves x
+    and builds the mask in backward (Note [Clamp saves its input])."""
 
-    __slots__ = ()
+    __slots__ = ("low", "high")
     work_per_element = 3
 
     def backward(self, F, g):
-        (mask,) = F.unpack(self)
-        return (F.where(mask, g, 0.0),)
+        (x,) = F.unpack(self)
+        return (_clamp_grad(F, g, x, self.low, self.high),)
 
 
 class ClampBackward0(OpNode):
-    """clamp with a tensor bound: torch's node has an edge for each bound (which needs no gradient)."""
+    """clamp with a tensor bound: torch's node has an edge for each bound (which needs no gradient)
+    and saves x and both bound tensors; a number bound (beside a tensor one) is a field."""
 
-    __slots__ = ()
+    __slots__ = ("low", "high")
     work_per_element = 3
 
     def backward(self, F, g):
-        (mask,) = F.unpack(self)
-        return F.where(mask, g, 0.0), None, None
+        x, low, high = F.unpack(self)
+        return (_clamp_grad(F, g, x, self.low if low is None else low, self.high if high is None else high),
+                None, None)
+
+
+# Note [Clamp saves its input]
+# torch's clamp saves ``self`` (and the bound tensors of clamp.Tensor) and computes
+# ``(self >= min) & (self <= max)`` in backward (clamp_backward, clamp_backward_min_max in
+# derivatives.yaml), so changing x or a bound in place after the clamp makes backward raise its
+# version error. A mask computed at forward would let that backward silently use the old mask.
+def _clamp_grad(F: Any, g: Any, x: Any, low: Any, high: Any) -> Any:
+    """``g`` where ``low <= x <= high`` (a None bound is open), else 0; a NaN x gets 0."""
+    if low is not None:
+        g = F.where(x >= low, g, 0.0)
+    if high is not None:
+        g = F.where(x <= high, g, 0.0)
+    return g
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
@@ -744,12 +762,11 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
         raise broadcast_error(data.shape, *(_shape_of(v) for v in (low, high) if v is not None)) from None
     if not recording(x):
         return plain(out, dev)
-    mask = None if low is None else data >= low
-    if high is not None:
-        mask = data <= high if mask is None else mask & (data <= high)
-    if arrays:
-        return record(ClampBackward0, (x, *tensors), out, dev, saved=(plain(mask, dev),))
-    return record(ClampBackward1, (x,), out, dev, saved=(plain(mask, dev),))
+    if arrays:  # Note [Clamp saves its input]
+        return record(ClampBackward0, (x, *tensors), out, dev, *(None if t is not None else bound
+                                                                 for bound, t in zip((low, high), tensors)),
+                      saved=(x, *tensors))
+    return record(ClampBackward1, (x,), out, dev, low, high, saved=(x,))
 
 
 def _bound(value: Any, x: Tensor, name: str, pos: int) -> Any:

@@ -7,6 +7,7 @@ rules, which the standard does not have, are the backend's (``getitem``/``setite
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,25 @@ from asyncgrad.ops.shape import expanded_shape, indexed, reshape
 from asyncgrad.tensor import Tensor, scalar_type_name, type_name
 
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+_SEQUENCE_AS_TUPLE = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; "
+    "use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, "
+    "x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
+# Note [Sequence index as tuple]
+# torch (treatSequenceAsTuple, numpy's old rule) reads a list index shorter than 32 that holds a
+# slice, Ellipsis, None, a tensor or a sequence as the tuple of its items, with a deprecation
+# warning: ``x[[slice(None), [1, 3]]]`` is ``x[:, [1, 3]]`` and ``x[[[0, 4], [2, 2]]]`` is
+# ``x[[0, 4], [2, 2]]``. numpy reads such a list as one array, so it is made a tuple first.
+def sequence_as_tuple(index: Any) -> Any:
+    """The index, a list that torch reads as a tuple made one (Note [Sequence index as tuple])."""
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(item, (slice, Tensor, list, tuple, np.ndarray)) or item is None or item is Ellipsis
+            for item in index):
+        warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=3)
+        return tuple(index)
+    return index
 _INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
@@ -160,6 +180,7 @@ def _basic_node(x: Tensor, index: Any) -> type:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
+    index = sequence_as_tuple(index)
     if x.ndim == 0 and index not in ((), Ellipsis, None):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                          "C++ to convert a 0-dim tensor to a number")
@@ -203,7 +224,7 @@ class IndexPutBackward0(OpNode):
     __slots__ = ("index", "value_shape")
 
     def backward(self, F, g):
-        (keep,) = F.unpack(self)
+        keep = F.unpack(self)[0]  # the index tensors after it are saved for their version check
         gv = None
         if self.needs(1):
             gv = F.sum_to(F.index(g, self.index), self.value_shape)
@@ -246,8 +267,10 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
         return plain(out, dev)
     keep = backend.ones(x.shape, x.dtype)
     backend.setitem(keep, idx, 0)
+    # the index tensors too, as torch saves them: changing one in place refuses the backward
+    tensors = tuple(i for i in (index if isinstance(index, tuple) else (index,)) if isinstance(i, Tensor))
     return record(IndexPutBackward0, (x, tv), out, dev, _owned(backend, idx), tv.shape if tv is not None else (),
-                  saved=(plain(keep, dev),))
+                  saved=(plain(keep, dev), *tensors))
 
 
 # --------------------------------------------------------------------------- gather / scatter / index_select
@@ -376,7 +399,7 @@ class _Scatter(SavesVariables):
     __slots__ = ("index", "src_shape", "part")
 
     def backward(self, F, g):
-        (keep,) = F.unpack(self)
+        keep = F.unpack(self)[0]  # the index after it is saved for its version check, as torch saves it
         gs = None
         if len(self.next_edges) > 1 and self.needs(1):
             gs = F.index(g, self.index)
@@ -462,8 +485,8 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any =
     backend.setitem(keep, key, False)
     key = _owned(backend, key)
     if ts is None:
-        return record(ScatterBackward1, (x,), out, dev, key, (), None, saved=(plain(keep, dev),))
-    return record(ScatterBackward0, (x, ts), out, dev, key, ts.shape, part, saved=(plain(keep, dev),))
+        return record(ScatterBackward1, (x,), out, dev, key, (), None, saved=(plain(keep, dev), index))
+    return record(ScatterBackward0, (x, ts), out, dev, key, ts.shape, part, saved=(plain(keep, dev), index))
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -632,7 +655,9 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
         raise broadcast_error(mask.shape, x.shape) from None
     if not backend.is_contiguous(out):
         out = backend.copy(out, "C")
-    saved = (plain(m, dev) if recording(x, tv) else None,)
+    # the mask tensor itself, as torch saves it: changing it in place refuses the backward (its
+    # array, saved plain, would silently route the gradient by the new mask)
+    saved = ((mask if m is mask.data else plain(m, dev)) if recording(x, tv) else None,)
     if tv is None:
         return record(MaskedFillBackward0, (x,), out, dev, x.shape, saved=saved)
     return record(MaskedFillBackward1, (x, tv), out, dev, x.shape, saved=saved)

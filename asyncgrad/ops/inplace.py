@@ -23,7 +23,9 @@ import numpy as np
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
-from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
+from asyncgrad.autograd.function import install_view_rebase
+from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
+from asyncgrad.autograd.graph import RELEASED as RELEASED_VALUES
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
@@ -37,7 +39,7 @@ from asyncgrad.ops._node import (
     record,
 )
 from asyncgrad.ops.elementwise import broadcast_error
-from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.tensor import IN_CUSTOM_FUNCTION, Tensor, scalar_type_name
 
 
 def _recording(x: Tensor, args: tuple) -> bool:
@@ -49,6 +51,8 @@ def _recording(x: Tensor, args: tuple) -> bool:
 def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, internal_overlap: bool = True) -> Tensor:
     """``compute`` out of place, written into ``x``; ``internal_overlap=False`` lets it write into an
     expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
+    if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
+        raise RuntimeError(INFERENCE_INPLACE)  # before anything is written (Note [Inference tensors])
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
     if grad_mode and base is not None and x._extra.creation is not None and (
@@ -58,16 +62,19 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    _check_overlap(x, args, internal_overlap)
+    check_overlap(x, args, internal_overlap)
     recording = _recording(x, args)
     if not recording:
         with no_grad():
             result = compute(x, *args)
         _write(x, result.data)
         x._vc[0] += 1
+        _refresh_untracked(x)
         return x
     if base is not None:
-        return _inplace_on_view(x, base, compute, args)
+        _inplace_on_view(x, base, compute, args)
+        _refresh_family(base, base)
+        return x
     if hooks_in_use[0] and saved_hooks.get() is not None:
         # Note [Packed saved tensors] (autograd/saved.py): a pack hook must see the old value,
         # which the write below would change under it; torch packs a clone, as here.
@@ -76,8 +83,14 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         result = compute(x, *args)
     node = result.grad_fn
     old_grad_fn, old_output_nr = x.grad_fn, x.output_nr
+    vc = x._vc
+    aliased = any(isinstance(arg, Tensor) and arg._vc is vc for arg in args)
+    self_saved = False
     for saved in node.saved:
-        if saved is not None and saved.vc is x._vc:  # the old value, kept as the new node's input
+        if saved is not None and saved.vc is vc:  # the old value, kept as the new node's input
+            if aliased and (self_saved or saved.tensor is not x):
+                continue  # Note [An operand aliasing self]: kept live, so its version check fails
+            self_saved = True
             saved.data = x.device.backend.copy(saved.data, "C")
             saved.vc = [saved.version]
             saved.tensor = Tensor._make(saved.data, x.device, x._requires_grad, old_grad_fn, old_output_nr, saved.vc)
@@ -89,13 +102,24 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     node._input_meta = input_meta(x.shape, x.dtype, x.device)
     _rebase(x, node)
     _refresh_views(x, None)
+    _refresh_family(x, x)
     return x
 
 
+# Note [An operand aliasing self]
+# An in-place op keeps x's old value for its backward as a copy (torch's ``original_self``
+# clone), but an operand that shares x's version counter (x itself in ``x *= x``, a view or a
+# ``detach()`` of x) is saved as torch saves it: the tensor itself, at its version before the
+# write. The write moves that version, so a backward that needs the operand raises torch's
+# "modified by an inplace operation" error instead of computing with the copy. Ops save their
+# operands in argument order, so of the entries that are x itself the first is self's.
+
+
 def view_creation_error(creation: tuple, modified: str) -> str:
-    """torch's refusal of an in-place op through a view made in no_grad mode or by a multi-output op
-    (handle_view_on_rebase; Note [View creation] in _node.py), word for word. torch names the
-    view's node without its ``Backward0`` ("Output 0 of Unbind")."""
+    """torch's refusal of an in-place op through a view made in no_grad mode, by a multi-output op
+    or by a custom Function (handle_view_on_rebase; Note [View creation] in _node.py, Note [Views
+    a Function returns] in autograd/function.py), word for word. torch names the view's node
+    without its ``Backward0`` ("Output 0 of Unbind")."""
     kind, name, output_nr = creation
     node = None if name is None else re.sub(r"Backward\d*$", "", name)
     if kind == NO_GRAD_VIEW or node is None:
@@ -108,6 +132,11 @@ def view_creation_error(creation: tuple, modified: str) -> str:
         return msg + (" This view is the output of a function that returns multiple views. Such functions do not "
                       "allow the output views to be modified inplace. You should replace the inplace operation by an "
                       "out-of-place one.")
+    if kind == IN_CUSTOM_FUNCTION:  # Note [Views a Function returns] in autograd/function.py
+        return msg + (" This view was created inside a custom Function (or because an input was returned as-is) and "
+                      "the autograd logic to handle view+inplace would override the custom backward associated with "
+                      "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+                      "this by cloning the output of the custom Function.")
     return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
                   "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
                   "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
@@ -127,7 +156,7 @@ def same_data(a: Tensor, b: Any) -> bool:
             and backend.strides(da) == backend.strides(db) and a.dtype == b.dtype)
 
 
-def _check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
+def check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
     """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
     out = x.data
     backend = x.device.backend
@@ -228,11 +257,60 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     return view
 
 
+def _rebase_custom_view(view: Tensor, fn: Node) -> None:
+    """Note [A custom Function's in-place op on a view] (autograd/function.py): the custom
+    Function ``fn`` wrote into ``view`` and marked it dirty; its base becomes CopySlices over
+    ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
+    every view of the base, ``view`` included, reads the base again."""
+    base = view._extra.base
+    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    backend = view.device.backend
+    index = backend.view_index(base.data, view.data)
+    repeats = any(stride == 0 and n > 1 for n, stride in zip(view.shape, backend.strides(view.data)))
+    node = _rebased_node(CopySlices, (gradient_edge(base),) + fn.next_edges[1:], base, fn, index, base.shape, repeats)
+    node.saved = fn.saved
+    _rebase(base, node)
+    _refresh_views(base, None)
+
+
 def _snapshot(x: Tensor) -> Tensor:
     """A copy of ``x``'s value with its place in the graph: what the op saves as the old value."""
     snapshot = plain(x.device.backend.copy(x.data, "C"), x.device)
     snapshot.grad_fn, snapshot.output_nr, snapshot._requires_grad = x.grad_fn, x.output_nr, x._requires_grad
     return snapshot
+
+
+# Note [Views after an untracked in-place]
+# torch regenerates a view's grad_fn (AsStridedBackward0 from its base) when it is next read and
+# the version counter moved since the view was made or last regenerated, whatever moved it: also
+# an in-place op that recorded nothing (in no_grad mode, or on a ``detach()`` of the base or of a
+# view, which shares the version counter). asyncgrad regenerates at the in-place op instead, so
+# an untracked one refreshes the views of the autograd root it wrote into: the root of a view, or
+# the root a ``detach()`` remembers (``_Extra.detached_from``, set by ``Tensor.detach`` when the
+# tensor requires grad). Only a root that requires grad has views with a grad_fn to regenerate.
+# A tracked in-place op refreshes its own root's views as before (its graph is that root's), and
+# those of the other tensors of the family: the root a detach() came from and its other detach()es
+# (``_Extra.detached``; one made leaf with requires_grad_() has views with a grad_fn too).
+def _refresh_untracked(x: Tensor) -> None:
+    extra = x._extra
+    if extra is not None:
+        _refresh_family(extra.base if extra.base is not None else x, None)
+
+
+def _refresh_family(root: Tensor, own: Tensor | None) -> None:
+    """The views of every root sharing ``root``'s memory through detach(), but ``own``'s."""
+    extra = root._extra
+    if extra is None or extra.detached_from is None and not extra.detached:
+        if root is not own and root._requires_grad:
+            _refresh_views(root, None)
+        return
+    top = extra.detached_from() if extra.detached_from is not None else root
+    if top is None:  # the root a detach() came from is gone, and with it any view of it
+        top = root
+    for r in (top, *(top._extra.detached or ())):
+        if r is not own and r._requires_grad:
+            _refresh_views(r, None)
 
 
 def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
@@ -250,7 +328,8 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
             view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
             continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
-                             backend.view_index(base.data, view.data), base.shape, None, work=base.data.size)
+                             backend.view_index(base.data, view.data), base.shape, None, None,
+                             work=base.data.size)
         if view._extra.retains_grad:
             _move_retain_grad(view.grad_fn, view.output_nr, node)
         view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
@@ -273,7 +352,18 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
             raise RuntimeError(INTERNAL_OVERLAP)
         flat = F.reshape(g, (-1,))
         region = F.index(flat, self.index)
-        grads = self.fn.apply([region], F is not _node.ArrayMath)
+        fn = self.fn
+        if fn.saved is RELEASED_VALUES and self.saved is not RELEASED_VALUES:
+            # fn also ran on its own earlier in this pass (a backward recorded with create_graph
+            # reaches it through its saved result) and let go of its values: they are ours as well
+            # (``node.saved = fn.saved``), and torch's ready queue would have run us first.
+            fn.saved = self.saved
+            try:
+                grads = fn.apply([region], F is not _node.ArrayMath)
+            finally:
+                fn.saved = RELEASED_VALUES
+        else:
+            grads = fn.apply([region], F is not _node.ArrayMath)
         if grads[0] is not None:
             region = grads[0]
         else:
@@ -281,7 +371,10 @@ class CopySlices(SavesVariables):  # torch resets its fn on release
         return (F.reshape(F.index_put(flat, self.index, region), self.base_shape),) + tuple(grads[1:])
 
     def release_variables(self) -> None:
-        self.fn.release_variables()
+        # torch's CopySlices only lets go of ``fn`` (``fn = nullptr``): a backward recorded with
+        # create_graph may hold ``fn`` too (a formula that read ``fn``'s saved result unpacks it
+        # with ``fn`` as grad_fn), and a later pass through it still needs fn's saved values.
+        self.fn = None
         super().release_variables()
 
 
@@ -301,15 +394,24 @@ class Error(OpNode):
 class AsStridedBackward0(OpNode):
     """A view read again from its base after the base changed in place, or ``as_strided``: the
     gradient goes to the base's elements at ``index`` (their flat positions in the base); for an
-    as_strided of a view, ``from_root`` then reads the view's own elements out of that."""
+    as_strided of a view, ``from_root`` then reads the view's own elements out of that.
 
-    __slots__ = ("index", "base_shape", "from_root")
+    Note [as_strided of an overlapping input]: when the view ``x`` given to as_strided aliases
+    one base element from several of its own (an expanded ``x``), the base element's gradient is
+    shared among them: ``share`` holds, per element of ``x``, how many of ``x``'s elements alias
+    its base element (None when none repeats), and each gets its base element's gradient divided
+    by that, as torch's as_strided_backward divides by its count of the input geometry; without
+    it, the backward of the expand that made ``x`` would add the base element's gradient up
+    again, once per alias."""
+
+    __slots__ = ("index", "base_shape", "from_root", "share")
 
     def backward(self, F, g):
         size = math.prod(self.base_shape)
         flat = F.index_add((size,), (self.index, False), g)
         if self.from_root is not None:
-            return (F.index(flat, self.from_root),)
+            g_in = F.index(flat, self.from_root)
+            return (g_in if self.share is None else g_in / F.constant(self.share, g_in),)
         return (F.reshape(flat, self.base_shape),)
 
 
@@ -407,3 +509,6 @@ def copied(x: Tensor, src: Tensor) -> Tensor:
         raise broadcast_error(x.shape, src.shape) from None
     return record(CopyBackwards, (x, src), out, dev, src.shape, src.dtype,
                   None if src.device is dev else src.device)
+
+
+install_view_rebase(_rebase_custom_view)

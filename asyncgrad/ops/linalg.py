@@ -4,18 +4,24 @@
 from __future__ import annotations
 
 import math
+import operator
 import string
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from asyncgrad._validate import number_arg, tensor_arg, type_label
+from asyncgrad._validate import int_arg, normalize_dim, number_arg, tensor_arg, type_label
+from asyncgrad.autograd.saved import SavedTensor
+from asyncgrad.devices import cpu
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.dtypes import get_default_dtype
 from asyncgrad.ops import reduction
 from asyncgrad.ops import shape as shape_ops
-from asyncgrad.ops._node import OpNode, plain, record, same_device
-from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul
+from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, plain, record, same_device
+from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul, result_dtype, where
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
+from asyncgrad.ops.views import narrow
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 MATMUL_WORK_PER_MAC = 1 / 16
@@ -369,7 +375,7 @@ class EinsumBackward0(OpNode):
             for c in term:
                 if c in renamed:
                     other = free.pop()
-                    eyes.append((c + other, _eye(F, g, sizes[c])))
+                    eyes.append((c + other, _const(F, g, sizes[c], sizes[c], operator.eq)))
                     renamed.append(other)
                 else:
                     renamed.append(c)
@@ -381,19 +387,6 @@ class EinsumBackward0(OpNode):
             axes = tuple(k for k, (n, m) in enumerate(zip(shape, full)) if n != m)
             grad = F.sum(grad, axes, True)
         return grad
-
-
-def _eye(F: Any, like: Any, n: int) -> Any:
-    """An n-by-n identity of ``like``'s dtype on its device, as the formula namespace's constant."""
-    if isinstance(like, Tensor):
-        backend, dtype = like.device.backend, like.dtype
-    else:
-        backend = backend_of(like)
-        dtype = backend.dtype(like)
-    xp = backend.xp
-    positions = backend.arange(n, np.dtype(np.int64))
-    eye = backend.astype(xp.reshape(positions, (n, 1)) == xp.reshape(positions, (1, n)), dtype)
-    return F.constant(eye, like)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
@@ -473,10 +466,15 @@ class CdistBackward0(OpNode):
         )
 
 
+_CDIST_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
     """torch's ``cdist``: the p-norm distance between each row of ``x1`` and each row of ``x2``,
     batch dims broadcast. Computed from the differences for every p (torch's matrix-product path
-    for large p = 2 inputs trades accuracy for speed; ``compute_mode`` is accepted and not needed)."""
+    for large p = 2 inputs trades accuracy for speed; ``compute_mode`` is checked, then not needed)."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     tensor_arg(x1, "cdist", "x1", 1)
     tensor_arg(x2, "cdist", "x2", 2)
     for t, name in ((x1, "X1"), (x2, "X2")):
@@ -615,7 +613,7 @@ def _matrix_dims(dim: Any, ndim: int, fn: str) -> tuple[int, int]:
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     """torch's ``linalg.matrix_norm``: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf ('nuc', 2 and -2 through
-    ``svdvals``, first order only)."""
+    ``svdvals``, every order)."""
     tensor_arg(A, "linalg_matrix_norm", "input", 1)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
@@ -653,35 +651,6 @@ def _singular_value_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -
         return out
     out = shape_ops.unsqueeze(shape_ops.unsqueeze(out, -1), -1)
     return shape_ops.permute(out, [order.index(i) for i in range(A.ndim)])
-
-
-class LinalgSvdBackward0(OpNode):
-    """svdvals: dσᵢ = uᵢᵀ dA vᵢ, so the gradient is ``U diag(g) Vᴴ`` (from the saved singular vectors).
-    That formula holds U and V constant: its own derivative would need theirs, which asyncgrad does
-    not compute, so a recorded (create_graph) backward through it is refused, never wrong."""
-
-    __slots__ = ()
-    work_per_element = 2
-
-    def backward(self, F, g):
-        u, vh = F.unpack(self)
-        if isinstance(u, Tensor):
-            raise NotImplementedError("the second derivative of singular values (svdvals, the 'nuc' and 2-norms) is "
-                                      "not implemented in asyncgrad")
-        xp = backend_of(g).xp
-        return (u @ (xp.reshape(g, g.shape + (1,)) * vh),)
-
-
-def svdvals(A: Tensor) -> Tensor:
-    """torch's ``linalg.svdvals``: the singular values, in descending order."""
-    tensor_arg(A, "linalg_svdvals", "A", 1)
-    if A.ndim < 2:
-        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    _float_input(A, "linalg.svd")
-    dev = A.device
-    u, s, vh = dev.xp.linalg.svd(A.data, full_matrices=False)
-    return record(LinalgSvdBackward0, (A,), s, dev, saved=(plain(u, dev), plain(vh, dev)),
-                  work=A.data.size * min(A.shape[-2:]))
 
 
 def _order_text(ord: Any) -> str:
@@ -912,3 +881,899 @@ def _solve(A: Tensor, B: Tensor, vector: bool) -> Tensor:
         out = xp.reshape(out, out.shape[:-1])
     return record(LinalgSolveExBackward0, (A, B), out, dev, A.shape, B.shape, vector, saved=(A,),
                   work=A.data.size * A.shape[-1] + math.prod(out.shape) * A.shape[-1])
+
+
+# --------------------------------------------------------------------------- decompositions
+# Note [Decompositions are multi-output nodes]: eigh, eig and svd return several tensors from one
+# node, as torch: ``_record_outputs`` records the first through ``record`` and hangs the others on
+# the same node (output 1, 2, ...), and saves the outputs the formula needs as outputs, so a
+# recorded (create_graph) backward unpacks them connected to this very node and their own
+# dependence on the input is differentiated too: second order for free, as torch's gradgradcheck
+# asks. The node's ``apply`` hands every output's gradient (None where none came) to
+# ``backward(F, grads)``. A decomposition's formula is linear in those gradients.
+class _MultiOutput(OpNode):
+    """A node with several outputs (Note [Decompositions are multi-output nodes])."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        return self.backward(self.graph_math if create_graph else ArrayMath, grads)
+
+
+def _record_outputs(cls: type[OpNode], A: Tensor, outs: tuple[Any, ...], saved_outputs: tuple[int, ...],
+                    *fields: Any, work: int) -> tuple[Tensor, ...]:
+    """``outs`` as outputs of one ``cls`` node on ``A``, the outputs ``saved_outputs`` saved."""
+    dev = A.device
+    first = record(cls, (A,), outs[0], dev, *fields, work=work)
+    node = first.grad_fn
+    if node is None:
+        return (first,) + tuple(plain(o, dev) for o in outs[1:])
+    results = [first]
+    for i, o in enumerate(outs[1:], 1):
+        node._input_meta = node._input_meta + input_meta(tuple(o.shape), dev.backend.dtype(o), dev)
+        results.append(Tensor._make(o, dev, True, node, i, [0]))
+    node.saved = tuple(SavedTensor(results[i], True) for i in saved_outputs)
+    return tuple(results)
+
+
+def _decomposition_work(A: Tensor) -> int:
+    """The cost class of an O(n³) factorisation (Note [Cost classes]): like a product of two
+    matrices of A's size, several times over, so large ones go to the executor."""
+    return int(A.data.size * min(A.shape[-2:]) * MATMUL_WORK_PER_MAC * 8) + A.data.size
+
+
+def _mask(like: Any, rows: int, cols: int, fn: Any) -> Any:
+    """A (rows, cols) 0/1 matrix of ``like``'s dtype, ``fn(i, j)`` true where it is 1 (a triangle,
+    the diagonal), on ``like``'s device: a constant of the formula namespace."""
+    if isinstance(like, Tensor):
+        backend, dtype = like.device.backend, like.dtype
+    else:
+        backend = backend_of(like)
+        dtype = backend.dtype(like)
+    xp = backend.xp
+    i = xp.reshape(backend.arange(rows, np.dtype(np.int64)), (rows, 1))
+    j = xp.reshape(backend.arange(cols, np.dtype(np.int64)), (1, cols))
+    return backend.astype(fn(i, j), dtype)
+
+
+def _const(F: Any, like: Any, rows: int, cols: int, fn: Any) -> Any:
+    return F.constant(_mask(like, rows, cols, fn), like)
+
+
+def _diag_embed(F: Any, v: Any, eye: Any) -> Any:
+    """A batch of diagonal matrices from a batch of vectors (``eye`` the identity of their size)."""
+    shape = tuple(v.shape)
+    return F.reshape(v, shape[:-1] + (1, shape[-1])) * eye
+
+
+def _diagonal(F: Any, M: Any, eye: Any) -> Any:
+    """The diagonals of a batch of square matrices."""
+    return F.sum(M * eye, -1)
+
+
+def _right_solve(F: Any, A: Any, B: Any) -> Any:
+    """``B A⁻¹``."""
+    return F.mT(F.solve(F.mT(A), F.mT(B)))
+
+
+class EighResult(NamedTuple):
+    """torch's ``linalg_eigh`` return type."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class LinalgEighBackward0(_MultiOutput):
+    """A = V diag(L) Vᵀ (symmetric): ``gA = V (diag(gL) + F ∘ ½(VᵀgV - gVᵀV)) Vᵀ`` with
+    F_ij = 1 / (L_j - L_i) off the diagonal (torch's linalg_eig_backward, hermitian case). The
+    skew part keeps the gradient symmetric, as torch's."""
+
+    __slots__ = ()
+
+    def backward(self, F, grads):
+        gL, gV = grads[0], grads[1] if len(grads) > 1 else None
+        L, V = F.unpack(self)
+        n = tuple(L.shape)[-1]
+        eye = _const(F, L, n, n, lambda i, j: i == j)
+        middle = None
+        if gV is not None:
+            shape = tuple(L.shape)
+            diff = F.reshape(L, shape[:-1] + (1, n)) - F.reshape(L, shape + (1,))  # L_j - L_i
+            inner = F.mT(V) @ gV
+            middle = (inner - F.mT(inner)) * 0.5 / (diff + eye)
+        if gL is not None:
+            diagonal = _diag_embed(F, gL, eye)
+            middle = diagonal if middle is None else middle + diagonal
+        if middle is None:
+            return (None,)
+        return (V @ middle @ F.mT(V),)
+
+
+class _EigenvectorsNotComputed(_MultiOutput):
+    """A legacy eigendecomposition asked for no eigenvectors: torch computed none, so it refuses
+    the backward (its words); ``message`` says which function."""
+
+    __slots__ = ("message",)
+
+    def backward(self, F, grads):
+        raise RuntimeError(self.message)
+
+
+class SymeigBackward0(_EigenvectorsNotComputed):
+    __slots__ = ()
+
+
+class EigBackward0(_EigenvectorsNotComputed):
+    __slots__ = ()
+
+
+def _symmetric_from(A: Any, backend: Any, upper: bool) -> Any:
+    """The symmetric matrix that one triangle of ``A`` describes (LAPACK reads only that one)."""
+    n = A.shape[-1]
+    xp = backend.xp
+    i = xp.reshape(backend.arange(n, np.dtype(np.int64)), (n, 1))
+    j = xp.reshape(backend.arange(n, np.dtype(np.int64)), (1, n))
+    keep = (i <= j) if upper else (i >= j)
+    return xp.where(keep, A, xp.matrix_transpose(A))
+
+
+def _eigh_arrays(A: Tensor, upper: bool) -> tuple[Any, Any]:
+    xp = A.device.xp
+    L, V = xp.linalg.eigh(_symmetric_from(A.data, A.device.backend, upper))
+    return L, V
+
+
+def _check_uplo(UPLO: Any) -> bool:
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
+    """torch's ``linalg.eigh``: eigenvalues ascending, orthonormal eigenvectors, from the ``UPLO``
+    triangle; its gradient is symmetric (LinalgEighBackward0)."""
+    tensor_arg(A, "linalg_eigh", "A", 1)
+    upper = _check_uplo(UPLO)
+    _square(A, "linalg.eigh")
+    L, V = _eigh_arrays(A, upper)
+    values, vectors = _record_outputs(LinalgEighBackward0, A, (L, V), (0, 1), work=_decomposition_work(A))
+    return EighResult(values, vectors)
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """torch's ``linalg.eigvalsh``: eigh's eigenvalues; the node keeps the eigenvectors (its output
+    1, never returned) so that every order of its gradient is right."""
+    tensor_arg(A, "linalg_eigvalsh", "A", 1)
+    upper = _check_uplo(UPLO)
+    _square(A, "linalg.eigh")
+    L, V = _eigh_arrays(A, upper)
+    return _record_outputs(LinalgEighBackward0, A, (L, V), (0, 1), work=_decomposition_work(A))[0]
+
+
+def symeig(A: Tensor, eigenvectors: bool = False, upper: bool = True) -> EighResult:
+    """torch's legacy ``symeig`` (removed from torch 2): ``linalg.eigh`` of the ``upper`` triangle;
+    without eigenvectors the second output is empty and the backward refuses, as torch refused."""
+    tensor_arg(A, "symeig", "input", 1)
+    _square(A, "symeig")
+    L, V = _eigh_arrays(A, bool(upper))
+    if eigenvectors:
+        values, vectors = _record_outputs(LinalgEighBackward0, A, (L, V), (0, 1), work=_decomposition_work(A))
+        return EighResult(values, vectors)
+    empty = A.device.backend.zeros((0,), A.dtype)
+    values, vectors = _record_outputs(
+        SymeigBackward0, A, (L, empty), (), "symeig_backward: Setting eigenvectors to false in torch.symeig doesn't "
+        "compute eigenvectors and hence we cannot compute backward. Please use torch.symeig(eigenvectors=True)",
+        work=_decomposition_work(A))
+    return EighResult(values, vectors)
+
+
+class EigResult(NamedTuple):
+    """torch's legacy ``eig`` return type."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class LegacyEigBackward0(_MultiOutput):
+    """torch's 2020 ``eig_backward`` for real eigenvalues: with A = V Λ V⁻¹ (unit-norm columns),
+    ``gA = V⁻ᵀ (diag(gλ) + F ∘ (VᵀgV - VᵀV diag(VᵀgV))) Vᵀ``, F_ij = 1 / (λ_j - λ_i) off the
+    diagonal (the diagonal term keeps the columns' norms). Complex eigenvalues refuse, as torch's:
+    their gradient would be complex, and asyncgrad has no complex dtype."""
+
+    __slots__ = ()
+
+    def backward(self, F, grads):
+        ge, gv = grads[0], grads[1] if len(grads) > 1 else None
+        e, v = F.unpack(self)
+        imag = e.data[..., 1] if isinstance(e, Tensor) else F.index(e, (..., 1))
+        if bool(backend_of(imag).xp.any(imag != 0)):
+            raise RuntimeError("eig_backward: Backward calculation does not support complex eigenvalues at the "
+                               "moment.")
+        lam = F.index(e, (..., 0))
+        n = tuple(lam.shape)[-1]
+        eye = _const(F, lam, n, n, lambda i, j: i == j)
+        vt = F.mT(v)
+        middle = None
+        if gv is not None:
+            shape = tuple(lam.shape)
+            diff = F.reshape(lam, shape[:-1] + (1, n)) - F.reshape(lam, shape + (1,))  # λ_j - λ_i
+            inner = vt @ gv
+            inner = inner - (vt @ v) * F.reshape(_diagonal(F, inner, eye), shape[:-1] + (1, n))
+            middle = inner / (diff + eye) * (1.0 - eye)
+        if ge is not None:
+            diagonal = _diag_embed(F, F.index(ge, (..., 0)), eye)
+            middle = diagonal if middle is None else middle + diagonal
+        if middle is None:
+            return (None,)
+        return (F.solve(vt, middle @ vt),)
+
+
+def eig(A: Tensor, eigenvectors: bool = False) -> EigResult:
+    """torch's legacy ``eig`` (removed from torch 2): real tensors in LAPACK's packing, eigenvalues
+    as (n, 2) rows of (real, imaginary) parts, a complex pair's eigenvectors as the (real,
+    imaginary) columns; without eigenvectors the second output is empty and the backward refuses.
+    ``linalg.eig``'s complex results are refused (Note [Complex numbers are refused])."""
+    tensor_arg(A, "eig", "input", 1)
+    if A.ndim != 2:
+        raise RuntimeError("input should be 2 dimensional")
+    _square(A, "eig")
+    values, vectors = A.device.backend.eig(A.data)
+    if eigenvectors:
+        return EigResult(*_record_outputs(LegacyEigBackward0, A, (values, vectors), (0, 1),
+                                          work=_decomposition_work(A)))
+    empty = A.device.backend.zeros((0,), A.dtype)
+    return EigResult(*_record_outputs(
+        EigBackward0, A, (values, empty), (), "eig_backward: Setting eigenvectors to false in torch.eig doesn't "
+        "compute eigenvectors and hence we cannot compute backward. Please use torch.eig(eigenvectors=True)",
+        work=_decomposition_work(A)))
+
+
+def linalg_eig(A: Tensor) -> Any:
+    """torch's ``linalg.eig`` returns complex tensors, which asyncgrad has not (Note [Complex numbers
+    are refused]): refused; ``ag.eig`` gives the same decomposition in real packing."""
+    tensor_arg(A, "linalg_eig", "A", 1)
+    raise NotImplementedError("linalg.eig returns complex tensors, and asyncgrad has no complex dtype: use "
+                              "ag.eig(A, eigenvectors=True) (real packing) or, for symmetric A, ag.linalg.eigh")
+
+
+def eigvals(A: Tensor) -> Any:
+    """torch's ``linalg.eigvals``: complex, refused as ``linalg.eig``."""
+    tensor_arg(A, "linalg_eigvals", "A", 1)
+    raise NotImplementedError("linalg.eigvals returns complex tensors, and asyncgrad has no complex dtype: use "
+                              "ag.eig(A)[0] (real packing) or, for symmetric A, ag.linalg.eigvalsh")
+
+
+# --------------------------------------------------------------------------- cholesky and triangles
+class LinalgCholeskyExBackward0(OpNode):
+    """A = L Lᵀ: torch's cholesky_backward, ``gA = L⁻ᵀ Φ L⁻¹`` with Φ = ½(P + tril(P, -1)ᵀ),
+    P = tril(Lᵀ gL): symmetric, as torch's. ``upper`` factors are transposed first."""
+
+    __slots__ = ("upper",)
+    saves_result = True
+
+    def backward(self, F, g):
+        (L,) = F.unpack(self)
+        if self.upper:
+            L, g = F.mT(L), F.mT(g)
+        n = tuple(L.shape)[-1]
+        lower = _const(F, L, n, n, lambda i, j: i >= j)
+        strict = _const(F, L, n, n, lambda i, j: i > j)
+        P = (F.mT(L) @ g) * lower
+        phi = (P + F.mT(P * strict)) * 0.5
+        return (_right_solve(F, L, F.solve(F.mT(L), phi)),)
+
+
+def _cholesky(A: Tensor, upper: bool, fn: str) -> Tensor:
+    _square(A, fn)
+    dev = A.device
+    xp = dev.xp
+    try:
+        L = xp.linalg.cholesky(_symmetric_from(A.data, dev.backend, False))
+        # CuPy returns NaNs where LAPACK raises: the same refusal, never a NaN factor
+        failed = dev.backend.any_nan(L) and not dev.backend.any_nan(A.data)
+    except Exception as exc:
+        if "definite" not in str(exc).lower():
+            raise
+        failed = True
+    if failed:
+        found = dev.backend.not_positive_definite(A.data)
+        element, order = found if found is not None else (0, A.shape[-1])
+        batch = f"(Batch element {element}): " if A.ndim > 2 else ""
+        raise LinAlgError(f"{fn}: {batch}The factorization could not be completed because the input is not "
+                          f"positive-definite (the leading minor of order {order} is not positive-definite).") from None
+    if upper:
+        L = xp.matrix_transpose(L)
+    return record(LinalgCholeskyExBackward0, (A,), L, dev, bool(upper), work=_decomposition_work(A))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """torch's ``linalg.cholesky``: the lower factor of the lower triangle (``upper``: its transpose);
+    a matrix that is not positive-definite raises torch's LinAlgError, naming the leading minor."""
+    tensor_arg(A, "linalg_cholesky", "A", 1)
+    return _cholesky(A, upper, "linalg.cholesky")
+
+
+def cholesky_legacy(A: Tensor, upper: bool = False) -> Tensor:
+    """torch's ``cholesky`` (and ``Tensor.cholesky``): ``upper`` positional."""
+    tensor_arg(A, "cholesky", "input", 1)
+    return _cholesky(A, bool(upper), "cholesky")
+
+
+def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+    """The triangular matrix a triangular solver reads from ``A`` (its diagonal ones if
+    ``unitriangular``): composed of tril/triu, so the gradient lands on that triangle only."""
+    if not unitriangular:
+        return shape_ops.triu(A) if upper else shape_ops.tril(A)
+    part = shape_ops.triu(A, 1) if upper else shape_ops.tril(A, -1)
+    eye = Tensor._make(_mask(A, A.shape[-1], A.shape[-1], lambda i, j: i == j), A.device, False, None, 0, [0])
+    return part + eye
+
+
+def _solve_with(T: Tensor, B: Tensor, left: bool) -> Tensor:
+    if left:
+        return solve_matrix(T, B)
+    return shape_ops.transpose(solve_matrix(shape_ops.transpose(T, -1, -2), shape_ops.transpose(B, -1, -2)), -1, -2)
+
+
+def _triangular_checks(A: Tensor, B: Tensor, fn: str, left: bool = True) -> None:
+    _square(A, fn)  # torch checks A (dimensions, square, dtype) before B
+    if B.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor B must have at least 2 dimensions.")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"{fn}: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
+    k = B.shape[-2] if left else B.shape[-1]
+    if k != A.shape[-1]:
+        raise RuntimeError(f"{fn}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    same_device(A, B)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """torch's ``linalg.solve_triangular``: AX = B (``left``) or XA = B with A's ``upper`` or lower
+    triangle (ones on its diagonal if ``unitriangular``). Composed of the triangle and ``solve``:
+    the gradient is torch's (``-A⁻ᵀ g Xᵀ`` on the triangle), every order."""
+    tensor_arg(A, "linalg_solve_triangular", "A", 1)
+    tensor_arg(B, "linalg_solve_triangular", "B", 2)
+    _triangular_checks(A, B, "linalg.solve_triangular", left)
+    return _solve_with(_triangle(A, bool(upper), bool(unitriangular)), B, left)
+
+
+class TriangularSolveResult(NamedTuple):
+    """torch's ``triangular_solve`` return type."""
+
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> TriangularSolveResult:
+    """torch's legacy ``triangular_solve(b, A)``: (A's triangle, transposed if ``transpose``)⁻¹ b,
+    and a copy of A (differentiable, as torch's)."""
+    b = input
+    tensor_arg(b, "triangular_solve", "input", 1)
+    tensor_arg(A, "triangular_solve", "A", 2)
+    _legacy_solve_checks(b, A, "triangular_solve",
+                         "torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {} dimensions "
+                         "instead", "torch.triangular_solve: Expected A to have at least 2 dimensions, but it has {} "
+                         "dimensions instead")
+    T = _triangle(A, bool(upper), bool(unitriangular))
+    if transpose:
+        T = shape_ops.transpose(T, -1, -2)
+    return TriangularSolveResult(solve_matrix(T, b), shape_ops.clone(A))
+
+
+def _legacy_solve_checks(b: Tensor, A: Tensor, fn: str, b_rank: str, A_rank: str) -> None:
+    """The checks of torch's legacy ``triangular_solve(b, A)`` and ``cholesky_solve(b, A)``, in
+    torch's order and words (not linalg.solve_triangular's): b's and A's dimensions (``*_rank``
+    formatted with the count), the same dtype, A square, the sizes, a floating dtype."""
+    if b.ndim < 2:
+        raise RuntimeError(b_rank.format(b.ndim))
+    if A.ndim < 2:
+        raise RuntimeError(A_rank.format(A.ndim))
+    if A.dtype != b.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {scalar_type_name(b.dtype)} "
+                           f"and A of type {scalar_type_name(A.dtype)} instead.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           "matrices")
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {fn}: each A matrix is {A.shape[-1]} by {A.shape[-1]} "
+                           f"but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    if A.dtype.kind != "f":
+        raise NotImplementedError(f'"{fn}_{A.device.type}" not implemented for \'{scalar_type_name(A.dtype)}\'')
+    same_device(A, b)
+
+
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
+    """torch's ``cholesky_solve(B, L)``: (L Lᵀ)⁻¹ B from the factor's triangle (Uᵀ U with ``upper``),
+    as two triangular solves, so every order of its gradient is right."""
+    tensor_arg(input, "cholesky_solve", "input", 1)
+    tensor_arg(input2, "cholesky_solve", "input2", 2)
+    B, L = input, input2
+    _legacy_solve_checks(B, L, "cholesky_solve", "b should have at least 2 dimensions, but has {} dimensions instead",
+                         "u should have at least 2 dimensions, but has {} dimensions instead")
+    T = _triangle(L, bool(upper), False)
+    if upper:  # A = Uᵀ U
+        return solve_matrix(T, solve_matrix(shape_ops.transpose(T, -1, -2), B))
+    return solve_matrix(shape_ops.transpose(T, -1, -2), solve_matrix(T, B))
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """torch's ``cholesky_inverse(L)``: (L Lᵀ)⁻¹ from the factor's triangle. torch's own gradient
+    is that of the whole matrix L (wrong for an input that is not triangular); this one is the
+    gradient of what is computed, the triangle's."""
+    tensor_arg(L, "cholesky_inverse", "input", 1)
+    if L.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    n = L.shape[-1]
+    eye = Tensor._make(L.device.backend.astype(_mask(L, n, n, lambda i, j: i == j), L.dtype), L.device, False,
+                       None, 0, [0])
+    return cholesky_solve(shape_ops.expand(eye, L.shape), L, upper)
+
+
+# --------------------------------------------------------------------------- svd, pinv
+class SvdResult(NamedTuple):
+    """torch's ``linalg_svd`` return type."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class LegacySvdResult(NamedTuple):
+    """torch's legacy ``svd`` return type (V, not Vᴴ)."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class LinalgSvdBackward0(_MultiOutput):
+    """A = U diag(S) Vᵀ (reduced, k = min(m, n)): torch's svd_backward, in Townsend's form,
+    ``gA = U [skew(UᵀgU) S / E + S skew(VᵀgV) / E + diag(gS)] Vᵀ + (I - UUᵀ) gU S⁻¹ Vᵀ
+    + U S⁻¹ gVᵀ (I - VVᵀ)`` with E_ij = s_j² - s_i² (1 on the diagonal, where skew is 0).
+    With ``full_matrices`` the columns of U and rows of Vh past k are ignored, as torch ignores
+    them. Repeated singular values make E zero: the gradient is then inf/NaN, as torch's."""
+
+    __slots__ = ("k",)
+
+    def backward(self, F, grads):
+        gU, gS, gVh = (tuple(grads) + (None, None, None))[:3]
+        U, S, Vh = F.unpack(self)
+        k = self.k
+        if tuple(U.shape)[-1] != k:  # full_matrices: only the first k singular vectors matter
+            U = F.index(U, (..., slice(None), slice(0, k)))
+            gU = None if gU is None else F.index(gU, (..., slice(None), slice(0, k)))
+        if tuple(Vh.shape)[-2] != k:
+            Vh = F.index(Vh, (..., slice(0, k), slice(None)))
+            gVh = None if gVh is None else F.index(gVh, (..., slice(0, k), slice(None)))
+        eye = _const(F, S, k, k, lambda i, j: i == j)
+        shape = tuple(S.shape)
+        row = F.reshape(S, shape[:-1] + (1, k))     # s_j along a row
+        col = F.reshape(S, shape + (1,))            # s_i down a column
+        V = F.mT(Vh)
+        middle = None
+        if gU is not None or gVh is not None:
+            E = row * row - col * col + eye
+            if gU is not None:
+                UtgU = F.mT(U) @ gU
+                middle = (UtgU - F.mT(UtgU)) * row / E
+            if gVh is not None:
+                VtgV = Vh @ F.mT(gVh)
+                term = col * (VtgV - F.mT(VtgV)) / E
+                middle = term if middle is None else middle + term
+        if gS is not None:
+            diagonal = _diag_embed(F, gS, eye)
+            middle = diagonal if middle is None else middle + diagonal
+        gA = None if middle is None else U @ middle @ Vh
+        m, n = tuple(U.shape)[-2], tuple(Vh.shape)[-1]
+        if gU is not None and m > k:
+            gUSinv = gU / row
+            term = (gUSinv - U @ (F.mT(U) @ gUSinv)) @ Vh
+            gA = term if gA is None else gA + term
+        if gVh is not None and n > k:
+            gVSinv = F.mT(gVh) / row
+            term = U @ F.mT(gVSinv - V @ (Vh @ gVSinv))
+            gA = term if gA is None else gA + term
+        return (gA,)
+
+
+def _svd_arrays(A: Tensor, full_matrices: bool) -> tuple[Any, Any, Any]:
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.svd")
+    return A.device.xp.linalg.svd(A.data, full_matrices=full_matrices)
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> SvdResult:
+    """torch's ``linalg.svd``: (U, S, Vh), S descending; one LinalgSvdBackward0 node for the three."""
+    tensor_arg(A, "linalg_svd", "A", 1)
+    u, s, vh = _svd_arrays(A, bool(full_matrices))
+    return SvdResult(*_record_outputs(LinalgSvdBackward0, A, (u, s, vh), (0, 1, 2), min(A.shape[-2:]),
+                                      work=_decomposition_work(A)))
+
+
+def svd_legacy(A: Tensor, some: bool = True, compute_uv: bool = True) -> LegacySvdResult:
+    """torch's ``svd``: (U, S, V), reduced unless ``some=False``; without ``compute_uv``, U and V
+    are zeros that need no gradient (torch 2's behaviour)."""
+    tensor_arg(A, "svd", "input", 1)
+    if not compute_uv:
+        values = svdvals(A)
+        m, n = A.shape[-2:]
+        backend = A.device.backend
+        batch = tuple(A.shape[:-2])
+        return LegacySvdResult(plain(backend.zeros(batch + (m, m), A.dtype), A.device), values,
+                               plain(backend.zeros(batch + (n, n), A.dtype), A.device))
+    U, S, Vh = svd(A, full_matrices=not some)
+    return LegacySvdResult(U, S, shape_ops.transpose(Vh, -1, -2))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """torch's ``linalg.svdvals``: the singular values, descending. Its node keeps U and Vh as
+    outputs never returned (torch's LinalgSvdBackward0), so every order of its gradient is right."""
+    tensor_arg(A, "linalg_svdvals", "A", 1)
+    u, s, vh = _svd_arrays(A, False)
+    return _record_outputs(LinalgSvdBackward0, A, (u, s, vh), (0, 1, 2), min(A.shape[-2:]),
+                           work=_decomposition_work(A))[1]
+
+
+class LinalgPinvBackward0(OpNode):
+    """torch's pinv_backward: the derivative of the pseudo-inverse where the rank is constant,
+    all products (of A and A⁺), so every order of it is recorded from matmuls."""
+
+    __slots__ = ()
+    saves_result = True
+    work_per_element = 8
+
+    def backward(self, F, g):
+        A, P = F.unpack(self)
+        m, n = tuple(A.shape)[-2:]
+        Ph, gh = F.mT(P), F.mT(g)
+        if m <= n:
+            K = gh @ P
+            KPh = K @ Ph
+            return (-F.mT(P @ K) + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A),)
+        K = P @ gh
+        PhK = Ph @ K
+        return (-F.mT(K @ P) + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A,)
+
+
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
+    """torch's ``linalg.pinv``: singular values below max(atol, rtol·σ₁) dropped (rtol defaults to
+    ε·max(m, n) when atol is not given, 0 when it is)."""
+    tensor_arg(A, "linalg_pinv", "A", 1)
+    if A.ndim < 2 or A.dtype.kind != "f":
+        shape = ", ".join(str(n) for n in A.shape)
+        raise RuntimeError(f"linalg.pinv({scalar_type_name(A.dtype)}{{[{shape}]}}): expected a tensor with 2 or more "
+                           f"dimensions of float, double, cfloat or cdouble types")
+    dev = A.device
+    xp = dev.xp
+    u, s, vh = xp.linalg.svd(A.data, full_matrices=False)
+    eps = float(np.finfo(A.dtype).eps)
+    if rtol is None:
+        rtol = eps * max(A.shape[-2:]) if atol is None or atol <= 0 else 0.0
+    top = xp.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+    keep = (s > top * float(rtol)) & (s > float(atol or 0.0))
+    inv_s = xp.where(keep, 1.0 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
+    out = xp.matrix_transpose(vh) @ (xp.reshape(inv_s, inv_s.shape + (1,)) * xp.matrix_transpose(u))
+    return record(LinalgPinvBackward0, (A,), out, dev, saved=(A,), work=_decomposition_work(A))
+
+
+def pinverse(A: Tensor, rcond: float = 1e-15) -> Tensor:
+    """torch's ``pinverse``: ``linalg.pinv`` with relative cutoff ``rcond``."""
+    tensor_arg(A, "pinverse", "input", 1)
+    return pinv(A, rtol=rcond)
+
+
+# --------------------------------------------------------------------------- composed of recorded ops
+# These are torch's functions that torch itself composes (or whose gradients are those of such a
+# composition): built of asyncgrad's recorded ops, their gradients of every order come from them.
+def logdet(A: Tensor) -> Tensor:
+    """torch's ``logdet``: log|det A| where det A > 0, NaN where it is negative, -inf where 0
+    (torch's WhereBackward0 over slogdet)."""
+    tensor_arg(A, "logdet", "input", 1)
+    sign, logabs = slogdet(A)
+    nan = plain(A.device.backend.full((), math.nan, A.dtype), A.device)
+    return where(sign < 0, nan, logabs)
+
+
+def _matrix_product(tensors: list[Tensor]) -> Tensor:
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """torch's ``linalg.matrix_power``: products of A (of A⁻¹ for n < 0), by repeated squaring;
+    n = 0 gives identities that need no gradient, as torch's."""
+    tensor_arg(A, "linalg_matrix_power", "A", 1)
+    n = int_arg(n, "linalg_matrix_power", "n", 2)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} "
+                           f"by {A.shape[-1]} matrices")
+    n = int(n)
+    if n == 0:
+        eye = A.device.backend.astype(_mask(A, A.shape[-1], A.shape[-1], lambda i, j: i == j), A.dtype)
+        return plain(A.device.xp.broadcast_to(eye, A.shape) * 1, A.device)
+    if n < 0:
+        A, n = inv(A), -n
+    out = None
+    square = A
+    while n:
+        if n & 1:
+            out = square if out is None else matmul(out, square)
+        n >>= 1
+        if n:
+            square = matmul(square, square)
+    assert out is not None
+    return out
+
+
+def multi_dot(tensors: Any) -> Tensor:
+    """torch's ``linalg.multi_dot``: the product of two or more matrices, the first and last may be
+    vectors (a row, a column), multiplied left to right."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        tensor_arg(t, "multi_dot", "tensors", 1)
+        first_or_last = i in (0, len(tensors) - 1)
+        if t.ndim != 2 and not (first_or_last and t.ndim == 1):
+            which = "first" if i == 0 else "last" if i == len(tensors) - 1 else None
+            if which is not None:
+                raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.ndim}D")
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    return _matrix_product(tensors)
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """torch's deprecated ``chain_matmul``: the product of matrices (one matrix: a copy)."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for t in matrices:
+        tensor_arg(t, "chain_matmul", "matrices", 1)
+        if t.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
+    if len(matrices) == 1:
+        return shape_ops.clone(matrices[0])
+    return _matrix_product(list(matrices))
+
+
+def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """torch's ``trapezoid``/``trapz``: the trapezoidal rule along ``dim``, with sample points ``x``
+    (1-D, one per sample, or broadcasting with ``y``) or a constant spacing ``dx`` (1)."""
+    tensor_arg(y, "trapezoid", "y", 1)
+    axis = normalize_dim(dim, y.ndim, "trapezoid")
+    n = y.shape[axis]
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid() received an invalid combination of arguments - got (Tensor, Tensor, dx=...)")
+    if n == 0:
+        return reduction.sum(y, axis) * 0.0
+    if x is None:
+        spacing = 1.0 if dx is None else float(dx)
+        ends = narrow(y, axis, 0, 1) + narrow(y, axis, n - 1, 1)
+        inner = reduction.sum(y, axis) - reduction.sum(ends, axis) * 0.5
+        return inner * spacing
+    tensor_arg(x, "trapezoid", "x", 2)
+    if x.ndim == 1:
+        if x.shape[0] != n:
+            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+        x = shape_ops.reshape(x, (n,) + (1,) * (y.ndim - 1 - axis))
+        x_axis = 0
+    else:
+        x_axis = axis - (y.ndim - x.ndim) if x.ndim <= y.ndim else axis + (x.ndim - y.ndim)
+    m = x.shape[x_axis]
+    steps = narrow(x, x_axis, 1, m - 1) - narrow(x, x_axis, 0, m - 1)
+    pairs = narrow(y, axis, 1, n - 1) + narrow(y, axis, 0, n - 1)
+    total = steps * pairs
+    return reduction.sum(total, total.ndim - (y.ndim - axis)) * 0.5
+
+
+def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """torch's ``trapz``: ``trapezoid``."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """torch's ``block_diag``: the tensors (0-, 1- or 2-D, as 1x1, 1xn, mxn) on the diagonal of a
+    zero matrix of their promoted dtype; composed of cat, so each block's gradient is its slice."""
+    for i, t in enumerate(tensors):
+        tensor_arg(t, "block_diag", "tensors", 1)
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions")
+    if not tensors:
+        return plain(cpu.backend.zeros((1, 0), get_default_dtype()), cpu)
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        same_device(tensors[0], t)
+    dtype = result_dtype(*(t.data for t in tensors))
+    blocks = []
+    for t in tensors:
+        t = t if t.dtype == dtype else shape_ops.to_dtype(t, dtype)
+        blocks.append(shape_ops.reshape(t, (1, 1) if t.ndim == 0 else (1, t.shape[0]) if t.ndim == 1 else t.shape))
+    cols = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = b.shape
+        parts = []
+        if left:
+            parts.append(plain(dev.backend.zeros((r, left), dtype), dev))
+        parts.append(b)
+        if cols - left - c:
+            parts.append(plain(dev.backend.zeros((r, cols - left - c), dtype), dev))
+        rows.append(parts[0] if len(parts) == 1 else shape_ops.cat(parts, 1))
+        left += c
+    return rows[0] if len(rows) == 1 else shape_ops.cat(rows, 0)
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``kron``: every product a[i] b[j] at index i * b.shape + j (the shorter shape padded
+    with leading ones); a product of broadcast reshapes."""
+    a, b = input, other
+    tensor_arg(a, "kron", "input", 1)
+    tensor_arg(b, "kron", "other", 2)
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    a2 = shape_ops.reshape(a, tuple(x for n in sa for x in (n, 1)))
+    b2 = shape_ops.reshape(b, tuple(x for n in sb for x in (1, n)))
+    return shape_ops.reshape(mul(a2, b2), tuple(p * q for p, q in zip(sa, sb)))
+
+
+def linalg_cross(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
+    """torch's ``linalg.cross``: the cross product of 3-vectors along ``dim`` (broadcast), as
+    ``a[i+1] b[i+2] - a[i+2] b[i+1]`` from rolls of the two."""
+    tensor_arg(a, "linalg_cross", "input", 1)
+    tensor_arg(b, "linalg_cross", "other", 2)
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    axis = normalize_dim(dim, a.ndim, "linalg.cross")
+    if a.shape[axis] != 3 or b.shape[axis] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[axis]} and "
+                           f"{b.shape[axis]}")
+    a1, a2 = shape_ops.roll(a, -1, axis), shape_ops.roll(a, -2, axis)
+    b1, b2 = shape_ops.roll(b, -1, axis), shape_ops.roll(b, -2, axis)
+    return mul(a1, b2) - mul(a2, b1)
+
+
+def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:
+    """torch's ``cross``: ``linalg.cross`` along ``dim``, by default the first dim of size 3 (torch's
+    deprecated default, with its warning)."""
+    a, b = input, other
+    tensor_arg(a, "cross", "input", 1)
+    tensor_arg(b, "cross", "other", 2)
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        sizes = [i for i, n in enumerate(np.broadcast_shapes(a.shape, b.shape)) if n == 3]
+        if not sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes[0]
+    return linalg_cross(a, b, dim=dim)
+
+
+# --------------------------------------------------------------------------- qr
+class QrResult(NamedTuple):
+    """torch's ``linalg_qr`` return type."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class LinalgQrBackward0(_MultiOutput):
+    """A = QR with m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ`` with
+    M = R gRᵀ - gQᵀ Q, copyltu(M) the symmetric matrix of M's lower triangle (torch's
+    linalg_qr_backward). A wide A (m < n) with a gradient for Q is refused, never wrong."""
+
+    __slots__ = ("mode",)
+
+    def backward(self, F, grads):
+        gQ, gR = (tuple(grads) + (None, None))[:2]
+        Q, R = F.unpack(self)
+        if self.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+                               "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
+                               "linalg.qr.")
+        m, n = tuple(Q.shape)[-2], tuple(R.shape)[-1]
+        if m < n:
+            raise NotImplementedError("the derivative of linalg.qr of a wide matrix (more columns than rows) is not "
+                                      "implemented in asyncgrad")
+        if self.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        k = tuple(R.shape)[-2]
+        lower = _const(F, R, k, k, lambda i, j: i >= j)
+        strict = _const(F, R, k, k, lambda i, j: i > j)
+        M = None
+        if gR is not None:
+            M = R @ F.mT(gR)
+        if gQ is not None:
+            term = F.mT(gQ) @ Q
+            M = -term if M is None else M - term
+        if M is None:
+            return (None,)
+        copy = M * lower + F.mT(M * strict)
+        left = Q @ copy if gQ is None else gQ + Q @ copy
+        return (F.mT(F.solve(R, F.mT(left))),)
+
+
+def qr(A: Tensor, mode: str = "reduced") -> QrResult:
+    """torch's ``linalg.qr``: 'reduced', 'complete' or 'r' (Q empty)."""
+    tensor_arg(A, "linalg_qr", "A", 1)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+                           f"'r', or 'complete'")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.qr")
+    xp = A.device.xp
+    q, r = xp.linalg.qr(A.data, mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        q = A.device.backend.zeros((0,), A.dtype)
+    return QrResult(*_record_outputs(LinalgQrBackward0, A, (q, r), (0, 1), mode, work=_decomposition_work(A)))
+
+
+# --------------------------------------------------------------------------- matrix_exp
+def _expm(A: Any, backend: Any) -> Any:
+    """exp(A) of a batch of square matrices by scaling and squaring: A / 2ˢ with 1-norm ≤ ½, a
+    Taylor series to degree 18 (remainder below 1e-22 of the result), then s squarings. Uses the
+    Array API only, so it runs on every backend."""
+    xp = backend.xp
+    n = A.shape[-1]
+    if A.size == 0:
+        return xp.asarray(A, copy=True)
+    norm = float(xp.max(xp.sum(xp.abs(A), axis=-2)))
+    s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
+    X = A / (2.0 ** s)
+    eye = backend.astype(_mask(A, n, n, lambda i, j: i == j), backend.dtype(A))
+    term = xp.broadcast_to(eye, A.shape)
+    out = term
+    for k in range(1, 19):
+        term = xp.matmul(term, X) / k
+        out = out + term
+    for _ in range(s):
+        out = xp.matmul(out, out)
+    return out
+
+
+class LinalgMatrixExpBackward0(OpNode):
+    """torch's matrix_exp backward: the upper-right block of exp([[Aᵀ, g], [0, Aᵀ]]) (the Fréchet
+    derivative's adjoint); recorded through ``matrix_exp`` itself, so every order is right."""
+
+    __slots__ = ()
+    work_per_element = 64
+
+    def backward(self, F, g):
+        (A,) = F.unpack(self)
+        n = tuple(A.shape)[-1]
+        At = F.mT(A)
+        block = F.cat([F.cat([At, g], -1), F.cat([F.zeros_like(g), At], -1)], -2)
+        full = matrix_exp(block) if isinstance(block, Tensor) else _expm(block, backend_of(block))
+        return (F.index(full, (..., slice(0, n), slice(n, 2 * n))),)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """torch's ``linalg.matrix_exp`` (and ``matrix_exp``): the exponential of square matrices."""
+    tensor_arg(A, "linalg_matrix_exp", "A", 1)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they are {A.shape[-2]} "
+                           f"by {A.shape[-1]} matrices")
+    _float_input(A, "linalg.matrix_exp")
+    out = _expm(A.data, A.device.backend)
+    return record(LinalgMatrixExpBackward0, (A,), out, A.device, saved=(A,), work=_decomposition_work(A) * 4)
+
+
+def qr_legacy(A: Tensor, some: bool = True) -> QrResult:
+    """torch's ``qr`` (and ``Tensor.qr``): ``linalg.qr``, reduced unless ``some=False``."""
+    tensor_arg(A, "qr", "input", 1)
+    return qr(A, "reduced" if some else "complete")

@@ -23,6 +23,7 @@ class _Linear(OpNode):
     MmBackward0 without. It saves ``x`` only if ``w`` needs a gradient and ``w`` only if ``x`` does."""
 
     __slots__ = ()
+    aten = "aten::linear"  # its profiler event: torch's op (Note [Forward ops reach the profiler through record])
 
     def backward(self, F, g):
         x, w = F.unpack(self)

@@ -236,3 +236,32 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     axes = (0,) + tuple(range(2, input.ndim))
     return record(NativeGroupNormBackward0, (input, weight, bias), out, dev, grouped, count, eps, stat_shape, axes,
                   saved=(input, weight))
+
+
+# --------------------------------------------------------------------------- ops-misc: instance_norm
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """torch's instance_norm, built as torch builds it: the input seen as one sample of ``N * C``
+    channels (a view), batch_norm over it with the statistics and affine parameters repeated ``N``
+    times, the view back; the running statistics become the mean over the batch of the repeated ones."""
+    tensor_arg(input, "instance_norm")
+    if use_input_stats:
+        spatial = math.prod(input.shape[2:]) if input.ndim > 2 else 1
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {_size(input.shape)}")
+    if input.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(input.ndim, 1)}, "
+                         f"{max(input.ndim, 1) - 1}], but got 1)")
+    b, c = input.shape[0], input.shape[1]
+    repeated_mean = running_mean.repeat(b) if running_mean is not None else None
+    repeated_var = running_var.repeat(b) if running_var is not None else None
+    out = batch_norm(input.contiguous().view(1, b * c, *input.shape[2:]), repeated_mean, repeated_var,
+                     weight.repeat(b) if weight is not None else None, bias.repeat(b) if bias is not None else None,
+                     use_input_stats, momentum, eps)
+    with no_grad():
+        if running_mean is not None and repeated_mean is not None:
+            running_mean.copy_(repeated_mean.view(b, c).mean(0))
+        if running_var is not None and repeated_var is not None:
+            running_var.copy_(repeated_var.view(b, c).mean(0))
+    return out.view_as(input)

@@ -158,6 +158,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         return result
     rows = xp.reshape(backend.arange(out[0], np.int64), (-1, 1)) * step[0] - pads[0][0]
     cols = xp.reshape(backend.arange(out[1], np.int64), (1, -1)) * step[1] - pads[1][0]
+    arg = backend.astype(arg, np.dtype(np.int64))  # max_pool's may be int8
     at = (rows + (arg // kernel[1]) * dil[0]) * shape[3] + cols + (arg % kernel[1]) * dil[1]
     return result, plain(at if input.ndim == 4 else xp.reshape(at, at.shape[1:]), dev)
 

@@ -664,12 +664,15 @@ def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 
 class _Amax(OpNode):
     """amax/amin: the gradient shared evenly among the ties in each reduced slice (torch's rule;
-    NaN for a slice whose result is NaN, as torch's 0/0), a share saved by the forward."""
+    NaN for a slice whose result is NaN, as torch's 0/0), a share saved by the forward. x and the
+    result are saved too, as torch saves them, so that changing either in place refuses the backward
+    with torch's error (Note [Clamp saves its input] in elementwise.py)."""
 
     __slots__ = ("kept",)
+    saves_result = True
 
     def backward(self, F, g):
-        (share,) = F.unpack(self)
+        share = F.unpack(self)[0]
         return (F.reshape(g, self.kept) * share,)
 
 
@@ -705,7 +708,7 @@ def _amax(x: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Tensor:
     count = xp.sum(ties, axis=reduced, keepdims=True)
     share = xp.where(count == 0, float("nan"), ties / xp.where(count == 0, 1.0, count))
     return record(AmaxBackward0 if is_max else AminBackward0, (x,), out, dev, kept.shape,
-                  saved=(plain(share, dev),))
+                  saved=(plain(share, dev), x))
 
 
 def amax(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:

@@ -13,6 +13,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from asyncgrad._layout import (
+    contiguous_format,
+    contiguous_strides,
+    element_strides,
+    format_arg,
+    format_strides,
+    is_contiguous_as,
+    memory_format,
+    preserve_format,
+    strides_for,
+    suggest_memory_format,
+)
 from asyncgrad._validate import dtype_arg, int_arg, int_list, normalize_dim, tensor_arg, tensor_list
 from asyncgrad.devices import Device, cpu
 from asyncgrad.devices import device as as_device
@@ -111,7 +123,7 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
     try:
         out = backend.view(data, _reshaped, new_shape)
     except AttributeError:
-        copy = clone(x, "C")  # nodes named as torch's: CloneBackward0 under UnsafeViewBackward0
+        copy = contiguous(x)  # nodes named as torch's: CloneBackward0 under UnsafeViewBackward0
         return record(UnsafeViewBackward0, (copy,), backend.view(copy.data, _reshaped, new_shape), x.device,
                       data.shape)
     cls = ViewBackward0 if backend.is_contiguous(data) else ReshapeAliasBackward0
@@ -311,14 +323,22 @@ def mT(x: Tensor) -> Tensor:
 
 # --------------------------------------------------------------------------- joins
 class CatBackward0(OpNode):
+    """Each input's slice of the gradient; a skipped legacy empty input (Note [cat's legacy empty
+    tensors]) has no bounds and gets an empty gradient of its shape ``(0,)``."""
+
     __slots__ = ("dim", "bounds")
 
     def backward(self, F, g):
         lead = (slice(None),) * self.dim
-        return tuple(
-            F.index(g, lead + (slice(start, stop),)) if self.needs(i) else None
-            for i, (start, stop) in enumerate(self.bounds)
-        )
+        grads = []
+        for i, bounds in enumerate(self.bounds):
+            if not self.needs(i):
+                grads.append(None)
+            elif bounds is None:
+                grads.append(F.reshape(F.index(g, (slice(0, 0),) * g.ndim), (0,)))
+            else:
+                grads.append(F.index(g, lead + (slice(*bounds),)))
+        return tuple(grads)
 
 
 def _check_tensors(name: str, tensors: Sequence[Tensor]) -> list[Tensor]:
@@ -361,9 +381,16 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    first = tensors[0]
+    # Note [cat's legacy empty tensors]: as torch, a 1-d empty tensor (shape (0,)) joins a cat
+    # of tensors of any shape: it is skipped, unless every input is one.
+    skipped = [t.shape == (0,) for t in tensors]
+    if all(skipped):
+        skipped = [False] * len(tensors)
+    first = tensors[skipped.index(False)]
     axis = normalize_dim(dim, first.ndim, "cat", "dim", 2)
-    for i, t in enumerate(tensors[1:], 1):
+    for i, t in enumerate(tensors):
+        if skipped[i] or t is first:
+            continue
         if t.ndim != first.ndim:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
@@ -374,9 +401,19 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"but got size {t.shape[d]} for tensor number {i} in the list."
                 )
     dev = first.device
-    out = _contiguous(dev.backend, dev.xp.concat(_joined(tensors), axis=axis))
-    offsets = list(accumulate((t.shape[axis] for t in tensors), initial=0))
-    return record(CatBackward0, tuple(tensors), out, dev, axis, tuple(zip(offsets[:-1], offsets[1:])))
+    joined = [array for array, skip in zip(_joined(tensors), skipped) if not skip]
+    out = _contiguous(dev.backend, dev.xp.concat(joined, axis=axis))
+    offsets = iter(accumulate((t.shape[axis] for t, skip in zip(tensors, skipped) if not skip), initial=0))
+    start = next(offsets)
+    bounds = []
+    for skip in skipped:
+        if skip:
+            bounds.append(None)
+        else:
+            stop = next(offsets)
+            bounds.append((start, stop))
+            start = stop
+    return record(CatBackward0, tuple(tensors), out, dev, axis, tuple(bounds))
 
 
 class StackBackward0(OpNode):
@@ -434,21 +471,65 @@ class CloneBackward0(OpNode):
         return (g,)
 
 
-def clone(x: Tensor, order: str = "K") -> Tensor:
-    """A copy; it keeps the input's layout (``order="K"``, torch's preserve_format: the copy of a
-    transposed tensor is transposed too), while contiguous() and reshape copy in C order. Layouts
-    are the backend's (strides of numpy's, CuPy's or the simulated device's memory)."""
-    if x.__class__ is not Tensor:
-        tensor_arg(x, "clone")
+def layout_copy(x: Tensor, fmt: memory_format) -> Any:
+    """A copy of ``x``'s array in ``fmt``, with torch's strides (Note [Strides are the device
+    memory's] in _layout.py): preserve_format keeps a dense layout exactly and a strided one's
+    order (torch's empty_like); a row-major target is one plain copy."""
     data = x.data
     backend = x.device.backend
-    if order == "K" and any(stride == 0 and n > 1 for n, stride in zip(data.shape, backend.strides(data))):
-        order = "C"  # an expanded input: torch's copy is contiguous
-    return record(CloneBackward0, (x,), backend.copy(data, order), x.device)
+    if fmt is contiguous_format or backend.is_contiguous(data) and fmt is preserve_format:
+        return backend.copy(data, "C")
+    shape = data.shape
+    strides = strides_for(shape, element_strides(backend.strides(data), x.dtype.itemsize), fmt)
+    if strides == contiguous_strides(shape):
+        return backend.copy(data, "C")
+    return backend.copy_strided(data, strides)
 
 
-def contiguous(x: Tensor) -> Tensor:
-    return x if x.device.backend.is_contiguous(x.data) else clone(x, "C")
+def clone(x: Tensor, *, memory_format: memory_format = preserve_format) -> Tensor:
+    """A copy, in torch's layout for ``memory_format`` (preserve_format: the copy of a transposed
+    tensor is transposed too; an expanded one's is contiguous)."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "clone")
+    if memory_format is not preserve_format:
+        format_arg(memory_format, "clone")
+    return record(CloneBackward0, (x,), layout_copy(x, memory_format), x.device)
+
+
+def contiguous(x: Tensor, memory_format: memory_format = contiguous_format) -> Tensor:
+    """``x`` itself when it is contiguous in ``memory_format``, else a copy that is (torch's)."""
+    if memory_format is contiguous_format:
+        if x.device.backend.is_contiguous(x.data):
+            return x
+    else:
+        format_arg(memory_format, "contiguous")
+        if is_contiguous(x, memory_format=memory_format):
+            return x  # preserve_format asks whether x is row-major (torch's is_contiguous), as contiguous_format
+        if memory_format is preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return record(CloneBackward0, (x,), layout_copy(x, memory_format), x.device)
+
+
+def stride(x: Tensor, dim: Any = None) -> Any:
+    """torch's ``stride()``: the strides in elements, or one dimension's (Note [Strides are the
+    device memory's] in _layout.py)."""
+    strides = element_strides(x.device.backend.strides(x.data), x.dtype.itemsize)
+    if dim is None:
+        return strides
+    dim = int_arg(dim, "stride", "dim", 1)
+    if not strides:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return strides[normalize_dim(dim, len(strides), "stride")]
+
+
+def is_contiguous(x: Tensor, *, memory_format: memory_format = contiguous_format) -> bool:
+    """torch's ``is_contiguous``: dims of size 1 are free; channels-last only at its rank."""
+    if memory_format is contiguous_format:
+        return x.device.backend.is_contiguous(x.data)
+    format_arg(memory_format, "is_contiguous")
+    data = x.data
+    return is_contiguous_as(data.shape, element_strides(x.device.backend.strides(data), x.dtype.itemsize),
+                            memory_format)
 
 
 class ToCopyBackward0(OpNode):
@@ -462,15 +543,26 @@ class ToCopyBackward0(OpNode):
         return (g if self.src_device is None else F.to_device(g, self.src_device),)
 
 
-def to_device(x: Tensor, device: Device) -> Tensor:
+def _in_format(array: Any, backend: Any, fmt: memory_format) -> Any:
+    """``array`` (a new copy) laid out in ``fmt``: itself where it already is (or for preserve_format)."""
+    if fmt is preserve_format:
+        return array
+    shape = tuple(array.shape)
+    strides = element_strides(backend.strides(array), backend.dtype(array).itemsize)
+    if is_contiguous_as(shape, strides, fmt) and (fmt is contiguous_format or strides == format_strides(shape, fmt)):
+        return array
+    return backend.copy_strided(array, format_strides(shape, fmt))
+
+
+def to_device(x: Tensor, device: Device, fmt: memory_format = preserve_format) -> Tensor:
     """An explicit transfer (``device.asarray``), always a copy, as torch: a sim device shares host
     memory, and an in-place op on the copy must not change the original behind its version counter."""
-    out = device.asarray(x.data, copy=None if x.device.type == "cuda" else True)
+    out = _in_format(device.asarray(x.data, copy=None if x.device.type == "cuda" else True), device.backend, fmt)
     return record(ToCopyBackward0, (x,), out, device, x.device, x.dtype)
 
 
-def to_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
-    out = x.device.backend.astype(x.data, dtype, copy=True)
+def to_dtype(x: Tensor, dtype: np.dtype, fmt: memory_format = preserve_format) -> Tensor:
+    out = _in_format(x.device.backend.astype(x.data, dtype, copy=True), x.device.backend, fmt)
     if dtype.kind not in "fc":  # an integer or bool result carries no gradient: torch leaves the graph
         return plain(out, x.device)
     return record(ToCopyBackward0, (x,), out, x.device, None, x.dtype)
@@ -493,16 +585,27 @@ def to_args(args: tuple, kwargs: dict) -> tuple[Any, Any]:
 
 
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``; differentiable both ways."""
+    """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``, and ``memory_format=``; differentiable
+    both ways. As torch's, it returns ``self`` when nothing changes, a memory format included:
+    one that ``self``'s strides already suggest (suggest_memory_format), so a transposed matrix
+    stays transposed under ``to(memory_format=contiguous_format)``."""
+    fmt = kwargs.pop("memory_format", preserve_format)
+    if fmt is not preserve_format:
+        format_arg(fmt, "to")
     dev, dtype = to_args(args, kwargs)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     dtype = dtype_arg(dtype, "to")
     out = self
     if dtype is not None and dtype != self.dtype:
-        out = to_dtype(out, dtype)
+        out = to_dtype(out, dtype, fmt)
     if dev is not None and as_device(dev) is not self.device:
-        out = to_device(out, as_device(dev))
+        out = to_device(out, as_device(dev), fmt)
+    if out is self and fmt is not preserve_format:
+        data = self.data
+        strides = element_strides(self.device.backend.strides(data), self.dtype.itemsize)
+        if suggest_memory_format(data.shape, strides) is not fmt:
+            out = record(ToCopyBackward0, (self,), layout_copy(self, fmt), self.device, None, self.dtype)
     return out
 
 

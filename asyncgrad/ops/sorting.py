@@ -126,12 +126,14 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Reducti
 
 class MedianBackward0(OpNode):
     """median() of all elements: torch's evenly_distribute_backward, ties (and NaNs, when the
-    median is NaN) sharing the gradient evenly."""
+    median is NaN) sharing the gradient evenly. x and the result are saved too, as torch saves them:
+    changing either in place refuses the backward with torch's error."""
 
     __slots__ = ()
+    saves_result = True
 
     def backward(self, F, g):
-        (share,) = F.unpack(self)
+        share = F.unpack(self)[0]
         return (g * share,)
 
 
@@ -167,7 +169,7 @@ def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
         if x.dtype.kind == "f":
             mask = dev.xp.logical_or(mask, dev.xp.logical_and(dev.xp.isnan(x.data), dev.xp.isnan(value)))
         share = dev.backend.astype(mask, x.dtype)
-        return record(MedianBackward0, (x,), value, dev, saved=(plain(share / dev.xp.sum(share), dev),))
+        return record(MedianBackward0, (x,), value, dev, saved=(plain(share / dev.xp.sum(share), dev), x))
     axis = normalize_dim(dim, x.ndim, "median")
     keepdim = bool_arg(keepdim, "median", "keepdim")
     if x.ndim and x.shape[axis] == 0:

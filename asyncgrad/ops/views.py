@@ -119,8 +119,11 @@ class SplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
 
 
-def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any) -> tuple[Tensor, ...]:
-    """The views ``outs`` of ``x`` as outputs 0, 1, ... of one ``cls`` node (``record`` makes one output)."""
+def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any, views: bool = True
+                  ) -> tuple[Tensor, ...]:
+    """The views ``outs`` of ``x`` as outputs 0, 1, ... of one ``cls`` node (``record`` makes one output).
+    ``views=False`` (the unsafe_ splits): the outputs share memory but are no views for autograd:
+    each has its own version counter and no base, so an in-place op on one records as on any tensor."""
     dev = x.device
     vc = x._vc
     node = None
@@ -135,8 +138,9 @@ def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any) ->
             node.metadata["traceback_"] = forward_traceback()
     results = []
     for i, out in enumerate(outs):
-        result = Tensor._make(out, dev, node is not None, node, i if node is not None else 0, vc)
-        mark_view(result, x, cls, multi=True)
+        result = Tensor._make(out, dev, node is not None, node, i if node is not None else 0, vc if views else [0])
+        if views:
+            mark_view(result, x, cls, multi=True)
         results.append(result)
     return tuple(results)
 
@@ -301,7 +305,13 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
         return record(AsStridedBackward0, (x,), out, x.device, view_of=x)
     index = backend.view_index(root.data, out)
     from_root = None if root is x else backend.view_index(root.data, x.data)
-    return record(AsStridedBackward0, (x,), out, x.device, index, root.shape, from_root, view_of=x)
+    share = None
+    if from_root is not None:  # Note [as_strided of an overlapping input] in ops/inplace.py
+        aliases = backend.index_add((root.data.size,), from_root, False, backend.ones(x.shape, x.dtype))
+        share = backend.getitem(aliases, from_root)
+        if not bool(x.device.xp.any(share > 1)):
+            share = None
+    return record(AsStridedBackward0, (x,), out, x.device, index, root.shape, from_root, share, view_of=x)
 
 
 # --------------------------------------------------------------------------- reshaping views
@@ -360,6 +370,21 @@ def base_of(x: Tensor) -> Tensor | None:
     return x._extra.base if x._extra is not None else None
 
 
+def is_view(x: Tensor) -> bool:
+    """``x._is_view()``: whether ``x`` is a view that shares a base's memory (``_base`` is set)."""
+    return base_of(x) is not None
+
+
+def storage_offset(x: Tensor) -> int:
+    """``x.storage_offset()``: where ``x``'s first element lies in its base's memory, in elements
+    (0 for a tensor that is no view, and for an empty one)."""
+    root = base_of(x)
+    if root is None or x.data.size == 0:
+        return 0
+    backend = x.device.backend
+    return (backend.address(x.data) - backend.address(root.data)) // x.dtype.itemsize
+
+
 def data_ptr(x: Tensor) -> int:
     """The address of the first element (0 for an empty tensor, as torch): views of one base give
     pointers consistent with their offsets; on ``sim`` it is the simulated memory's host address."""
@@ -405,3 +430,33 @@ def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: A
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
     return plain(dev.backend.empty(shape, x.dtype), dev)
+
+
+# --------------------------------------------------------------------------- ops-misc: the unsafe_ splits
+class UnsafeSplitBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+def unsafe_split(x: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """split whose pieces are not views for autograd (torch's unsafe_split): in-place ops on them
+    are allowed and record as on any tensor; they still share the input's memory."""
+    pieces = split(x.detach(), split_size, dim)
+    axis = _dim(x, dim, "unsafe_split")
+    return _record_views(UnsafeSplitBackward0, x, [p.data for p in pieces], axis, views=False)
+
+
+def unsafe_split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    pieces = split_with_sizes(x.detach(), split_sizes, dim)
+    axis = _dim(x, dim, "unsafe_split_with_sizes")
+    return _record_views(UnsafeSplitWithSizesBackward0, x, [p.data for p in pieces], axis, views=False)
+
+
+def unsafe_chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """chunk through unsafe_split (UnsafeSplitBackward0, as torch)."""
+    pieces = chunk(x.detach(), chunks, dim)
+    axis = _dim(x, dim, "unsafe_chunk")
+    return _record_views(UnsafeSplitBackward0, x, [p.data for p in pieces], axis, views=False)
