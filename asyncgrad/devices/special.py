@@ -150,17 +150,22 @@ def _erf_1d(xp: Any, x: Any) -> Any:
     return out
 
 
-def _erfc_1d(xp: Any, x: Any) -> Any:
+def _erfc_by_parts(xp: Any, x: Any, cut: float, near: Any, far: Any) -> Any:
+    """erfc from ``1 - near(x)`` where ``|x| < cut`` and ``far(|x|)`` (reflected for negative x) beyond."""
     a = xp.abs(x)
     out = xp.full_like(x, math.nan)
-    _fill(xp, out, x, a < 0.5, lambda v: 1 - _erf_small(xp, v))
+    _fill(xp, out, x, a < cut, lambda v: 1 - near(xp, v))
 
     def tail(v: Any) -> Any:
-        t = _erfc_abs(xp, xp.abs(v))
+        t = far(xp, xp.abs(v))
         return xp.where(v < 0, 2 - t, t)
 
-    _fill(xp, out, x, a >= 0.5, tail)
+    _fill(xp, out, x, a >= cut, tail)
     return out
+
+
+def _erfc_1d(xp: Any, x: Any) -> Any:
+    return _erfc_by_parts(xp, x, 0.5, _erf_small, _erfc_abs)
 
 
 def erf(xp: Any, x: Any) -> Any:
@@ -274,15 +279,4 @@ def erf_single(xp: Any, x: Any) -> Any:
 
 def erfc_single(xp: Any, x: Any) -> Any:
     """erfc of a float64 array to single precision (Note [erf to single precision])."""
-    def fn(v: Any) -> Any:
-        a = xp.abs(v)
-        out = xp.full_like(v, math.nan)
-        _fill(xp, out, v, a < 1.0, lambda u: 1 - _erf_below_one(xp, u))
-
-        def tail(u: Any) -> Any:
-            t = _erfc_above_one(xp, xp.abs(u))
-            return xp.where(u < 0, 2 - t, t)
-
-        _fill(xp, out, v, a >= 1.0, tail)
-        return out
-    return _flat(xp, fn, x)
+    return _flat(xp, lambda v: _erfc_by_parts(xp, v, 1.0, _erf_below_one, _erfc_above_one), x)
