@@ -346,6 +346,8 @@ async def test_index_fill_copy_masked_scatter_index_put():
     await check_op(lambda lib, x, v: x.index_fill(1, lib.tensor(idx), v), (3, 4), np.array(0.7),
                    name="IndexFillBackward1")
     await check_gradgrad(lambda lib, x, v: x.index_fill(1, lib.tensor(idx), v) * x, (3, 4), np.array(0.7))
+    wrapped = np.array([-1, 1, -4])  # index_fill wraps negative indices from -size, as torch
+    await check_op(lambda lib, x: x.index_fill(1, lib.tensor(wrapped), 1.5), (3, 4), name="IndexFillBackward0")
     await check_op(lambda lib, x, s: x.index_copy(1, lib.tensor(idx), s), (3, 4), (3, 2), name="IndexCopyBackward0")
     await check_gradgrad(lambda lib, x, s: x.index_copy(1, lib.tensor(idx), s) ** 2, (3, 4), (3, 2))
     mask = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
@@ -363,6 +365,10 @@ async def test_index_fill_copy_masked_scatter_index_put():
 def test_index_ops_errors():
     check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([5]), 1.0), IndexError,
                  "index 5 is out of bounds for dimension 1 with size 4")
+    check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([-5]), 1.0), IndexError,
+                 "index -5 is out of bounds for dimension 1 with size 4")
+    check_raises(lambda lib: lib.zeros(3, 4).index_copy(1, lib.tensor([-1]), lib.ones(3, 1)), IndexError,
+                 r"index_copy_\(\): index -1 is out of bounds for dimension 1 with size 4")
     check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([0.0]), 1.0), IndexError,
                  r"index_fill_\(\): Expected dtype int64 for index.")
     check_raises(lambda lib: lib.zeros(3, 4).index_fill(1, lib.tensor([0]), lib.ones(2)), RuntimeError,

@@ -315,16 +315,17 @@ def _on_device(x: Tensor, t: Tensor) -> Any:
 
 
 def _check_bounds(index: Any, size: int, dim: int, backend: Any, error: type[Exception] = RuntimeError,
-                  message: str | None = None) -> None:
-    """torch's refusal of an index outside ``[0, size)``, naming the first bad one (one host sync)."""
+                  message: str | None = None, prefix: str = "", low: int = 0) -> None:
+    """torch's refusal of an index outside ``[low, size)`` (``low`` is ``-size`` where negative
+    indices wrap), naming the first bad one (one host sync)."""
     xp = backend.xp
     if index.size == 0:
         return
-    bad = xp.logical_or(index < 0, index >= size)
+    bad = xp.logical_or(index < low, index >= size)
     if bool(xp.any(bad)):
         host = backend.to_host(index)
         first = int(host[backend.to_host(bad)][0])
-        raise error(message or f"index {first} is out of bounds for dimension {dim} with size {size}")
+        raise error(message or f"{prefix}index {first} is out of bounds for dimension {dim} with size {size}")
 
 
 def _check_along(fn: str, x: Tensor, index: Tensor, axis: int, src: Tensor | None = None) -> None:

@@ -546,7 +546,12 @@ def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, t
             raise RuntimeError("Index has to be a vector/scalar")
         raise IndexError(f"{fn}_(): Index should have dimension 1 or 0 (got {index.ndim})")
     axis, idx, key = _vector_index(x, dim, index, fn, "")
-    _check_bounds(idx, x.shape[axis] if x.ndim else 1, axis, x.device.backend, IndexError)
+    size = x.shape[axis] if x.ndim else 1
+    if fn == "index_fill":  # torch wraps index_fill's negative indices (from -size), not index_copy's
+        _check_bounds(idx, size, axis, x.device.backend, IndexError, low=-size)
+        idx = x.device.xp.where(idx < 0, idx + size, idx)
+        return axis, idx, (slice(None),) * axis + (idx,)
+    _check_bounds(idx, size, axis, x.device.backend, IndexError, prefix=f"{fn}_(): ")
     return axis, idx, key
 
 
