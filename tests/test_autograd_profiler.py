@@ -305,8 +305,7 @@ def test_memory_of_ops_views_and_frees():
 def test_flag_and_errors():
     assert PROFILING == []
     p = profile()
-    with pytest.raises(RuntimeError, match="Profiler didn't finish running"):
-        _ = p.function_events
+    assert p.function_events == [] and p.key_averages() == [] and p.table() == "" == str(p)  # torch 2.13
     with pytest.raises(ZeroDivisionError):
         with p:
             assert PROFILING == [p]
@@ -317,10 +316,11 @@ def test_flag_and_errors():
             pass
     with record_function("alone"):  # no profile: nothing recorded, nothing left open
         assert open_ranges.get() == ()
-    with profile(enabled=False) as off:
+    disabled = profile(enabled=False)
+    with disabled as off:
+        assert off is None  # torch's __enter__ of a disabled profile
         ag.ones(1) + 1
-    with pytest.raises(RuntimeError, match="Profiler didn't finish running"):
-        off.table()
+    assert disabled.function_events == [] and disabled.table() == ""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert profile(use_cuda=True).use_device is None

@@ -450,9 +450,9 @@ class profile:
         self._origin = 0.0
 
     # ------------------------------------------------------------------ the block
-    def __enter__(self) -> profile:
+    def __enter__(self) -> profile | None:
         if not self.enabled:
-            return self
+            return None  # as torch's: a disabled profile gives nothing to read
         if self._running or self._function_events is not None:
             raise RuntimeError("Profiler context manager is not reentrant")
         self._start()
@@ -603,9 +603,9 @@ class profile:
         return self._check_finish()
 
     def _check_finish(self) -> EventList:
-        if self._function_events is None:
-            raise RuntimeError("Profiler didn't finish running")
-        return self._function_events
+        """The finished events; before the block has ended, none (torch 2.13 reads an empty list
+        there rather than raising its older "Profiler didn't finish running")."""
+        return EventList() if self._function_events is None else self._function_events
 
     def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
