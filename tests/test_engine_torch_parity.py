@@ -15,8 +15,11 @@ from asyncgrad.autograd import Function
 
 
 # --------------------------------------------------------------------------- reentrant priority
-def _reentrant_classes(order: list, awaited: bool):
-    class MyFunction(Function):
+def _reentrant_classes(lib, order: list, awaited: bool):
+    """torch's test_reentrant_priority Functions, for ``lib`` (asyncgrad or torch): Reentrant's
+    backward starts a nested backward, awaited (asyncgrad only) or plain (``backward_sync`` here,
+    ``backward()`` in torch)."""
+    class MyFunction(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x):
             return x
@@ -26,10 +29,10 @@ def _reentrant_classes(order: list, awaited: bool):
             order.append("MyFunction")
             return x
 
-    class Reentrant(Function):
+    class Reentrant(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            with ag.enable_grad():
+            with lib.enable_grad():
                 ctx.x = x.detach().requires_grad_(True) - 1
             return ctx.x.detach()
 
@@ -39,7 +42,7 @@ def _reentrant_classes(order: list, awaited: bool):
                 order.append("Reentrant")
                 if ctx.x < 0:
                     return x
-                with ag.enable_grad():
+                with lib.enable_grad():
                     await Reentrant.apply(ctx.x).backward()
                 return x
         else:
@@ -48,8 +51,9 @@ def _reentrant_classes(order: list, awaited: bool):
                 order.append("Reentrant")
                 if ctx.x < 0:
                     return x
-                with ag.enable_grad():
-                    ag.backward_sync(Reentrant.apply(ctx.x))
+                with lib.enable_grad():
+                    nested = Reentrant.apply(ctx.x)
+                    ag.backward_sync(nested) if lib is ag else nested.backward()
                 return x
 
     return MyFunction, Reentrant
@@ -59,49 +63,19 @@ def _reentrant_classes(order: list, awaited: bool):
 async def test_a_reentrant_backward_runs_ahead_of_the_parents_ready_nodes(awaited, torch):
     """torch's order: every nested Reentrant backward before the parent's other ready node."""
     expected = []
-    TMy, TRe = _torch_reentrant_classes(torch, expected)
+    TMy, TRe = _reentrant_classes(torch, expected, awaited=False)
     (TMy.apply(torch.tensor(6.0, requires_grad=True)) * TRe.apply(torch.tensor(9.0, requires_grad=True))).backward()
 
     order: list = []
-    MyFunction, Reentrant = _reentrant_classes(order, awaited)
+    MyFunction, Reentrant = _reentrant_classes(ag, order, awaited)
     await (MyFunction.apply(ag.tensor(6.0, requires_grad=True)) * Reentrant.apply(ag.tensor(9.0, requires_grad=True))
            ).backward()
     assert order == expected == ["Reentrant"] * 10 + ["MyFunction"]
 
 
-def _torch_reentrant_classes(torch, order: list):
-    class MyFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x
-
-        @staticmethod
-        def backward(ctx, x):
-            order.append("MyFunction")
-            return x
-
-    class Reentrant(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            with torch.enable_grad():
-                ctx.x = x.detach().requires_grad_(True) - 1
-            return ctx.x.detach()
-
-        @staticmethod
-        def backward(ctx, x):
-            order.append("Reentrant")
-            if ctx.x < 0:
-                return x
-            with torch.enable_grad():
-                Reentrant.apply(ctx.x).backward()
-            return x
-
-    return MyFunction, Reentrant
-
-
 async def test_two_awaited_reentrant_backwards_of_one_graph_both_finish_before_the_rest():
     order: list = []
-    MyFunction, Reentrant = _reentrant_classes(order, True)
+    MyFunction, Reentrant = _reentrant_classes(ag, order, True)
     a = MyFunction.apply(ag.tensor(6.0, requires_grad=True))
     b = Reentrant.apply(ag.tensor(2.0, requires_grad=True))
     c = Reentrant.apply(ag.tensor(3.0, requires_grad=True))
