@@ -34,8 +34,9 @@ def test_ready_queue_order_depth_then_sequence():
     queue.push(deep, early.grad_fn, [])
     queue.push(deep, early.grad_fn, [])  # a tie on depth and sequence_nr: the counter decides
     order = [heappop(queue.heap) for _ in range(len(queue.heap))]
-    assert [e.graph_task for e in order[:2]] == [deep, deep] and order[0].count < order[1].count
-    assert [e.node for e in order[2:]] == [late.grad_fn, early.grad_fn]
+    # entries are (-depth, -sequence_nr, count, graph_task, node, inputs)
+    assert [e[3] for e in order[:2]] == [deep, deep] and order[0][2] < order[1][2]
+    assert [e[4] for e in order[2:]] == [late.grad_fn, early.grad_fn]
 
 
 async def test_a_waiting_queue_wakes_on_push_and_on_wake():

@@ -14,41 +14,35 @@ from __future__ import annotations
 import asyncio
 import itertools
 from heapq import heapify, heappush
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
     from asyncgrad.engine.graph_task import GraphTask
 
-
-class NodeTask(NamedTuple):
-    neg_depth: int
-    """``-reentrant_depth`` of the graph task: deeper reentrant backwards first."""
-    neg_sequence_nr: int
-    count: int
-    graph_task: GraphTask
-    node: Node
-    inputs: list
-
-
-_tuple_new = tuple.__new__
+NodeTask: TypeAlias = "tuple[int, int, int, GraphTask, Node, list]"
+"""A queued node: ``(-reentrant_depth, -sequence_nr, count, graph_task, node, inputs)``, a plain
+tuple read by index (deeper reentrant backwards first, then later nodes; ``count`` breaks ties).
+Not a NamedTuple: building one costs a second tuple per routed gradient (Note [Routing inlined]
+in engine.py)."""
 
 
 class ReadyQueue:
-    __slots__ = ("heap", "_count", "_waiters")
+    __slots__ = ("heap", "counter", "waiters")
 
     def __init__(self) -> None:
         self.heap: list[NodeTask] = []
-        """Popped by the worker with ``heapq.heappop`` directly (Note [Per-node cost] in worker.py)."""
-        self._count = itertools.count()
-        self._waiters: list[asyncio.Future] = []
+        """Popped by the worker with ``heapq.heappop`` directly (Note [Per-node cost] in worker.py),
+        pushed by ``Engine.route`` directly (Note [Routing inlined] in engine.py)."""
+        self.counter = itertools.count()
+        self.waiters: list[asyncio.Future] = []
         """One future per server waiting on this queue (Note [Servers] in worker.py: a worker's own
         server and its helpers may wait at once)."""
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
-        heappush(self.heap, _tuple_new(NodeTask, (
-            -graph_task.reentrant_depth, -node.sequence_nr, next(self._count), graph_task, node, inputs)))
-        if self._waiters:
+        heappush(self.heap, (-graph_task.reentrant_depth, -node.sequence_nr, next(self.counter), graph_task, node,
+                             inputs))
+        if self.waiters:
             self.wake()
 
     def drop(self, graph_task: GraphTask) -> None:
@@ -64,18 +58,18 @@ class ReadyQueue:
         if self.heap:
             return
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        self.waiters.append(waiter)
         try:
             await waiter
         finally:
-            if waiter in self._waiters:  # cancelled: nobody woke it
-                self._waiters.remove(waiter)
+            if waiter in self.waiters:  # cancelled: nobody woke it
+                self.waiters.remove(waiter)
 
     def wake(self) -> None:
         """Resume every server waiting in ``wait`` (to find a task, or to see that it may exit)."""
-        waiters = self._waiters
+        waiters = self.waiters
         if waiters:
-            self._waiters = []
+            self.waiters = []
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(None)
