@@ -389,11 +389,56 @@ def pool(kind: str, a: Any, info: PoolInfo) -> Any:
     return _pool(kind, a, info)
 
 
+def _scatter_disjoint(g: Any, arg: Any, x_shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+                      dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...], out: tuple[int, ...]) -> Any:
+    """Max pooling's gradient where windows do not overlap: each window's gradient stored at its
+    argmax, one indexed store of the whole gradient into the flat (padded) input.
+
+    Note [Max-pool scatter by flat index]: the window at output ``o`` starts at
+    ``sum_j o_j * s_j * P_j`` in its plane (``P_j`` the padded plane's C-order strides), and its
+    C-order position ``a`` is ``sum_j r_j * d_j * P_j`` further, ``r_j`` the digits of ``a`` in
+    the kernel's radix. With ``q_j = a // prod(k[j + 1:])`` (so ``r_j = q_j - k_j * q_{j - 1}``)
+    that is ``sum_j q_j * e_j``, ``e_j = d_j P_j - k_{j + 1} d_{j + 1} P_{j + 1}``: one multiply
+    and add per dim, in int32 where the input's elements fit (numpy's int64 multiply is far
+    slower), widened for the store (numpy stores through int32 indices at a third of the speed
+    of int64's). Distinct windows never share an element, so a plain store is exact (inf and NaN
+    included) and nothing adds up. LeNet's 2 x 2 pools: 0.197 -> 0.10 ms and 0.092 -> 0.03 ms,
+    against one masked store per kernel position into strided slabs (``fold_slabs``)."""
+    backend = backend_of(g)
+    xp = backend.xp
+    d = len(kernel)
+    padded = tuple(n + b + a for n, (b, a) in zip(x_shape[2:], pads))
+    plane = math.prod(padded)
+    total = x_shape[0] * x_shape[1] * plane
+    int64 = np.dtype(np.int64)
+    index_dtype = np.dtype(np.int32) if total < 2 ** 31 else int64
+    strides = [math.prod(padded[j + 1:]) for j in range(d)]
+    scaled = [dl * st for dl, st in zip(dilation, strides)]
+    position = backend.astype(arg, index_dtype)
+    index = position * scaled[-1]
+    for j in range(d - 1):
+        q = position // math.prod(kernel[j + 1:])
+        q *= scaled[j] - kernel[j + 1] * scaled[j + 1]
+        index += q
+    starts = backend.zeros(out, index_dtype)  # where each window starts in its plane: a small (*out) grid
+    for j in range(d):
+        starts = starts + xp.reshape(backend.arange(out[j], index_dtype) * (stride[j] * strides[j]),
+                                     (out[j],) + (1,) * (d - 1 - j))
+    index += starts
+    index += xp.reshape(backend.arange(x_shape[0] * x_shape[1], index_dtype) * plane, x_shape[:2] + (1,) * d)
+    index = backend.astype(index, int64)  # numpy indexes with int32 arrays at a third of int64's speed
+    acc = backend.zeros((total,), backend.dtype(g))
+    backend.setitem(acc, xp.reshape(index, (-1,)), xp.reshape(g, (-1,)))
+    return crop(xp.reshape(acc, x_shape[:2] + padded), x_shape, pads)
+
+
 def _pool(kind: str, a: Any, info: PoolInfo) -> Any:
     kernel, stride, pads, dilation, x_shape, out, extra = info
     backend = backend_of(a)
     xp = backend.xp
     if kind == "max_scatter":      # a: (N, C, *out) gradient -> each window's argmax position
+        if all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation)):  # windows do not overlap
+            return _scatter_disjoint(a, extra, x_shape, kernel, stride, dilation, pads, out)
         return fold_slabs(lambda index, offset: backend.zero_where(extra != index, a), a, x_shape, kernel, stride,
                           dilation, pads, out)  # Note [Branchless zero_where] in devices/backend.py
     if kind == "max_gather":       # a: input-shaped -> the value at each window's argmax position
