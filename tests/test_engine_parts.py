@@ -9,7 +9,6 @@ import pytest
 
 import asyncgrad as ag
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.autograd.graph import Edge
 from asyncgrad.engine.engine import compute_dependencies, init_to_execute
 from asyncgrad.engine.graph_task import GraphTask
 from asyncgrad.engine.input_buffer import accumulate
@@ -105,7 +104,7 @@ async def test_init_to_execute_marks_only_paths_to_the_outputs():
     out = (a + b).sum()
     gt = graph_task()
     await compute_dependencies(out.grad_fn, gt, 0)
-    await init_to_execute(gt, out.grad_fn, [Edge(grad_accumulator(x), 0)], False, 0)
+    await init_to_execute(gt, out.grad_fn, [(grad_accumulator(x), 0)], False, 0)
     info = gt.exec_info
     assert info[grad_accumulator(x)].captures == [(0, 0)] and not info[grad_accumulator(x)].needed
     assert info[a.grad_fn].needed and info[out.grad_fn].needed

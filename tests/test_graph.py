@@ -7,7 +7,6 @@ import pytest
 
 import asyncgrad as ag
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.autograd.graph import Edge
 
 
 def seed_example():
@@ -32,14 +31,14 @@ def test_seed_example_records_the_documented_graph():
     assert acc.name() == "AccumulateGrad" and acc.variable is x and nothing is None
     assert add_a.sequence_nr < mul_yy.sequence_nr < mul3.sequence_nr < mean.sequence_nr
     assert [n.topological_nr for n in (acc, add_a, mul_yy, mul3, mean)] == [0, 1, 2, 3, 4]
-    assert isinstance(mean.next_edges[0], Edge) and mean.next_edges[0].function is mul3
+    assert type(mean.next_edges[0]) is tuple and mean.next_edges[0] == (mul3, 0)  # Note [Edges are plain pairs]
 
 
 def test_next_edges_and_input_metadata():
     x = ag.randn(3, requires_grad=True)
     w = ag.randn(3)
     y = x * w
-    assert y.grad_fn.next_edges[1] == Edge(None, 0)
+    assert y.grad_fn.next_edges[1] == (None, 0)
     assert y.grad_fn.num_inputs == 1
     assert y.output_nr == 0 and not y.is_leaf and x.is_leaf
 

@@ -87,7 +87,7 @@ def test_a_nonzero_input_nr_is_labelled_even_into_a_node_without_input_metadata(
         __slots__ = ()
 
     producer = Producer()
-    consumer = ag.Node((ag.Edge(producer, 1), ag.Edge(None, 0), ag.Edge(producer, 0)))
+    consumer = ag.Node(((producer, 1), (None, 0), (producer, 0)))
     source = viz.draw(consumer).source
     assert "label=Producer" in source
     assert sorted(_edges(source), key=str) == [("n0", "n1", "1"), ("n0", "n1", None)]

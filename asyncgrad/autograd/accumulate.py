@@ -19,8 +19,6 @@ from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import Tensor, creation_lock
 
-_tuple_new = tuple.__new__
-
 
 class AccumulateGrad(Node):
     """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
@@ -174,8 +172,8 @@ def gradient_edge(t: Tensor) -> Edge:
         return NO_EDGE
     fn = t.grad_fn
     if fn is not None:
-        return _tuple_new(Edge, (fn, t.output_nr))
-    return _tuple_new(Edge, (grad_accumulator(t), 0))
+        return (fn, t.output_nr)  # Note [Edges are plain pairs] in graph.py
+    return (grad_accumulator(t), 0)
 
 
 def get_gradient_edge(tensor: Tensor) -> GradientEdge:

@@ -135,7 +135,7 @@ def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
     edges = []
     for i, t in enumerate(tensors):
         if isinstance(t, GradientEdge):
-            edges.append(Edge(t.node, t.output_nr))
+            edges.append((t.node, t.output_nr))
             continue
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
@@ -146,12 +146,12 @@ def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
 def _input_edge(t: Tensor) -> Edge:
     """The edge whose incoming gradient is ``t``'s (None when ``t`` is a leaf no graph used)."""
     if isinstance(t, GradientEdge):
-        return Edge(t.node, t.output_nr)
+        return (t.node, t.output_nr)
     if t.grad_fn is not None:
-        return Edge(t.grad_fn, t.output_nr)
+        return (t.grad_fn, t.output_nr)
     extra = t._extra
     acc = extra.grad_accumulator() if extra is not None and extra.grad_accumulator is not None else None
-    return Edge(acc, 0) if acc is not None else NO_EDGE
+    return (acc, 0) if acc is not None else NO_EDGE
 
 
 _create_graph_warned: list = []
@@ -203,7 +203,7 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
         outputs = []
         for t in inputs:
             if isinstance(t, GradientEdge):
-                outputs.append(Edge(t.node, t.output_nr))
+                outputs.append((t.node, t.output_nr))
                 continue
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")

@@ -29,7 +29,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:  # Note [The public graph module]: installed here by autograd/accumulate.py
     from asyncgrad.autograd.accumulate import get_gradient_edge  # noqa: F401  (re-exported)
@@ -69,14 +69,16 @@ _sequence = itertools.count()
 """Creation order of nodes; the engine runs later-created nodes first."""
 
 
-class Edge(NamedTuple):
-    """Where a gradient goes: input ``input_nr`` of ``function`` (None: nowhere)."""
+Edge: TypeAlias = "tuple[Node | None, int]"
+"""Where a gradient goes: ``(function, input_nr)``, input ``input_nr`` of ``function`` (None: nowhere).
 
-    function: Node | None
-    input_nr: int
+Note [Edges are plain pairs]: an edge is a plain 2-tuple, as each entry of torch's
+``next_functions`` is, not a NamedTuple: every recorded node builds one per input, and building a
+NamedTuple (``tuple.__new__(Edge, (fn, nr))``, a second tuple and a type call) cost 1,650 more
+instructions than the pair, 6% of a W1 node's forward (Note [Measuring the hot path] in
+engine/worker.py). Code reads an edge by unpacking it: ``fn, input_nr = edge``."""
 
-
-NO_EDGE = Edge(None, 0)
+NO_EDGE: Edge = (None, 0)
 
 
 class RemovableHandle:

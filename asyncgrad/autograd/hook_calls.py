@@ -116,8 +116,8 @@ def as_tensor(grad: Any, node: Node, position: int, create_graph: bool) -> Tenso
 def _wrap_output(node: Node, index: int, grad: Any, create_graph: bool) -> Tensor | None:
     if grad is None or create_graph:
         return grad
-    edge_fn = node.next_edges[index].function
-    device = edge_fn._input_meta[node.next_edges[index].input_nr][2] if edge_fn is not None else None
+    edge_fn, input_nr = node.next_edges[index]
+    device = edge_fn._input_meta[input_nr][2] if edge_fn is not None else None
     return Tensor._make(grad, device, False, None, 0, [0])
 
 

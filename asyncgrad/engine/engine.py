@@ -114,11 +114,11 @@ class Engine:
         graph_task.profile = current_recorder.get()
         graph_task.threads = multithreading_enabled.get()
         skip_root = len(roots) == 1
-        graph_root: Node = roots[0].function if skip_root else GraphRoot(tuple(roots), grad_outputs)
+        graph_root: Node = roots[0][0] if skip_root else GraphRoot(tuple(roots), grad_outputs)
         graph_task.root = graph_root
         min_topo_nr = 0
         if outputs is not None:
-            live = [edge.function.topological_nr for edge in outputs if edge.function is not None]
+            live = [fn.topological_nr for fn, _ in outputs if fn is not None]
             min_topo_nr = min(live) if live else 0
         graph_task.runner = runner = asyncio.current_task()
         self.live.add(graph_task)
@@ -138,7 +138,7 @@ class Engine:
                         not skip_root or graph_root._hooks is None):
                     return graph_task.captured_vars  # Note [A root that leads to no input]
             if skip_root:
-                self.push(graph_task, graph_root, new_buffer(graph_root, roots[0].input_nr, grad_outputs[0]))
+                self.push(graph_task, graph_root, new_buffer(graph_root, roots[0][1], grad_outputs[0]))
             else:
                 self.push(graph_task, graph_root, [])
             return await graph_task.future

@@ -23,6 +23,11 @@ work, wall-clock timings of one variant against another differed by more than th
 measured; the count does not, and W1's backward runs about 4,600 instructions per µs here
 (29,800 per node at 6.4 µs per node), which converts one into the other.
 
+Note [Evaluation inlined]: on the cpu worker, a node of a graph task that captures nothing (every
+``backward``; ``grad`` runs ``evaluate_function``, which captures) is run and routed by ``_serve``
+itself, ``Engine.evaluate_function``'s last line: the call cost 409 instructions per node, 1.4%
+of W1's backward.
+
 Note [task_done inlined]: after an inline node, ``_serve`` counts it done with
 ``Engine.task_done``'s two lines instead of calling it: the call costs 382 instructions per node,
 1.3% of W1's backward, about 0.08 µs per node (Note [Measuring the hot path]). It leaves out
@@ -246,7 +251,8 @@ class DeviceWorker:
         heap = queue.heap
         device = self.device
         # Note [Streaming backwards] in stream_sync.py: chosen once per worker, so cpu pays nothing per node
-        evaluate = engine.evaluate_function if device.is_cpu else stream_sync.evaluator(engine, device)
+        evaluate = None if device.is_cpu else stream_sync.evaluator(engine, device)
+        route = engine.route
         current: GraphTask | None = None
         profile = None
         threshold = device.inline_threshold
@@ -305,7 +311,12 @@ class DeviceWorker:
                 # a PORTAL node below the threshold runs here too: this server is a portal
             start = clock() if profile is not None else 0.0
             try:
-                evaluate(graph_task, node, entry[5])
+                if evaluate is not None:
+                    evaluate(graph_task, node, entry[5])
+                elif graph_task.exec_info is None:  # Note [Evaluation inlined]
+                    route(graph_task, node, call_function(graph_task, node, entry[5]))
+                else:
+                    engine.evaluate_function(graph_task, node, entry[5])
             except BaseException as exc:  # user code ran synchronously: never the worker's own cancellation
                 engine.fail(graph_task, exc, node)
             else:  # Note [task_done inlined]

@@ -19,7 +19,7 @@ from asyncgrad.autograd import graph as graph_module
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import INFERENCE_ACTIVE, grad_enabled
-from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Node
 from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
@@ -34,7 +34,6 @@ _make = Tensor._make
 _sequence = graph_module._sequence  # Node's numbering (Note [Recording inlined])
 _ndarray = np.ndarray
 _np_generic = np.generic
-_tuple_new = tuple.__new__
 _np_dtype = np.dtype
 _NUMPY_DTYPE_CLASSES = NUMPY_DTYPE_CLASSES
 
@@ -182,7 +181,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         if (ra or (b is not None and b._requires_grad)) and grad_enabled.get():
             if ra:
                 fn = a.grad_fn
-                edges = (_tuple_new(Edge, (fn, a.output_nr)) if fn is not None else gradient_edge(a),
+                edges = ((fn, a.output_nr) if fn is not None else gradient_edge(a),
                          NO_EDGE if b is None else gradient_edge(b))
             else:
                 edges = (NO_EDGE, gradient_edge(b))
@@ -192,7 +191,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         a = inputs[0]
         if a is not None and a._requires_grad and grad_enabled.get():
             fn = a.grad_fn
-            edges = (_tuple_new(Edge, (fn, a.output_nr)) if fn is not None else gradient_edge(a),)
+            edges = ((fn, a.output_nr) if fn is not None else gradient_edge(a),)
         else:
             edges = None
     elif recording(*inputs):
