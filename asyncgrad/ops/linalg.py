@@ -35,12 +35,19 @@ class _Matmul(OpNode):
 
     1-D operands are promoted to matrices (a row for ``a``, a column for ``b``) so one
     formula covers every rank; batch dims are summed back by ``sum_to``.
+
+    Note [mm's backward in two products]: two matrices need none of that (no promotion, no batch
+    dims, every reshape and ``sum_to`` a no-op), so mm's backward is the two products alone: six
+    formula calls fewer per node, same bits. W3's (64, 10) mm node, in-step min of three
+    alternating runs: 50.5/50.4/50.9 -> 49.1/48.5/47.6 us.
     """
 
     __slots__ = ()
 
     def backward(self, F, g):
         a, b = F.unpack(self)
+        if len(self.a_shape) == len(self.b_shape) == 2:  # Note [mm's backward in two products]
+            return (None if b is None else g @ F.mT(b), None if a is None else F.mT(a) @ g)
         a2_shape = (1,) + self.a_shape if len(self.a_shape) == 1 else self.a_shape
         b2_shape = self.b_shape + (1,) if len(self.b_shape) == 1 else self.b_shape
         shape = g.shape + (1,) if len(self.b_shape) == 1 else g.shape
