@@ -61,6 +61,15 @@ class ArrayBackend:
     name = "numpy"
     xp: Any = np
 
+    into_ufuncs = True
+    """Whether ``into`` can write a binary ufunc's result into an existing array (numpy, CuPy: ``out=``)."""
+
+    def into(self, name: str, out: Any, a: Any, b: Any) -> None:
+        """``out[...] = name(a, b)`` without a temporary (``name`` a binary ufunc: add, subtract,
+        multiply, divide), for in-place arithmetic (Note [In place without a temporary] in
+        ops/inplace.py). Only where ``into_ufuncs``."""
+        getattr(np, name)(a, b, out=out)
+
     def dtype(self, array: Any) -> np.dtype:
         """asyncgrad's dtype (a numpy dtype) of an array of this backend."""
         return array.dtype
@@ -358,6 +367,7 @@ class StrictBackend(ArrayBackend):
     """``array_api_strict`` on one of its simulated devices (Note [One array backend per device])."""
 
     name = "array_api_strict"
+    into_ufuncs = False  # the Array API has no ``out=``: in-place ops compute, then write
 
     def __init__(self, device_name: str) -> None:
         import array_api_strict as xp
@@ -527,6 +537,9 @@ class CupyBackend(ArrayBackend):
 
     def is_array(self, value: Any) -> bool:
         return isinstance(value, self.cupy.ndarray)
+
+    def into(self, name: str, out: Any, a: Any, b: Any) -> None:
+        getattr(self.cupy, name)(a, b, out=out)
 
     def from_host(self, host: Any, dtype: Any = None, copy: bool | None = None) -> Any:
         with self.cupy.cuda.Device(self.index):

@@ -37,6 +37,8 @@ def _inplace_method(compute, name: str):
     base = name.rstrip("_")
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if inplace.write_into(self, compute, args, kwargs):  # Note [In place without a temporary]
+            return self
         internal = compute not in (inplace.filled, inplace.zeroed) and not (
             compute is inplace.copied and args and inplace.same_data(self, args[0]))
         try:

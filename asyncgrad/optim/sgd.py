@@ -41,6 +41,6 @@ class SGD(Optimizer):
                     if buf is None:
                         buf = state["momentum_buffer"] = grad.clone()
                     else:
-                        buf.mul_(momentum).add_(grad * (1 - group["dampening"]))
+                        buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
                     grad = grad + buf * momentum if group["nesterov"] else buf
                 param.sub_(grad * lr)
