@@ -88,7 +88,8 @@ def test_views_see_the_write_and_a_leaf_may_be_updated_without_grad(into_calls):
     assert into_calls == ["multiply", "add"]
 
 
-@pytest.mark.parametrize("why", ["records", "promotes", "integer", "broadcasts out", "strict backend", "grad-mode view"])
+@pytest.mark.parametrize("why", ["records", "promotes", "integer", "broadcasts out", "strict backend",
+                                 "grad-mode view"])
 def test_the_general_path_decides_where_it_must(why, into_calls):
     x = ag.tensor(np.ones((2, 3)))
     if why == "records":
