@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,3 +21,12 @@ def test_quick_benchmark_run_agrees_with_numpy():
     assert run.returncode == 0, run.stderr[-2000:]
     rows = [line for line in run.stdout.splitlines() if line.startswith("| ") and "| asyncgrad |" in line]
     assert len(rows) == 3 and all("| ok |" in row for row in rows), run.stdout
+
+
+def test_training_loop_benchmark_trains_as_torch_does():
+    pytest.importorskip("torch", reason="the loop is measured against torch")
+    from benchmarks import train_loop
+
+    result = train_loop.main(["--batch", "8", "--repeats", "3", "--warmup", "2"])
+    assert result["torch_s"] > 0 and result["asyncgrad_s"] > 0
+    assert result["drift"] < 1e-10
