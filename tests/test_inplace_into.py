@@ -51,7 +51,10 @@ def test_the_same_bits_as_out_of_place_written_in_place(case, dtype, other, into
     out = method(t, b if other == "number" else ag.tensor(b))
     assert out is t and t.data is before  # the tensor's own memory
     assert t._version == version + 1
-    assert into_calls  # the write took the in-place path
+    if other == "number" and "alpha" in case:
+        assert into_calls == []  # a number times alpha is rounded by the op itself
+    else:
+        assert into_calls  # the write took the in-place path
     expected = reference(a, b)
     assert t.dtype == ag.tensor(a).dtype
     np.testing.assert_array_equal(t.numpy(), expected.astype(dtype))

@@ -138,10 +138,11 @@ def write_into(x: Tensor, compute: Callable, args: tuple, kwargs: dict) -> bool:
     backend = x.device.backend
     if not backend.into_ufuncs or data.dtype.kind not in "fc" or x._vc.__class__ is InferenceVersion:
         return False
-    if grad_enabled.get() and (x._requires_grad or (other.__class__ is Tensor and other._requires_grad) or (
+    tensor = isinstance(other, Tensor)
+    if grad_enabled.get() and (x._requires_grad or (tensor and other._requires_grad) or (
             x._extra is not None and x._extra.base is not None)):
         return False  # it may record, or be refused (a view: Note [View creation] in _node.py)
-    if other.__class__ is Tensor:
+    if tensor:
         value = other._data
         if other.device is not x.device or value.dtype != data.dtype or value.ndim > data.ndim or any(
                 n != m and n != 1 for n, m in zip(reversed(value.shape), reversed(data.shape))):
@@ -150,8 +151,8 @@ def write_into(x: Tensor, compute: Callable, args: tuple, kwargs: dict) -> bool:
         value = other
     else:
         return False
-    if alpha != 1:
-        if name not in ("add", "subtract") or type(alpha) not in (int, float):
+    if alpha != 1:  # a number times alpha is rounded as the op rounds it: left to the op
+        if name not in ("add", "subtract") or type(alpha) not in (int, float) or not tensor:
             return False
         value = value * alpha  # as the out-of-place op computes it
     check_overlap(x, args, True)
