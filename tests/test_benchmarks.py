@@ -23,10 +23,11 @@ def test_quick_benchmark_run_agrees_with_numpy():
     assert len(rows) == 3 and all("| ok |" in row for row in rows), run.stdout
 
 
-def test_training_loop_benchmark_trains_as_torch_does():
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_training_loop_benchmark_trains_as_torch_does(optimizer):
     pytest.importorskip("torch", reason="the loop is measured against torch")
     from benchmarks import train_loop
 
-    result = train_loop.main(["--batch", "8", "--repeats", "3", "--warmup", "2"])
+    result = train_loop.main(["--batch", "8", "--repeats", "3", "--warmup", "2", "--optimizer", optimizer])
     assert result["torch_s"] > 0 and result["asyncgrad_s"] > 0
     assert result["drift"] < 1e-10
