@@ -3,8 +3,9 @@
 It knows nodes, edges, gradients and devices, never individual ops. ``execute`` counts
 dependencies, marks what ``grad()``/``inputs=`` need, pushes the root task to its device's
 queue and awaits the graph task's future; device workers (``worker.py``) pop tasks and
-call ``evaluate_function``, which runs the node with its hooks and routes each output
-gradient into the consumer's input buffer, enqueuing consumers that became ready.
+call ``evaluate_function`` (its two steps spelled out on the cpu worker: Note [Evaluation
+inlined] in worker.py), which runs the node with its hooks and routes each output gradient
+into the consumer's input buffer, enqueuing consumers that became ready.
 
 Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
 awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
