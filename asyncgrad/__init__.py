@@ -304,3 +304,7 @@ from asyncgrad._layout import (  # noqa: E402
     preserve_format,
 )
 from asyncgrad.factories import empty_strided  # noqa: E402
+
+# opt: addcmul and addcdiv (ops/elementwise.py)
+# isort: split
+from asyncgrad.ops.elementwise import addcdiv, addcmul  # noqa: E402

@@ -1,6 +1,6 @@
 """W3's MLP trained as people train it, asyncgrad against torch: persistent parameters, a fresh
-batch each step, ``zero_grad()``, ``await loss.backward()``, SGD with momentum (or Adam:
-``--optimizer adam``).
+batch each step, ``zero_grad()``, ``await loss.backward()``, SGD with momentum (or Adam, AdamW,
+RMSprop, Adagrad: ``--optimizer adam`` and so on).
 
 ``python -m benchmarks.train_loop``: 784-256-256-10, relu, cross-entropy, float64, batch 64, the
 same weights in both. W3 times one forward and backward on fresh leaves; a loop also frees and
@@ -33,6 +33,15 @@ from .transformer_step import _one_blas_thread  # noqa: E402
 
 LAYERS = (784, 256, 256, 10)
 
+OPTIMIZERS = {
+    "sgd": ("SGD", {"lr": 0.01, "momentum": 0.9}),
+    "adam": ("Adam", {"lr": 0.001}),
+    "adamw": ("AdamW", {"lr": 0.001}),
+    "rmsprop": ("RMSprop", {"lr": 0.001, "momentum": 0.9}),
+    "adagrad": ("Adagrad", {"lr": 0.01}),
+}
+"""``--optimizer``: the class (torch's name, asyncgrad's the same) and its settings, alike in both."""
+
 
 def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -43,8 +52,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
-                        help="SGD with momentum 0.9 (lr 0.01) or Adam (lr 0.001)")
+    parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="sgd",
+                        help="SGD with momentum 0.9 (lr 0.01), Adam or AdamW (lr 0.001), RMSprop with momentum 0.9 "
+                             "(lr 0.001), Adagrad (lr 0.01)")
     args = parser.parse_args(argv)
 
     import torch
@@ -60,12 +70,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                for _ in range(8)]
     t_params = [torch.tensor(w, requires_grad=True) for w in weights]
     a_params = [ag.tensor(w, requires_grad=True) for w in weights]
-    if args.optimizer == "sgd":
-        t_opt = torch.optim.SGD(t_params, lr=0.01, momentum=0.9)
-        a_opt = ag.optim.SGD(a_params, lr=0.01, momentum=0.9)
-    else:
-        t_opt = torch.optim.Adam(t_params, lr=0.001)
-        a_opt = ag.optim.Adam(a_params, lr=0.001)
+    name, settings = OPTIMIZERS[args.optimizer]
+    t_opt = getattr(torch.optim, name)(t_params, **settings)
+    a_opt = getattr(ag.optim, name)(a_params, **settings)
     t_batches = [(torch.tensor(x), torch.tensor(y)) for x, y in batches]
     a_batches = [(ag.tensor(x), ag.tensor(y)) for x, y in batches]
 
@@ -105,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     t_best, a_best = min(times["torch"]), min(times["asyncgrad"])
     # both trained the same steps from the same weights: their parameters must still agree
     drift = max(float(np.max(np.abs(t.detach().numpy() - a.detach().numpy()))) for t, a in zip(t_params, a_params))
-    optimizer = "SGD momentum 0.9" if args.optimizer == "sgd" else "Adam"
+    optimizer = name + "".join(f" {key} {value}" for key, value in settings.items() if key != "lr")
     print(f"MLP training loop (W3's model, {optimizer}, zero_grad, fresh batch): batch {args.batch}, float64, "
           f"BLAS threads {blas_threads}; min and median of {args.repeats} steps after {args.warmup} warm-up")
     for name in ("torch", "asyncgrad"):

@@ -23,7 +23,7 @@ def test_quick_benchmark_run_agrees_with_numpy():
     assert len(rows) == 3 and all("| ok |" in row for row in rows), run.stdout
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "adamw", "rmsprop", "adagrad"])
 def test_training_loop_benchmark_trains_as_torch_does(optimizer):
     pytest.importorskip("torch", reason="the loop is measured against torch")
     from benchmarks import train_loop

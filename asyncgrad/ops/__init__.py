@@ -49,6 +49,8 @@ def _inplace_method(compute, name: str):
             if not text.startswith(f"{base}()") and not text.startswith(f"{base}(): "):
                 raise
             text = name + text[len(base):].replace("'other' (position 2)", "'other' (position 1)")
+            text = text.replace("'tensor1' (position 2)", "'tensor1' (position 1)").replace(
+                "'tensor2' (position 3)", "'tensor2' (position 2)")  # addcmul_/addcdiv_: self is no argument
             raise type(exc)(text) from None
 
     method.__name__ = name
@@ -210,6 +212,15 @@ _METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offs
 
 # strides and memory formats (asyncgrad/_layout.py; clone/contiguous/to take memory_format= in ops/shape.py)
 _METHODS.update({"stride": shape.stride, "is_contiguous": shape.is_contiguous})
+
+# opt: addcmul/addcdiv and the in-place forms optimizers step with (ops/elementwise.py; Note [In place
+# without a temporary] in ops/inplace.py)
+_METHODS.update({
+    "addcmul": elementwise.addcmul, "addcdiv": elementwise.addcdiv,
+    "addcmul_": _inplace_method(elementwise.addcmul, "addcmul_"),
+    "addcdiv_": _inplace_method(elementwise.addcdiv, "addcdiv_"),
+    "lerp_": _inplace_method(elementwise.lerp, "lerp_"),
+})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

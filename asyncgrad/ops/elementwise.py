@@ -24,7 +24,15 @@ import numpy as np
 
 from asyncgrad import dtypes
 from asyncgrad._convert import to_array
-from asyncgrad._validate import check_array_dtype, complex_error, is_complex_error, number_arg, tensor_arg, type_label
+from asyncgrad._validate import (
+    check_array_dtype,
+    complex_error,
+    is_complex_error,
+    number_arg,
+    refuse_complex,
+    tensor_arg,
+    type_label,
+)
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
@@ -1217,6 +1225,101 @@ def lerp(start: Tensor, end: Tensor, weight: Any) -> Tensor:
     except ValueError:
         raise broadcast_error(a.shape, b.shape) from None
     return record(LerpBackward0, (start, end), out, dev, a.shape, b.shape, w)
+
+
+class AddcmulBackward0(OpNode):
+    """``input + value * tensor1 * tensor2``: input gets the gradient, each factor the gradient times
+    the other factor times ``value`` (torch's formulas); a factor is saved only if the other needs it."""
+
+    __slots__ = ("self_shape", "t1_shape", "t2_shape", "value")
+    work_per_element = 4
+
+    def backward(self, F, g):
+        t1, t2 = F.unpack(self)
+        v = self.value
+        return (
+            F.sum_to(g, self.self_shape) if self.needs(0) else None,
+            F.sum_to(g * (t2 * v), self.t1_shape) if self.needs(1) else None,
+            F.sum_to(g * (t1 * v), self.t2_shape) if self.needs(2) else None,
+        )
+
+
+class AddcdivBackward0(OpNode):
+    """``input + value * tensor1 / tensor2``: tensor1 gets ``grad * value / tensor2``, tensor2
+    ``-grad * value * tensor1 / tensor2^2`` (torch's formulas)."""
+
+    __slots__ = AddcmulBackward0.__slots__
+    work_per_element = 9
+
+    def backward(self, F, g):
+        t1, t2 = F.unpack(self)
+        v = self.value
+        return (
+            F.sum_to(g, self.self_shape) if self.needs(0) else None,
+            F.sum_to(g * (v / t2), self.t1_shape) if self.needs(1) else None,
+            F.sum_to(-g * (t1 * v / (t2 * t2)), self.t2_shape) if self.needs(2) else None,
+        )
+
+
+ADDCDIV_INTEGERS = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true "
+    "division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * "
+    "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+    "for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
+    "tensor2), for all dtypes.")
+
+
+def pointwise_value(value: Any, kind: str, fn: str) -> Any:
+    """addcmul/addcdiv's ``value`` as the kernel uses it: a Python number of the result's kind (torch's
+    ``value.to<scalar_t>()``: truncated for an integer result; a float one rounds it to its own dtype,
+    as numpy does with a Python float beside a float32 array)."""
+    refuse_complex(value)  # Note [Complex numbers are refused]
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    elif not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{fn}(): argument 'value' must be Number, not {type_label(value)}")
+    value = value.item() if isinstance(value, np.generic) else value
+    return int(value) if kind in "iu" else value
+
+
+def addcmul(x: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """torch's ``addcmul``: ``input + value * tensor1 * tensor2``, rounded as ``(value * tensor1) * tensor2``
+    then added. torch's CPU kernel fuses the last multiply and the add (one rounding, FMA); the Array API
+    has no fused multiply-add, so asyncgrad rounds twice and agrees with torch to the last bit of the
+    product (Note [In place without a temporary] in ops/inplace.py)."""
+    return _pointwise(AddcmulBackward0, "addcmul", x, tensor1, tensor2, value)
+
+
+def addcdiv(x: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """torch's ``addcdiv``: ``input + value * tensor1 / tensor2``, rounded as torch's kernel rounds it,
+    ``(value * tensor1) / tensor2`` then added (bit for bit torch's on the cpu)."""
+    return _pointwise(AddcdivBackward0, "addcdiv", x, tensor1, tensor2, value)
+
+
+def _pointwise(cls: type[OpNode], name: str, x: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
+    tensor_arg(x, name, "input", 1)
+    tensor_arg(tensor1, name, "tensor1", 2)
+    tensor_arg(tensor2, name, "tensor2", 3)
+    same_device(x, tensor1)
+    dev = same_device(x, tensor2)
+    d, d1, d2 = x.data, tensor1.data, tensor2.data
+    if cls is AddcdivBackward0 and tensor1.dtype.kind in "biu" and tensor2.dtype.kind in "biu":
+        raise RuntimeError(ADDCDIV_INTEGERS)
+    dtype = result_dtype(d, d1, d2)
+    if dtype.kind == "b":
+        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+    backend = dev.backend
+    d, d1, d2 = (a if _dtype_of(a) == dtype else backend.astype(a, dtype) for a in (d, d1, d2))
+    v = pointwise_value(value, dtype.kind, name)
+    try:
+        scaled = d1 if v == 1 else d1 * v  # exact when value is 1: the product is tensor1 itself
+        out = d + (scaled * d2 if cls is AddcmulBackward0 else scaled / d2)
+    except ValueError:
+        raise broadcast_error(d.shape, d1.shape, d2.shape) from None
+    needs1, needs2 = tensor1._requires_grad, tensor2._requires_grad
+    divides = cls is AddcdivBackward0  # tensor2's gradient needs tensor2 itself
+    saved = (tensor1 if needs2 else None, tensor2 if needs1 or (divides and needs2) else None)
+    return record(cls, (x, tensor1, tensor2), out, dev, d.shape, d1.shape, d2.shape, v, saved=saved)
 
 
 def _c_type_name(dtype: Any) -> str:

@@ -49,7 +49,8 @@ class Adagrad(Optimizer):
                 state = self.state.get(param) or self._init_state(param, group)  # a group added later
                 state["step"] += 1
                 if group["weight_decay"] != 0:
-                    grad = grad + param * group["weight_decay"]
+                    grad = grad.add(param, alpha=group["weight_decay"])
                 clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
-                state["sum"].add_(grad * grad)
-                param.add_(grad * -clr / (state["sum"].sqrt() + group["eps"]))
+                state["sum"].addcmul_(grad, grad, value=1)
+                std = state["sum"].sqrt().add_(group["eps"])
+                param.addcdiv_(grad, std, value=-clr)  # in place, one temporary: Note [In place without a temporary]

@@ -10,9 +10,12 @@ from asyncgrad.optim.optimizer import Optimizer, ParamsT
 class Adam(Optimizer):
     """``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
 
-    Each line of ``step`` is one line of torch's single-tensor path (``m`` by lerp, ``v`` by
-    mul + addcmul, the update as addcdiv with ``-step_size`` folded into the numerator), so
-    float64 results agree with torch.optim.Adam to rounding, step after step. ``amsgrad``
+    Each line of ``step`` is one line of torch's single-tensor path (``m`` by lerp_, ``v`` by
+    mul_ + addcmul_, ``denom`` as sqrt, divided and shifted in place, the update as addcdiv_ with
+    ``-step_size`` folded into the numerator), so float64 results agree with torch.optim.Adam to
+    rounding, step after step (torch fuses lerp's and addcmul's last multiply-add: Note [In place
+    without a temporary] in ops/inplace.py, where the in-place ops make one temporary each, ``denom``
+    the only other, where torch makes it from two). ``amsgrad``
     normalises by the running maximum of ``v``; ``decoupled_weight_decay`` shrinks the
     parameter itself instead of adding ``wd * p`` to the gradient (that is AdamW).
     ``foreach`` is accepted and ignored, so that torch code ports unchanged: there is one code path.
@@ -52,15 +55,15 @@ class Adam(Optimizer):
                     if group["decoupled_weight_decay"]:
                         param.mul_(1 - lr * weight_decay)
                     else:
-                        grad = grad + param * weight_decay
-                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # lerp with a weight below 0.5, as torch
-                exp_avg_sq.mul_(beta2).add_(grad * (1 - beta2) * grad)
+                        grad = grad.add(param, alpha=weight_decay)
+                exp_avg.lerp_(grad, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 step_size = lr / (1 - beta1**step)
                 bias_correction2_sqrt = (1 - beta2**step) ** 0.5
                 if amsgrad:
                     max_sq = state["max_exp_avg_sq"]
                     max_sq.copy_(max_sq.maximum(exp_avg_sq))
-                    denom = max_sq.sqrt() / bias_correction2_sqrt + group["eps"]
+                    denom = max_sq.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
                 else:
-                    denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + group["eps"]
-                param.add_(exp_avg * -step_size / denom)
+                    denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
+                param.addcdiv_(exp_avg, denom, value=-step_size)

@@ -12,8 +12,9 @@ class RMSprop(Optimizer):
 
     ``centered`` divides by the estimated standard deviation ``sqrt(v - mean(g)^2)`` instead;
     ``momentum > 0`` accumulates ``g / (sqrt(v) + eps)`` in a buffer and steps by that. Each
-    line follows torch's single-tensor path (lerp for the mean, addcmul / addcdiv order), so
-    float64 results agree with torch.optim.RMSprop to rounding. ``foreach`` is accepted and ignored.
+    line is one of torch's single-tensor path (lerp_ for the mean, addcmul_ / addcdiv_ in place,
+    Note [In place without a temporary] in ops/inplace.py), so float64 results agree with
+    torch.optim.RMSprop to rounding. ``foreach`` is accepted and ignored.
     """
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
@@ -47,19 +48,19 @@ class RMSprop(Optimizer):
                         state["grad_avg"] = zeros_like(param)
                 state["step"] += 1
                 if group["weight_decay"] != 0:
-                    grad = grad + param * group["weight_decay"]
+                    grad = grad.add(param, alpha=group["weight_decay"])
                 square_avg = state["square_avg"]
-                square_avg.mul_(alpha).add_(grad * (1 - alpha) * grad)
+                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if group["centered"]:
                     grad_avg = state["grad_avg"]
-                    grad_avg.add_((grad - grad_avg) * (1 - alpha))  # lerp: torch's form for weights below 0.5
-                    avg = (square_avg + grad_avg * -1 * grad_avg).sqrt()
+                    grad_avg.lerp_(grad, 1 - alpha)
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
-                avg = avg + eps
+                avg.add_(eps)
                 if momentum > 0:
                     buf = state["momentum_buffer"]
-                    buf.mul_(momentum).add_(grad / avg)
-                    param.add_(buf * -lr)
+                    buf.mul_(momentum).addcdiv_(grad, avg)
+                    param.add_(buf, alpha=-lr)
                 else:
-                    param.add_(grad * -lr / avg)
+                    param.addcdiv_(grad, avg, value=-lr)
