@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                for _ in range(8)]
     t_params = [torch.tensor(w, requires_grad=True) for w in weights]
     a_params = [ag.tensor(w, requires_grad=True) for w in weights]
-    name, settings = OPTIMIZERS[args.optimizer]
-    t_opt = getattr(torch.optim, name)(t_params, **settings)
-    a_opt = getattr(ag.optim, name)(a_params, **settings)
+    opt_name, settings = OPTIMIZERS[args.optimizer]
+    t_opt = getattr(torch.optim, opt_name)(t_params, **settings)
+    a_opt = getattr(ag.optim, opt_name)(a_params, **settings)
     t_batches = [(torch.tensor(x), torch.tensor(y)) for x, y in batches]
     a_batches = [(ag.tensor(x), ag.tensor(y)) for x, y in batches]
 
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     t_best, a_best = min(times["torch"]), min(times["asyncgrad"])
     # both trained the same steps from the same weights: their parameters must still agree
     drift = max(float(np.max(np.abs(t.detach().numpy() - a.detach().numpy()))) for t, a in zip(t_params, a_params))
-    optimizer = name + "".join(f" {key} {value}" for key, value in settings.items() if key != "lr")
+    optimizer = opt_name + "".join(f" {key} {value}" for key, value in settings.items() if key != "lr")
     print(f"MLP training loop (W3's model, {optimizer}, zero_grad, fresh batch): batch {args.batch}, float64, "
           f"BLAS threads {blas_threads}; min and median of {args.repeats} steps after {args.warmup} warm-up")
     for name in ("torch", "asyncgrad"):

@@ -257,17 +257,20 @@ def device(request):
 @pytest.mark.parametrize("value", [1, -0.7])
 async def test_the_ops_against_finite_differences_and_torch(device, op, value):
     name = {"addcmul": "AddcmulBackward0", "addcdiv": "AddcdivBackward0"}[op]
-    fn = (lambda lib, x, a, b: getattr(lib, op)(x, a, b, value=value))
+
+    def fn(lib, x, a, b):
+        return getattr(lib, op)(x, a, b, value=value)
+
     await check_op(fn, (2, 3), (3,), (2, 1), name=name, low=0.5, high=2.0)
     await check_gradgrad(fn, (2, 3), (3,), (2, 1), low=0.5, high=2.0)
     await check_op(lambda x, a, b: getattr(x, op)(a, b, value=value), (3,), (2, 3), (3,), requires_grad=[False, True,
                    False], name=name, low=0.5, high=2.0)
 
 
-async def test_in_place_forms_record_as_torch(device):
-    for op, name in (("addcmul_", "AddcmulBackward0"), ("addcdiv_", "AddcdivBackward0")):
-        await check_op(lambda x, a, b: getattr(x * 1, op)(a, b, value=0.4), (2, 3), (2, 3), (3,), name=name,
-                       low=0.5, high=2.0)
+@pytest.mark.parametrize("op,name", [("addcmul_", "AddcmulBackward0"), ("addcdiv_", "AddcdivBackward0")])
+async def test_in_place_forms_record_as_torch(device, op, name):
+    await check_op(lambda x, a, b: getattr(x * 1, op)(a, b, value=0.4), (2, 3), (2, 3), (3,), name=name,
+                   low=0.5, high=2.0)
     await check_op(lambda x, a: (x * 1).lerp_(a, 0.3), (2, 3), (2, 3), name="LerpBackward0")
 
 
