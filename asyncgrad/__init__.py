@@ -15,6 +15,9 @@ from asyncgrad.autograd.graph import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
 
+# allocator policy: opt-in glibc heap thresholds (Note [Heap trimming and page faults] in devices/allocator.py)
+from asyncgrad.devices.allocator import get_allocator_policy, set_allocator_policy
+
 # streams: per-device streams and events (Note [Streams per device] in devices/streams.py)
 from asyncgrad.devices.streams import Event, Stream, current_stream, default_stream, stream, synchronize
 from asyncgrad.dtypes import (

@@ -246,7 +246,10 @@ class Asyncgrad(Framework):
         return [self.ag.tensor(a, requires_grad=True) for a in graph.params]
 
     def forward(self, graph: Graph, leaves: list[Any]) -> Recording:
-        data = [self.ag.tensor(a) for a in graph.data]
+        # sharing memory, as torch's adapter does with from_numpy: W3's copy of x (401 KB) was timed work
+        # torch never did, and after each step's heap trim it faulted 98 pages (Note [Heap trimming and
+        # page faults] in asyncgrad/devices/allocator.py)
+        data = [self.ag.from_numpy(a) for a in graph.data]
         return Recording(graph.build(self.ops, *leaves, *data), leaves)
 
     def backward(self, rec: Recording) -> Awaitable[Any]:

@@ -75,6 +75,7 @@ from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
+from asyncgrad.engine.ready_queue import ReadyQueue
 from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way, release
 
 
@@ -221,8 +222,12 @@ class Engine:
                 captured[output_idx] = inputs[input_nr]
         return inputs if info.needed else None
 
-    def route(self, graph_task: GraphTask, node: Node, outputs: Any) -> None:
+    def route(self, graph_task: GraphTask, node: Node, outputs: Any, chain: ReadyQueue | None = None) -> tuple | None:
         """Send each output gradient to its consumer's input buffer; enqueue the ready ones.
+
+        ``chain``: the queue of the server that ran ``node`` inline. A consumer that becomes ready
+        for that very queue while it is empty is returned as ``(node, inputs)`` instead of pushed,
+        for the server to run next (Note [Chains skip the heap] in worker.py); returns None else.
 
         Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
         builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself, rather than
@@ -248,7 +253,7 @@ class Engine:
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
         exec_info = graph_task.exec_info
-        last_device = heap = counter = queue = None
+        last_device = heap = counter = queue = chained = None
         neg_depth = -graph_task.reentrant_depth
         for i, grad in enumerate(outputs):
             fn, input_nr = edges[i]
@@ -295,9 +300,16 @@ class Engine:
                 queue = worker.queue
                 heap = queue.heap
                 counter = queue.counter
+            if queue is chain and chained is None and not heap:  # Note [Chains skip the heap] in worker.py
+                chained = (fn, buffer)
+                continue
             heappush(heap, (neg_depth, -fn.sequence_nr, next(counter), graph_task, fn, buffer))
             if queue.waiters:
                 queue.wake()
+        if chained is not None and chain.heap:  # another consumer came after it: the heap orders them
+            heappush(chain.heap, (neg_depth, -chained[0].sequence_nr, next(chain.counter), graph_task, *chained))
+            return None
+        return chained
 
     def task_done(self, graph_task: GraphTask) -> None:
         graph_task.outstanding_tasks -= 1

@@ -35,6 +35,17 @@ Note [task_done inlined]: after an inline node, ``_serve`` counts it done with
 end its graph task (nothing else runs on the loop meanwhile, and it cannot start a reentrant
 backward: Note [Placement]).
 
+Note [Chains skip the heap]: most backward graphs are mostly chains: a node that ran inline
+makes one consumer ready. ``route`` hands such a consumer back to the server that called it
+(``chain``) instead of pushing it, when it goes to this server's queue and that queue is empty:
+popped next anyway, it would have cost a heap entry, a push, a pop and the entry's checks. The
+order is torch's still: with anything else queued here, or a second consumer made ready by the
+same route, every one goes through the heap. The handed-back node belongs to the current graph
+task, so none of the graph-task switch's work is due; a node that must not run inline goes onto
+the heap, where popping decides where it runs (Note [Inter-op parallelism]), and one handed back
+as the worker yields goes onto the heap first, since whatever runs meanwhile may queue a node
+that comes before it. W1's backward: 25,470 -> 24,158 instructions per node (-5.2%).
+
 Note [Inter-op parallelism]: a BY_COST node whose estimated ``work`` reaches the device's inline
 threshold runs in the device's executor; the worker keeps up to ``device.num_workers``
 such kernels in flight and goes on dispatching in priority order meanwhile. Outputs come
@@ -309,70 +320,84 @@ class DeviceWorker:
         by_cost, on_loop = BY_COST, ON_LOOP
         clock = time.perf_counter
         last_yield = clock()
+        chained: tuple | None = None
+        graph_task: Any = None  # the current one whenever ``chained`` is set
         while True:
-            if not heap:
-                if reentry is None:
-                    if not engine.live and not self.in_flight:
+            if chained is not None:  # Note [Chains skip the heap]: graph_task is still current
+                node, inputs = chained
+                chained = None
+                if graph_task.has_error:  # its own hook may have cancelled it
+                    continue
+                placement = node.placement
+                if not (placement is by_cost and node.work < threshold or placement is on_loop):
+                    heappush(heap, (-graph_task.reentrant_depth, -node.sequence_nr, next(queue.counter), graph_task,
+                                    node, inputs))  # where it runs is decided as it is popped
+                    continue
+            else:
+                if not heap:
+                    if reentry is None:
+                        if not engine.live and not self.in_flight:
+                            return
+                    elif reentry.ended():
                         return
-                elif reentry.ended():
-                    return
-                # Note [A server's context is emptied as it ends]: an idle server holds no graph task either;
-                # and current is None after every await: a helper looks at its reentry again
-                entry = node = graph_task = current = profile = None
-                current_graph_task.set(None)
-                current_recorder.set(None)
-                await queue.wait()
-                last_yield = clock()
-                continue
-            entry = heappop(heap)
-            node = entry[4]
-            graph_task = entry[3]
-            if graph_task.has_error:
-                continue  # its queued nodes were dropped when it ended; a late one is dropped here
-            if graph_task is not current:
-                if reentry is not None and reentry.ended():  # Note [Reentrant priority]
-                    heappush(heap, entry)
-                    return
-                if graph_task.holds:  # Note [Reentrant priority]
-                    graph_task.deferred.append((self, entry))
+                    # Note [A server's context is emptied as it ends]: an idle server holds no graph task either;
+                    # and current is None after every await: a helper looks at its reentry again
+                    entry = node = inputs = graph_task = current = profile = None
+                    current_graph_task.set(None)
+                    current_recorder.set(None)
+                    await queue.wait()
+                    last_yield = clock()
                     continue
-                current = graph_task
-                profile = graph_task.profile
-                threshold = device.inline_threshold if graph_task.threads else NEVER
-                grad_enabled.set(graph_task.create_graph)
-                current_graph_task.set(graph_task)
-                current_recorder.set(profile)
-            placement = node.placement
-            if not (placement is by_cost and node.work < threshold or placement is on_loop):
-                if placement is OWN_TASK:
-                    self._spawn(graph_task, node, entry[5], _AS_TASK)
-                    current = None  # Note [Reentrant priority]: the next node looks at ``holds``
-                    if heap:
-                        await asyncio.sleep(0)  # the task takes its first step (and maybe reenters) first
-                        last_yield = clock()
-                    continue
-                if node.work >= threshold and not (  # Note [Nothing to overlap]
-                        placement is by_cost and not self.in_flight and node.work < threshold * ALONE_INLINE_FACTOR
-                        and alone(heap, threshold)):
-                    if self.in_flight >= device.num_workers and not self.blocked:
-                        heappush(heap, entry)  # back in its place; taken again once a thread is free
-                        await self._free_slot()
-                        current = None
-                        last_yield = clock()
+                entry = heappop(heap)
+                node = entry[4]
+                graph_task = entry[3]
+                inputs = entry[5]
+                if graph_task.has_error:
+                    continue  # its queued nodes were dropped when it ended; a late one is dropped here
+                if graph_task is not current:
+                    if reentry is not None and reentry.ended():  # Note [Reentrant priority]
+                        heappush(heap, entry)
+                        return
+                    if graph_task.holds:  # Note [Reentrant priority]
+                        graph_task.deferred.append((self, entry))
                         continue
-                    if self.in_flight < device.num_workers:
-                        self._spawn(graph_task, node, entry[5], _IN_EXECUTOR)
+                    current = graph_task
+                    profile = graph_task.profile
+                    threshold = device.inline_threshold if graph_task.threads else NEVER
+                    grad_enabled.set(graph_task.create_graph)
+                    current_graph_task.set(graph_task)
+                    current_recorder.set(profile)
+                placement = node.placement
+                if not (placement is by_cost and node.work < threshold or placement is on_loop):
+                    if placement is OWN_TASK:
+                        self._spawn(graph_task, node, inputs, _AS_TASK)
+                        current = None  # Note [Reentrant priority]: the next node looks at ``holds``
+                        if heap:
+                            await asyncio.sleep(0)  # the task takes its first step (and maybe reenters) first
+                            last_yield = clock()
                         continue
-                    # Every executor thread waits on a reentrant backward: run it here instead.
-                # a PORTAL node below the threshold runs here too: this server is a portal
+                    if node.work >= threshold and not (  # Note [Nothing to overlap]
+                            placement is by_cost and not self.in_flight and node.work < threshold * ALONE_INLINE_FACTOR
+                            and alone(heap, threshold)):
+                        if self.in_flight >= device.num_workers and not self.blocked:
+                            heappush(heap, entry)  # back in its place; taken again once a thread is free
+                            await self._free_slot()
+                            current = None
+                            last_yield = clock()
+                            continue
+                        if self.in_flight < device.num_workers:
+                            self._spawn(graph_task, node, inputs, _IN_EXECUTOR)
+                            continue
+                        # Every executor thread waits on a reentrant backward: run it here instead.
+                    # a PORTAL node below the threshold runs here too: this server is a portal
             start = clock() if profile is not None else 0.0
             try:
                 if evaluate is not None:
-                    evaluate(graph_task, node, entry[5])
+                    evaluate(graph_task, node, inputs)
                 elif graph_task.exec_info is None:  # Note [Evaluation inlined]
-                    route(graph_task, node, call_function(graph_task, node, entry[5]))
+                    chained = route(graph_task, node, call_function(graph_task, node, inputs), queue)
                 else:
-                    engine.evaluate_function(graph_task, node, entry[5])
+                    engine.evaluate_function(graph_task, node, inputs)
             except BaseException as exc:  # user code ran synchronously: never the worker's own cancellation
                 engine.fail(graph_task, exc, node)
             else:  # Note [task_done inlined]
@@ -383,6 +408,10 @@ class DeviceWorker:
             if profile is not None:
                 profile.record(node, device, self.name, graph_task, start, now, True)
             if now - last_yield > YIELD_AFTER_S:
+                if chained is not None:  # queued while the loop runs others: where a new node may come first
+                    heappush(heap, (-graph_task.reentrant_depth, -chained[0].sequence_nr, next(queue.counter),
+                                    graph_task, *chained))
+                    chained = None
                 await give_way()
                 current = None
                 last_yield = clock()

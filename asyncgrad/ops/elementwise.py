@@ -542,6 +542,10 @@ def _bool_sign(xp: Any, x: Any) -> Any:
     return xp.asarray(x, copy=True)  # a bool is its own sign (numpy's and the standard's sign take none)
 
 
+# Note [Float literals in formulas]: the derivatives write their constants as floats (``1.0 - y * y``):
+# numpy converts a Python int operand by a slower path than a float (1,000 instructions more per
+# op on a small array, measured), and both are the same weak scalar to every float or complex
+# operand (NEP 50; torch's wrapped numbers), so the result is the same, bit for bit.
 _UNARY = (
     # name        node                   forward                                       to_float saves    work
     #     derivative                                            on_bool
@@ -552,17 +556,17 @@ _UNARY = (
     ("log",        "LogBackward0",        lambda xp, x: xp.log(x),                       True,  "input",  1,
         lambda F, g, x: g / x,                                  None),
     ("log1p",      "Log1PBackward0",      lambda xp, x: xp.log1p(x),                     True,  "input",  3,
-        lambda F, g, x: g / (x + 1),                            None),
+        lambda F, g, x: g / (x + 1.0),                          None),
     ("sqrt",       "SqrtBackward0",       lambda xp, x: xp.sqrt(x),                      True,  "result", 3,
-        lambda F, g, y: g / (2 * y),                            None),
+        lambda F, g, y: g / (2.0 * y),                          None),
     ("sin",        "SinBackward0",        lambda xp, x: xp.sin(x),                       True,  "input",  9,
         lambda F, g, x: g * F.cos(x),                           None),
     ("cos",        "CosBackward0",        lambda xp, x: xp.cos(x),                       True,  "input",  9,
         lambda F, g, x: g * -F.sin(x),                          None),
     ("tanh",       "TanhBackward0",       lambda xp, x: xp.tanh(x),                      True,  "result", 4,
-        lambda F, g, y: g * (1 - y * y),                        None),
+        lambda F, g, y: g * (1.0 - y * y),                      None),
     ("sigmoid",    "SigmoidBackward0",    lambda xp, x: xp.tanh(x * 0.5) * 0.5 + 0.5,    True,  "result", 4,
-        lambda F, g, y: g * (y * (1 - y)),                      None),
+        lambda F, g, y: g * (y * (1.0 - y)),                    None),
     ("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x,                           True,  "result", 3,
         lambda F, g, y: -g * y * y,                             None),
     # torch's threshold_backward: 0 where the result is <= 0, so a NaN passes the gradient
@@ -574,7 +578,7 @@ _UNARY = (
         lambda F, g, _: F.zeros_like(g),                        _bool_sign),
     # the rest of torch's pointwise math (derivatives as torch's derivatives.yaml)
     ("expm1",      "Expm1Backward0",      lambda xp, x: xp.expm1(x),                     True,  "result", 1,
-        lambda F, g, y: g * (y + 1),                            None),
+        lambda F, g, y: g * (y + 1.0),                          None),
     ("rsqrt",      "RsqrtBackward0",      lambda xp, x: 1 / xp.sqrt(x),                  True,  "result", 3,
         lambda F, g, y: g * (y * y * y) * -0.5,                 None),
     ("floor",      "FloorBackward0",      lambda xp, x: xp.floor(x),                     False, None,     1,
@@ -584,13 +588,13 @@ _UNARY = (
     ("trunc",      "TruncBackward0",      lambda xp, x: xp.trunc(x),                     False, None,     1,
         lambda F, g, _: F.zeros_like(g),                        _refuse_bool("trunc_vml_cpu")),
     ("tan",        "TanBackward0",        lambda xp, x: xp.tan(x),                       True,  "result", 4,
-        lambda F, g, y: g * (y * y + 1),                        None),
+        lambda F, g, y: g * (y * y + 1.0),                      None),
     ("atan",       "AtanBackward0",       lambda xp, x: xp.atan(x),                      True,  "input",  4,
-        lambda F, g, x: g / (x * x + 1),                        None),
+        lambda F, g, x: g / (x * x + 1.0),                      None),
     ("asin",       "AsinBackward0",       lambda xp, x: xp.asin(x),                      True,  "input",  5,
-        lambda F, g, x: g * (1 - x * x) ** -0.5,                None),
+        lambda F, g, x: g * (1.0 - x * x) ** -0.5,              None),
     ("acos",       "AcosBackward0",       lambda xp, x: xp.acos(x),                      True,  "input",  5,
-        lambda F, g, x: -g * (1 - x * x) ** -0.5,               None),
+        lambda F, g, x: -g * (1.0 - x * x) ** -0.5,             None),
     ("sinh",       "SinhBackward0",       lambda xp, x: xp.sinh(x),                      True,  "input",  9,
         lambda F, g, x: g * F.cosh(x),                          None),
     ("cosh",       "CoshBackward0",       lambda xp, x: xp.cosh(x),                      True,  "input",  9,
