@@ -28,7 +28,7 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.devices.device import cpu
 from asyncgrad.dtypes import numpy_dtype
@@ -247,6 +247,8 @@ class Function:
         recording = grad_enabled.get() and any(args[i]._requires_grad for i in positions)
         edges = tuple(gradient_edge(args[i]) for i in positions) if recording else ()
         node = cls._node_class(edges)
+        if node.placement is Placement.PORTAL:
+            portal_needed[0] = True  # Note [Servers become portals on demand] in engine/worker.py
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)
         node._tensor_positions = positions
         with no_grad():

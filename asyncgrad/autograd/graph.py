@@ -114,6 +114,7 @@ def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
             f"hook '{hook_name(fn)}' is an async def function; hooks run synchronously inside the backward pass, "
             "so they must be plain functions (do async work in an async def custom Function backward instead)"
         )
+    portal_needed[0] = True  # Note [Servers become portals on demand] in engine/worker.py
     handle = RemovableHandle(hooks)
     hooks[handle.id] = fn
     return handle
@@ -218,6 +219,7 @@ class Node:
 
     def _hook_store(self) -> NodeHooks:
         if self._hooks is None:
+            portal_needed[0] = True  # any hook dict, set by add_hook or assigned (Tensor._backward_hooks)
             self._hooks = NodeHooks()
         return self._hooks
 
@@ -320,6 +322,12 @@ saved_hooks: contextvars.ContextVar[SavedHooks | None] = contextvars.ContextVar(
 saved_hooks_disabled: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "asyncgrad_saved_tensors_hooks_disabled", default=None)
 """The message of the innermost ``disable_saved_tensors_hooks``, or None."""
+
+portal_needed = [False]
+"""Whether plain user code may ever run inside a backward on the loop: set (never reset) by the
+first hook registered on a node or tensor, and by the first plain-def custom backward recorded;
+``saved_tensors_hooks`` counts through ``hooks_in_use``. Until then a device's server need not be
+a greenback portal (Note [Servers become portals on demand] in engine/worker.py)."""
 
 hooks_in_use = [False]
 """Whether any ``saved_tensors_hooks`` was ever entered: until then recording reads one list item,

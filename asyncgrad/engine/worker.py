@@ -71,8 +71,9 @@ reentrant ``backward_sync`` too. A PORTAL node (a plain-def custom backward, whi
 reentrant ``backward_sync``) runs in a kernel thread when its ``work`` reaches the threshold and
 a thread is free, else inline like any small node: the worker is a portal (Note [Servers]).
 
-Note [Servers]: every task that serves a device's queue (a *server*) is a greenback portal, so
-any plain code the engine calls on the loop (tensor hooks, node hooks, AccumulateGrad's hooks,
+Note [Servers]: every task that serves a device's queue (a *server*) is a greenback portal
+once user code may run in it (Note [Servers become portals on demand]), so any plain code the
+engine calls on the loop (tensor hooks, node hooks, AccumulateGrad's hooks,
 a plain-def backward) may call ``backward_sync``/``grad_sync``: the bridge (``reenter``) runs the
 nested call as a task of its own (its ``GraphTask.runner``, so a parent's abort and wind-down
 reach it as they reach any child) and ``greenback.await_``s it, which suspends the server in the
@@ -87,6 +88,22 @@ depth, each level a task with a stack of its own; nothing grows the Python stack
 common path pays nothing for this: the portal costs each server one greenlet switch per task
 step (servers step when they yield, every couple of milliseconds, not per node), and the
 helper's test sits on the graph-task switch, not on the per-node path.
+
+Note [Servers become portals on demand]: a portal costs every server it serves: a greenlet, a
+16 KiB frame-stack chunk mapped and unmapped (a page fault) and two greenlet switches per task
+step, about 70 µs per backward on the 2-core machine, as much as the rest of the engine's fixed
+cost (a two-node backward: 200 -> 127 µs; torch 46 µs), since a server runs only while a backward
+does (Note [Idle workers]). It is needed only where plain user code runs on the loop: a hook, a
+plain-def custom backward, a ``saved_tensors_hooks`` unpack. So a server starts without one until
+any of those was ever used in the process (``portal_needed`` in autograd/graph.py, set by every
+hook registration and every plain-def custom node recorded; ``hooks_in_use`` for saved-tensor
+hooks; neither goes back to False), and a server that started without one makes itself one
+(``greenback.ensure_portal``, one loop iteration) at its next graph-task switch after the flags
+changed. That switch comes before any node of a graph task that was recorded after the change,
+and after every await of the server (each one forgets ``current``): user code that flips the flag
+runs either in this server, which is then already a portal, or elsewhere while it awaits. Helpers
+are portals from the start (their server is suspended in a reentrant call). MLP training step
+(``benchmarks.train_loop``), backward phase, in-process min of 300 steps: 1620 -> 1535 µs.
 
 Note [Reentrant priority]: torch's reentrant thread serves until its child graph task completes,
 so no node of the parent graph task runs before a reentrant backward called by one of its nodes
@@ -118,7 +135,7 @@ from typing import TYPE_CHECKING, Any
 import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
-from asyncgrad.autograd.graph import Placement
+from asyncgrad.autograd.graph import Placement, hooks_in_use, portal_needed
 from asyncgrad.devices.streams import forward_stream
 from asyncgrad.engine import stream_sync
 from asyncgrad.engine.calls import call_function, call_function_async
@@ -276,10 +293,14 @@ class DeviceWorker:
     # loop holds no engine task, so a loop closed then has none pending, and ``ensure_running``
     # starts the worker again at the next push.
     def ensure_running(self) -> None:
-        """Start the worker task if it is not running (Note [Idle workers])."""
+        """Start the worker task if it is not running (Note [Idle workers]); a greenback portal from
+        the start once user code may run in a backward (Note [Servers become portals on demand])."""
         if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self._run(), name=f"asyncgrad worker {self.device}")
-            greenback.bestow_portal(self.task)  # before its first step: no extra loop iteration
+            portal = portal_needed[0] or hooks_in_use[0]
+            loop = asyncio.get_running_loop()
+            self.task = loop.create_task(self._run(portal), name=f"asyncgrad worker {self.device}")
+            if portal:
+                greenback.bestow_portal(self.task)  # before its first step: no extra loop iteration
 
     def start_helper(self, reentry: Reentry) -> None:
         """Serve this worker's queue while a server waits for ``reentry`` (Note [Servers])."""
@@ -291,10 +312,10 @@ class DeviceWorker:
     def wake(self, _: Any = None) -> None:
         self.queue.wake()
 
-    async def _run(self) -> None:
+    async def _run(self, portal: bool) -> None:
         _serving.set((self, self.task))
         try:
-            await self._serve(None)
+            await self._serve(None, portal)
         finally:
             self.task = None
             _forget_context()
@@ -302,11 +323,11 @@ class DeviceWorker:
     async def _help(self, reentry: Reentry) -> None:
         _serving.set((self, asyncio.current_task()))
         try:
-            await self._serve(reentry)
+            await self._serve(reentry, True)
         finally:
             _forget_context()
 
-    async def _serve(self, reentry: Reentry | None) -> None:
+    async def _serve(self, reentry: Reentry | None, portal: bool) -> None:
         engine = self.engine
         queue = self.queue
         heap = queue.heap
@@ -360,6 +381,13 @@ class DeviceWorker:
                         return
                     if graph_task.holds:  # Note [Reentrant priority]
                         graph_task.deferred.append((self, entry))
+                        continue
+                    if not portal and (portal_needed[0] or hooks_in_use[0]):  # Note [Servers become portals on demand]
+                        heappush(heap, entry)
+                        await greenback.ensure_portal()
+                        portal = True
+                        current = None
+                        last_yield = clock()
                         continue
                     current = graph_task
                     profile = graph_task.profile

@@ -1,0 +1,135 @@
+"""What the MLP training step (``python -m benchmarks.train_loop``) relies on to run at torch's
+speed, pinned by behaviour, never by time: a backward without user code starts its server without
+a greenback portal, and one that may run user code still gets one, also when that becomes so while
+a server waits (Note [Servers become portals on demand] in engine/worker.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import greenback
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+import asyncgrad.engine.worker as worker_module
+from asyncgrad.autograd import graph as graph_module
+from asyncgrad.engine.engine import get_engine
+
+
+@pytest.fixture
+def no_user_code_yet(monkeypatch):
+    """The flags as in a fresh process that has registered no hook and recorded no plain custom
+    backward; restored afterwards (they never go back to False by themselves)."""
+    monkeypatch.setattr(graph_module, "portal_needed", [False])
+    monkeypatch.setattr(worker_module, "portal_needed", graph_module.portal_needed)
+    monkeypatch.setattr(graph_module, "hooks_in_use", [False])
+    monkeypatch.setattr(worker_module, "hooks_in_use", graph_module.hooks_in_use)
+    import asyncgrad.autograd.function as function_module
+
+    monkeypatch.setattr(function_module, "portal_needed", graph_module.portal_needed)
+    bestowed = []
+    real = worker_module.greenback.bestow_portal
+
+    def counting(task):
+        bestowed.append(task)
+        return real(task)
+
+    monkeypatch.setattr(worker_module.greenback, "bestow_portal", counting)
+    return bestowed
+
+
+def _nested(w):
+    """A nested backward of a fresh graph of ``w``, from plain code the engine runs."""
+    with ag.enable_grad():
+        loss = (w * w).sum()
+    ag.backward_sync(loss)
+
+
+def _mlp(lib, rng):
+    w1 = lib.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    b1 = lib.tensor(rng.standard_normal(4), requires_grad=True)
+    w2 = lib.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    x = lib.tensor(rng.standard_normal((6, 5)))
+    y = lib.tensor(rng.integers(0, 3, 6))
+    return (w1, b1, w2), x, y
+
+
+async def test_a_backward_without_user_code_gets_no_portal(no_user_code_yet):
+    import torch
+
+    params, x, y = _mlp(ag, np.random.default_rng(0))
+    t_params, t_x, t_y = _mlp(torch, np.random.default_rng(0))
+    w1, b1, w2 = params
+    await ag.nn.functional.cross_entropy((x @ w1 + b1).relu() @ w2, y).backward()
+    tw1, tb1, tw2 = t_params
+    torch.nn.functional.cross_entropy((t_x @ tw1 + tb1).relu() @ tw2, t_y).backward()
+    assert no_user_code_yet == [], "no server of a backward without user code is a greenback portal"
+    for a, t in zip(params, t_params):
+        np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+async def test_a_hook_registered_before_the_backward_gets_a_portal_from_the_start(no_user_code_yet):
+    x = ag.tensor([0.5, -1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    w = ag.tensor([1.5, 0.25, -0.75], dtype=ag.float64, requires_grad=True)
+    h = x.sin()
+    h.register_hook(lambda g: _nested(w))
+    await (h * 3).sum().backward()
+    names = [task.get_name() for task in no_user_code_yet]
+    assert names == ["asyncgrad worker cpu", "asyncgrad helper cpu"], "the server got its portal as it started"
+    np.testing.assert_allclose(x.grad.numpy(), 3 * np.cos([0.5, -1.0, 2.0]))
+    np.testing.assert_allclose(w.grad.numpy(), [3.0, 0.5, -1.5])
+
+
+@pytest.mark.parametrize("kind", ["hook", "plain-backward"])
+async def test_a_waiting_server_becomes_a_portal_when_user_code_appears(no_user_code_yet, kind):
+    """Backward A keeps the cpu server alive (its ``async def`` custom backward waits on an event)
+    and started it without a portal; then a hook (or a plain-def custom backward) that reenters
+    the engine is recorded and backward B runs on the same server: the server makes itself a portal
+    before B's first node, and both backwards give their gradients."""
+    release = asyncio.Event()
+
+    class Waits(ag.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        async def backward(ctx, g):
+            await release.wait()
+            return g * 2
+
+    class Reenters(ag.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            _nested(w)
+            return g
+
+    a = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    run_a = asyncio.get_running_loop().create_task(Waits.apply(a).sum().backward())
+    for _ in range(5):  # A's root ran and its Waits node task is waiting; the server waits on its queue
+        await asyncio.sleep(0)
+    server = get_engine().workers[ag.device("cpu")].task
+    assert server is not None and not server.done()
+    assert server not in no_user_code_yet and not greenback.has_portal(server), "A's server has no portal"
+    b = ag.tensor([0.5, -1.0], dtype=ag.float64, requires_grad=True)
+    w = ag.tensor([3.0, -2.0], dtype=ag.float64, requires_grad=True)
+    if kind == "hook":
+        h = b.exp()
+        h.register_hook(lambda g: _nested(w))
+        loss = (h * 1).sum()
+    else:
+        loss = Reenters.apply(b.exp()).sum()
+    await loss.backward()
+    np.testing.assert_allclose(b.grad.numpy(), np.exp([0.5, -1.0]))
+    np.testing.assert_allclose(w.grad.numpy(), [6.0, -4.0])
+    assert not run_a.done()
+    assert get_engine().workers[ag.device("cpu")].task is server, "B ran on A's server"
+    assert greenback.has_portal(server)
+    release.set()
+    await run_a
+    np.testing.assert_allclose(a.grad.numpy(), [2.0, 2.0])
