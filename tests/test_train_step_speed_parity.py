@@ -19,15 +19,13 @@ from asyncgrad.engine.engine import get_engine
 
 @pytest.fixture
 def no_user_code_yet(monkeypatch):
-    """The flags as in a fresh process that has registered no hook and recorded no plain custom
-    backward; restored afterwards (they never go back to False by themselves)."""
-    monkeypatch.setattr(graph_module, "portal_needed", [False])
-    monkeypatch.setattr(worker_module, "portal_needed", graph_module.portal_needed)
-    monkeypatch.setattr(graph_module, "hooks_in_use", [False])
-    monkeypatch.setattr(worker_module, "hooks_in_use", graph_module.hooks_in_use)
-    import asyncgrad.autograd.function as function_module
-
-    monkeypatch.setattr(function_module, "portal_needed", graph_module.portal_needed)
+    """The flags as in a fresh process that has registered no hook, entered no saved-tensor hooks
+    and recorded no plain custom backward; restored afterwards (they never go back to False by
+    themselves). Yields the tasks the worker makes portals of."""
+    flags = (graph_module.portal_needed, graph_module.hooks_in_use)
+    before = [flag[0] for flag in flags]
+    for flag in flags:
+        flag[0] = False
     bestowed = []
     real = worker_module.greenback.bestow_portal
 
@@ -36,7 +34,11 @@ def no_user_code_yet(monkeypatch):
         return real(task)
 
     monkeypatch.setattr(worker_module.greenback, "bestow_portal", counting)
-    return bestowed
+    try:
+        yield bestowed
+    finally:
+        for flag, value in zip(flags, before):
+            flag[0] = flag[0] or value
 
 
 def _nested(w):
