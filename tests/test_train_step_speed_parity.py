@@ -135,3 +135,79 @@ async def test_a_waiting_server_becomes_a_portal_when_user_code_appears(no_user_
     release.set()
     await run_a
     np.testing.assert_allclose(a.grad.numpy(), [2.0, 2.0])
+
+
+# Note [Reductions without numpy's wrappers] in devices/backend.py: the ufunc's reduce is the very
+# computation numpy's function runs, so every result is the same bit for bit
+_REDUCED = [
+    np.random.default_rng(1).standard_normal((64, 10)),
+    np.random.default_rng(2).standard_normal((3, 4, 5)).astype(np.float32),
+    np.arange(7, dtype=np.int32),
+    np.array([True, False, True]),
+    np.float64(2.5),
+    np.array(3.0),
+]
+
+
+@pytest.mark.parametrize("array", _REDUCED, ids=lambda a: f"{a.dtype}{list(np.shape(a))}")
+def test_backend_reductions_are_numpys_bit_for_bit(array):
+    backend = ag.device("cpu").backend
+    axes = [None] + list(range(np.ndim(array))) + ([(0, np.ndim(array) - 1)] if np.ndim(array) > 1 else [])
+    for axis in axes:
+        for keepdims in (False, True):
+            for ours, numpys in ((backend.sum, np.sum), (backend.max, np.max)):
+                got, want = ours(array, axis=axis, keepdims=keepdims), numpys(array, axis=axis, keepdims=keepdims)
+                assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+                np.testing.assert_array_equal(got, want, strict=True)
+    assert backend.any(array) is bool(np.any(array))
+    assert backend.any(np.zeros(3, dtype=bool)) is False
+
+
+async def test_backend_reductions_on_the_simulated_device():
+    data = np.random.default_rng(3).standard_normal((4, 6))
+    dev = ag.device("sim:0")
+    x = dev.backend.from_host(data)
+    np.testing.assert_array_equal(dev.backend.to_host(dev.backend.sum(x, axis=1, keepdims=True)),
+                                  np.sum(data, axis=1, keepdims=True))
+    np.testing.assert_array_equal(dev.backend.to_host(dev.backend.max(x, axis=0)), np.max(data, axis=0))
+    assert dev.backend.any(x > 0) is True
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim:0"])
+async def test_cross_entropy_step_is_torchs_and_its_own_formula(device):
+    """W3's loss: log_softmax + nll_loss (and their backward, whose bias gradients are sums) against
+    torch, and the log-probabilities against numpy's own functions, exactly."""
+    import torch
+
+    rng = np.random.default_rng(4)
+    logits, target = rng.standard_normal((64, 10)), rng.integers(0, 10, 64)
+    w = ag.tensor(logits, requires_grad=True, device=device)
+    b = ag.tensor(rng.standard_normal(10), requires_grad=True, device=device)
+    y = ag.tensor(target, device=device)
+    z = w + b
+    logp = ag.nn.functional.log_softmax(z, 1)
+    shifted = logits + b.detach().cpu().numpy() - np.max(logits + b.detach().cpu().numpy(), axis=1, keepdims=True)
+    np.testing.assert_array_equal(logp.detach().cpu().numpy(),
+                                  shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True)))
+    loss = ag.nn.functional.cross_entropy(z, y)
+    await loss.backward()
+    tw = torch.tensor(logits, requires_grad=True)
+    tb = torch.tensor(b.detach().cpu().numpy(), requires_grad=True)
+    t_loss = torch.nn.functional.cross_entropy(tw + tb, torch.tensor(target))
+    t_loss.backward()
+    np.testing.assert_allclose(loss.item(), t_loss.item(), rtol=1e-14)
+    np.testing.assert_allclose(w.grad.cpu().numpy(), tw.grad.numpy(), rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(b.grad.cpu().numpy(), tb.grad.numpy(), rtol=1e-12, atol=1e-16)
+    np.testing.assert_array_equal(b.grad.cpu().numpy(), np.sum(w.grad.cpu().numpy(), axis=0))
+
+
+@pytest.mark.parametrize("op_device", ["cpu", "sim:0"], indirect=True)
+async def test_the_mlp_step_ops_against_finite_differences_and_torch(op_device):
+    """The ops whose reductions changed (log_softmax, nll_loss, a broadcast bias add) and a
+    matmul + bias + relu layer: values and gradients against central differences and torch."""
+    from helpers import check_op
+
+    target = np.random.default_rng(5).integers(0, 5, 6)
+    await check_op(lambda lib, z, t: lib.nn.functional.cross_entropy(z, t), (6, 5), target)
+    await check_op(lambda lib, z: lib.nn.functional.log_softmax(z, 1), (6, 5), name="LogSoftmaxBackward0")
+    await check_op(lambda lib, x, w, b: (x @ w + b).relu(), (6, 4), (4, 3), (3,), seed=2)

@@ -338,9 +338,8 @@ class ArrayMath:
         if g.shape == shape:
             return g
         axes, _ = reduced_axes(g.shape, shape)
-        backend = backend_of(g)
-        xp = backend.xp
-        return backend.array(ArrayMath.reshape(xp.sum(g, axis=axes), shape))
+        backend = backend_of(g)  # Note [Reductions without numpy's wrappers] in devices/backend.py
+        return backend.array(ArrayMath.reshape(backend.sum(g, axis=axes), shape))
 
     @staticmethod
     def expand(g: Any, shape: tuple[int, ...]) -> Any:
@@ -351,7 +350,7 @@ class ArrayMath:
     @staticmethod
     def sum(g: Any, axis: Any = None, keepdims: bool = False) -> Any:
         backend = backend_of(g)
-        return backend.array(backend.xp.sum(g, axis=axis, keepdims=keepdims))
+        return backend.array(backend.sum(g, axis=axis, keepdims=keepdims))
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:

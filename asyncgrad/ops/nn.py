@@ -200,7 +200,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         tgt = backend.astype(tgt, np.int64)
     valid = tgt != ignore_index
     bad = xp.logical_and(valid, xp.logical_or(tgt < 0, tgt >= classes))
-    if bool(xp.any(bad)):
+    if backend.any(bad):  # Note [Reductions without numpy's wrappers] in devices/backend.py
         first = backend.to_host(backend.getitem(tgt, bad))[0]
         raise IndexError(f"Target {int(first)} is out of bounds.")
     safe = xp.where(valid, tgt, 0)
@@ -213,11 +213,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     rows = backend.arange(logp.shape[0], np.int64)
     picked = -backend.getitem(logp, (rows, safe)) * row_w  # one gather (numpy builds take_along_axis's in Python)
     if reduction == "mean":
-        total = xp.sum(row_w)
-        out = xp.sum(picked) / total
+        total = backend.sum(row_w)
+        out = backend.sum(picked) / total
     elif reduction == "sum":
         total = None
-        out = xp.sum(picked)
+        out = backend.sum(picked)
     else:
         total = None
         out = picked if input.ndim == 2 else xp.reshape(picked, ())

@@ -340,8 +340,9 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
     _no_integer_kernel(x, axis, "log_softmax")
     dev = x.device
     xp = dev.xp
-    shifted = data - xp.max(data, axis=axis, keepdims=True)
-    out = _contiguous(shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True)), dev.backend)
+    backend = dev.backend  # Note [Reductions without numpy's wrappers] in devices/backend.py
+    shifted = data - backend.max(data, axis=axis, keepdims=True)
+    out = _contiguous(shifted - xp.log(backend.sum(xp.exp(shifted), axis=axis, keepdims=True)), backend)
     return record(LogSoftmaxBackward0, (x,), out, dev, axis)
 
 
