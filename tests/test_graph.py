@@ -34,6 +34,24 @@ def test_seed_example_records_the_documented_graph():
     assert type(mean.next_edges[0]) is tuple and mean.next_edges[0] == (mul3, 0)  # Note [Edges are plain pairs]
 
 
+def test_edges_are_kept_as_two_parallel_tuples():
+    """Note [A node's edges are two parallel tuples]: functions and input numbers apart, the numbers
+    of inputs that are first outputs shared by every node; ``next_edges`` and the constructor speak pairs."""
+    x = ag.randn(3, requires_grad=True)
+    a, b = (x * 2.0).tanh(), (x + 1.0).exp()
+    assert a.grad_fn.edge_fns == (a.grad_fn.edge_fns[0],) and a.grad_fn.edge_nrs == (0,)
+    assert a.grad_fn.edge_nrs is b.grad_fn.edge_nrs, "one shared (0,), not a tuple per node"
+    s = a * b
+    assert s.grad_fn.edge_nrs is (x * x).grad_fn.edge_nrs == (0, 0)
+    first, second = ag.split(x * 1.0, [1, 2])
+    z = second * first  # the second output of a node: its input number is 1
+    assert z.grad_fn.edge_nrs == (1, 0) and z.grad_fn.edge_fns == (second.grad_fn, first.grad_fn)
+    assert z.grad_fn.next_edges == ((second.grad_fn, 1), (first.grad_fn, 0)) == z.grad_fn.next_functions
+    node = ag.autograd.graph.Node(((a.grad_fn, 0), (None, 0)))
+    assert node.edge_fns == (a.grad_fn, None) and node.edge_nrs == (0, 0) and node.num_outputs == 2
+    assert node.topological_nr == a.grad_fn.topological_nr + 1
+
+
 def test_next_edges_and_input_metadata():
     x = ag.randn(3, requires_grad=True)
     w = ag.randn(3)

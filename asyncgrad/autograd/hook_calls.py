@@ -116,7 +116,7 @@ def as_tensor(grad: Any, node: Node, position: int, create_graph: bool) -> Tenso
 def _wrap_output(node: Node, index: int, grad: Any, create_graph: bool) -> Tensor | None:
     if grad is None or create_graph:
         return grad
-    edge_fn, input_nr = node.next_edges[index]
+    edge_fn, input_nr = node.edge_fns[index], node.edge_nrs[index]
     device = edge_fn._input_meta[input_nr][2] if edge_fn is not None else None
     return Tensor._make(grad, device, False, None, 0, [0])
 

@@ -52,10 +52,10 @@ def call_function(graph_task: GraphTask, node: Node, inputs: list) -> Any:
                 if not graph_task.keep_graph and (node.saved or node.saves_variables):
                     node.release_variables()
                 return outputs
-        return [None] * len(node.next_edges)
+        return [None] * node.num_outputs
     inputs = _before_apply(graph_task, node, inputs)
     if inputs is None:
-        return [None] * len(node.next_edges)
+        return [None] * node.num_outputs
     return _after_apply(graph_task, node, inputs, node.apply(inputs, graph_task.create_graph))
 
 
@@ -63,7 +63,7 @@ async def call_function_async(graph_task: GraphTask, node: Node, inputs: list) -
     """For nodes whose ``apply`` is a coroutine function."""
     inputs = _before_apply(graph_task, node, inputs)
     if inputs is None:
-        return [None] * len(node.next_edges)
+        return [None] * node.num_outputs
     return _after_apply(graph_task, node, inputs, await node.apply(inputs, graph_task.create_graph))
 
 

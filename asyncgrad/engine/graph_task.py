@@ -103,7 +103,7 @@ class GraphTask:
                 if fn is None or fn in seen:
                     continue
                 seen.add(fn)
-                stack.extend(next_fn for next_fn, _ in fn.next_edges)
+                stack.extend(fn.edge_fns)
             self.nodes_in_graph = seen
         return node in self.nodes_in_graph
 

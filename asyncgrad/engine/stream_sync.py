@@ -69,7 +69,7 @@ def before(graph_task: GraphTask, node: Node, s: Stream) -> None:
     if table:
         for event in table.pop(node, ()):
             s.wait_event(event)
-        for fn, _ in node.next_edges:
+        for fn in node.edge_fns:
             for event in table.get(fn, ()):
                 if event.stream != s:  # ``!=``: two wrappers of one CuPy stream are equal
                     s.wait_event(event)
@@ -78,11 +78,11 @@ def before(graph_task: GraphTask, node: Node, s: Stream) -> None:
 
 def after(graph_task: GraphTask, node: Node, s: Stream) -> None:
     """Events on ``s`` for the consumers on other streams; ``s`` as a leaf stream where it is one."""
-    edges = node.next_edges
-    if not edges or graph_task.exec_info is not None:
+    fns = node.edge_fns
+    if not fns or graph_task.exec_info is not None:
         _leaf(graph_task, s)
     event: Event | None = None
-    for fn, _ in edges:
+    for fn in fns:
         if fn is None:
             continue
         consumer_device = buffer_device(fn, cpu)

@@ -19,7 +19,7 @@ from asyncgrad.autograd import graph as graph_module
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import INFERENCE_ACTIVE, grad_enabled
-from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Node
+from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Node, split_edges
 from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
@@ -84,7 +84,7 @@ class OpNode(Node):
         raise NotImplementedError
 
     def needs(self, index: int) -> bool:
-        return self.next_edges[index][0] is not None
+        return self.edge_fns[index] is not None
 
 
 def _fields_setter(names: Any) -> Any:
@@ -179,26 +179,34 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         a, b = inputs
         ra = a is not None and a._requires_grad
         if (ra or (b is not None and b._requires_grad)) and grad_enabled.get():
-            if ra:
-                fn = a.grad_fn
-                edges = ((fn, a.output_nr) if fn is not None else gradient_edge(a),
-                         NO_EDGE if b is None else gradient_edge(b))
+            # Note [A node's edges are two parallel tuples] in autograd/graph.py: (0, 0) is shared
+            fn = a.grad_fn if ra else None
+            if fn is not None:
+                na = a.output_nr
             else:
-                edges = (NO_EDGE, gradient_edge(b))
+                fn, na = gradient_edge(a) if ra else NO_EDGE
+            fb, nb = NO_EDGE if b is None else gradient_edge(b)
+            fns: tuple | None = (fn, fb)
+            nrs = (na, nb) if na or nb else (0, 0)
         else:
-            edges = None
+            fns = None
     elif n == 1:
         a = inputs[0]
         if a is not None and a._requires_grad and grad_enabled.get():
             fn = a.grad_fn
-            edges = ((fn, a.output_nr) if fn is not None else gradient_edge(a),)
+            if fn is not None:
+                na = a.output_nr
+            else:
+                fn, na = gradient_edge(a)
+            fns = (fn,)
+            nrs = (na,) if na else (0,)
         else:
-            edges = None
+            fns = None
     elif recording(*inputs):
-        edges = tuple([NO_EDGE if t is None else gradient_edge(t) for t in inputs])
+        fns, nrs = split_edges([NO_EDGE if t is None else gradient_edge(t) for t in inputs])
     else:
-        edges = None
-    if edges is not None:
+        fns = None
+    if fns is not None:
         # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out here, as they
         # would run: no frame for either, and the node's meta and work are stored once. That took
         # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
@@ -206,10 +214,11 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
         # that every slot of both is set on a recorded result.
         node = _new(cls)
-        node.next_edges = edges
+        node.edge_fns = fns
+        node.edge_nrs = nrs
         node.sequence_nr = next(_sequence)
         topo = 0
-        for fn, _ in edges:
+        for fn in fns:
             if fn is not None and fn.topological_nr >= topo:
                 topo = fn.topological_nr + 1
         node.topological_nr = topo

@@ -45,7 +45,7 @@ class _Convolution(OpNode):
                 ga = F.convolution("input", g, b, self.a_shape, p)
             if self.needs(1):
                 gb = F.convolution("weight", a, g, self.b_shape, p)
-            if len(self.next_edges) == 2:
+            if self.num_outputs == 2:
                 return ga, gb
             if self.needs(2):
                 gc = F.sum(g, axis=(0,) + tuple(range(2, g.ndim)))

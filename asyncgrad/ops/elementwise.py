@@ -1057,7 +1057,7 @@ class _TwoSided(OpNode):
         ga, gb = self.grads(F, g, *saved)
         return (
             F.sum_to(ga, self.a_shape) if self.needs(0) and ga is not None else None,
-            F.sum_to(gb, self.b_shape) if len(self.next_edges) > 1 and self.needs(1) and gb is not None else None,
+            F.sum_to(gb, self.b_shape) if self.num_outputs > 1 and self.needs(1) and gb is not None else None,
         )
 
     def grads(self, F, g, *saved):

@@ -402,11 +402,11 @@ class _Scatter(SavesVariables):
     def backward(self, F, g):
         keep = F.unpack(self)[0]  # the index after it is saved for its version check, as torch saves it
         gs = None
-        if len(self.next_edges) > 1 and self.needs(1):
+        if self.num_outputs > 1 and self.needs(1):
             gs = F.index(g, self.index)
             if self.part is not None:
                 gs = F.index_add(self.src_shape, (self.part, True), gs)
-        return (F.where(keep, g, 0.0) if self.needs(0) else None, gs)[:len(self.next_edges)]
+        return (F.where(keep, g, 0.0) if self.needs(0) else None, gs)[:self.num_outputs]
 
 
 class ScatterBackward0(_Scatter):
@@ -605,7 +605,7 @@ class _MaskedFill(OpNode):
     def backward(self, F, g):
         (mask,) = F.unpack(self)
         gx = F.sum_to(F.where(mask, 0.0, g), self.x_shape) if self.needs(0) else None
-        if len(self.next_edges) == 1:
+        if self.num_outputs == 1:
             return (gx,)
         return (gx, F.sum(F.where(mask, g, 0.0)) if self.needs(1) else None)
 
