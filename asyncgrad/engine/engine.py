@@ -66,7 +66,7 @@ from typing import Any, Callable
 
 from asyncgrad.autograd.anomaly import anomaly_enabled, warn_error_detected
 from asyncgrad.autograd.grad_mode import multithreading_enabled
-from asyncgrad.autograd.graph import Edge, GraphRoot, Node
+from asyncgrad.autograd.graph import Edge, GraphRoot, Node, portal_needed
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
@@ -351,6 +351,7 @@ class Engine:
             raise TypeError(f"callback must be callable, got {type(callback).__name__}")
         if inspect.iscoroutinefunction(inspect.unwrap(callback)):
             raise TypeError("queue_callback() takes a plain function; an async def callback would never be awaited")
+        portal_needed[0] = True  # plain code run by a server: Note [Servers become portals on demand] in worker.py
         graph_task.final_callbacks.append(callback)
 
 

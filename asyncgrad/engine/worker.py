@@ -97,7 +97,7 @@ does (Note [Idle workers]). It is needed only where plain user code runs on the 
 plain-def custom backward, a ``saved_tensors_hooks`` unpack. So a server starts without one until
 any of those was ever used in the process (``portal_needed`` in autograd/graph.py, set by every
 hook registration and every plain-def custom node recorded; ``hooks_in_use`` for saved-tensor
-hooks; neither goes back to False), and a server that started without one makes itself one
+hooks, and ``queue_callback``; neither goes back to False), and a server that started without one makes itself one
 (``greenback.ensure_portal``, one loop iteration) at its next graph-task switch after the flags
 changed. That switch comes before any node of a graph task that was recorded after the change,
 and after every await of the server (each one forgets ``current``): user code that flips the flag
