@@ -155,7 +155,7 @@ def write_into(x: Tensor, compute: Callable, args: tuple, kwargs: dict) -> bool:
     if len(args) != 1 or (kwargs and kwargs.keys() != {"alpha"}):
         return False
     other = args[0]
-    alpha = kwargs.get("alpha", 1)
+    alpha = kwargs.get("alpha", 1) if kwargs else 1
     data = x._data
     backend = x.device.backend
     if not _untracked(x, args, backend):
@@ -194,8 +194,8 @@ def _untracked(x: Tensor, args: tuple, backend: Any) -> bool:
 def _fits(x: Tensor, other: Tensor) -> bool:
     """Whether ``other`` computes with ``x`` without promotion and broadcasts to x's shape."""
     value, data = other._data, x._data
-    return other.device is x.device and value.dtype == data.dtype and value.ndim <= data.ndim and all(
-        n == m or n == 1 for n, m in zip(reversed(value.shape), reversed(data.shape)))
+    return other.device is x.device and value.dtype == data.dtype and (value.shape == data.shape or (
+        value.ndim <= data.ndim and all(n == m or n == 1 for n, m in zip(reversed(value.shape), reversed(data.shape)))))
 
 
 def _write_ternary(x: Tensor, name: str, args: tuple, kwargs: dict) -> bool:
@@ -283,10 +283,12 @@ def same_data(a: Tensor, b: Any) -> bool:
 
 def check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
     """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
-    out = x.data
+    out = x._data
     backend = x.device.backend
-    if internal and any(stride == 0 and size > 1 for size, stride in zip(out.shape, backend.strides(out))):
-        raise RuntimeError(INTERNAL_OVERLAP)
+    if internal:
+        strides = backend.strides(out)
+        if 0 in strides and any(stride == 0 and size > 1 for size, stride in zip(out.shape, strides)):
+            raise RuntimeError(INTERNAL_OVERLAP)
     for arg in args:
         if isinstance(arg, Tensor) and arg is not x and arg.device is x.device \
                 and _partial_overlap(backend, out, arg.data):

@@ -30,17 +30,35 @@ class SGD(Optimizer):
 
     @no_grad()
     def step(self) -> None:
+        # Note [SGD's per-parameter work]: per parameter, torch's _single_tensor_sgd runs
+        # ``buf.mul_(momentum).add_(grad, alpha=1 - dampening)`` and ``param.add_(buf, alpha=-lr)``,
+        # three in-place ops and no temporary tensor. The update here was ``param.sub_(buf * lr)``:
+        # an out-of-place ``mul`` through ``record`` (a Tensor and its bookkeeping) before the
+        # in-place op. ``param.sub_(buf, alpha=lr)`` computes the same ``param - buf * lr`` (the
+        # in-place path multiplies by alpha first, as the out-of-place op rounds it: Note [In place
+        # without a temporary] in ops/inplace.py), bit for bit, with no Tensor made. A number lr
+        # only; a Tensor lr keeps the Tensor product. The group's settings are read once per group,
+        # not per parameter. An SGD-with-momentum step on six (2, 2) parameters: 92.6 -> 61 us
+        # in-process minimum (numpy alone: 15.8); W3's MLP step: 1.91M -> see the Note's test file.
+        state = self.state
         for group in self.param_groups:
             lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
+            damped, nesterov = 1 - group["dampening"], group["nesterov"]
+            number_lr = type(lr) in (int, float)
             for param, grad in self._grads(group):
                 if weight_decay != 0:
                     grad = grad + param * weight_decay
                 if momentum != 0:
-                    state = self.state.setdefault(param, {})
-                    buf = state.get("momentum_buffer")
+                    param_state = state.get(param)
+                    if param_state is None:
+                        param_state = state[param] = {}
+                    buf = param_state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = grad.clone()
+                        buf = param_state["momentum_buffer"] = grad.clone()
                     else:
-                        buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
-                    grad = grad + buf * momentum if group["nesterov"] else buf
-                param.sub_(grad * lr)
+                        buf.mul_(momentum).add_(grad, alpha=damped)
+                    grad = grad + buf * momentum if nesterov else buf
+                if number_lr:
+                    param.sub_(grad, alpha=lr)
+                else:
+                    param.sub_(grad * lr)
