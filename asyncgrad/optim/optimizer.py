@@ -149,6 +149,11 @@ def _checked_step(step: Callable) -> Callable:
             if _pending:
                 awaitable.check("optimizer.step()")
             return step(self, *args, **kwargs)
+        if not args and not kwargs:  # a training loop's ``step()``: no closure to look for
+            if _pending:
+                awaitable.check("optimizer.step()")
+            step(self)
+            return None
         closure = _closure_arg(type(self).__name__, args, kwargs)
         if closure is None:
             _update(step, self)
