@@ -207,7 +207,7 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     rows = backend.arange(logp.shape[0], np.int64)
     n = logp.shape[0]
     if weight is None and not 0 <= ignore_index < classes and 0 < n < 2 ** 24 and dtype.kind == "f" and (
-            dtype.itemsize >= 4 and backend.max(backend.astype(tgt, np.uint64)) < classes):
+            dtype.itemsize >= 4 and backend.max(backend.astype(tgt, np.dtype("uint64"))) < classes):
         # Note [nll_loss's common case]: no weight, every target a class (negatives wrap to huge
         # as uint64: one cast and one reduction check both bounds) and none ignored, as in a
         # training loop: each row weighs 1, so the general path's mask, where, weights (``* 1.0``)
