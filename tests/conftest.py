@@ -104,3 +104,20 @@ def op_device(request):
     helpers.DEVICE[0] = getattr(request, "param", "cpu")
     yield helpers.DEVICE[0]
     helpers.DEVICE[0] = "cpu"
+
+
+@pytest.fixture
+def into_calls(monkeypatch):
+    """The names of the ufuncs ``ArrayBackend.into`` ran (Note [In place without a temporary] in
+    ops/inplace.py): which in-place ops wrote straight into the tensor."""
+    from asyncgrad.devices.backend import ArrayBackend
+
+    calls = []
+    original = ArrayBackend.into
+
+    def counted(self, name, out, a, b):
+        calls.append(name)
+        return original(self, name, out, a, b)
+
+    monkeypatch.setattr(ArrayBackend, "into", counted)
+    return calls

@@ -8,21 +8,6 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.devices.backend import ArrayBackend
-
-
-@pytest.fixture
-def into_calls(monkeypatch):
-    calls = []
-    original = ArrayBackend.into
-
-    def counted(self, name, out, a, b):
-        calls.append(name)
-        return original(self, name, out, a, b)
-
-    monkeypatch.setattr(ArrayBackend, "into", counted)
-    return calls
-
 
 CASES = {
     "add": (lambda t, o: t.add_(o), lambda a, b: a + b),

@@ -16,19 +16,6 @@ from asyncgrad.devices.backend import ArrayBackend
 
 
 @pytest.fixture
-def into_calls(monkeypatch):
-    calls = []
-    original = ArrayBackend.into
-
-    def counted(self, name, out, a, b):
-        calls.append(name)
-        return original(self, name, out, a, b)
-
-    monkeypatch.setattr(ArrayBackend, "into", counted)
-    return calls
-
-
-@pytest.fixture
 def scratch_shapes(monkeypatch):
     """The shapes of the arrays ``backend.empty`` made (the fast path's scratch arrays)."""
     shapes = []

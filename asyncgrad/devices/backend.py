@@ -383,7 +383,23 @@ def _inner_count(array: Any) -> int:
     return _getrefcount(inner)
 
 
-class StrictBackend(ArrayBackend):
+class _NamespaceReductions:
+    """The reductions of a backend other than numpy's: its namespace's own functions (Note
+    [Reductions without numpy's wrappers])."""
+
+    xp: Any
+
+    def sum(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return self.xp.sum(array, axis=axis, keepdims=keepdims)
+
+    def max(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return self.xp.max(array, axis=axis, keepdims=keepdims)
+
+    def any(self, array: Any) -> bool:
+        return bool(self.xp.any(array))
+
+
+class StrictBackend(_NamespaceReductions, ArrayBackend):
     """``array_api_strict`` on one of its simulated devices (Note [One array backend per device])."""
 
     name = "array_api_strict"
@@ -477,15 +493,6 @@ class StrictBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         return bool(self.xp.any(self.xp.isnan(array)))
 
-    def sum(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return self.xp.sum(array, axis=axis, keepdims=keepdims)  # Note [Reductions without numpy's wrappers]
-
-    def max(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return self.xp.max(array, axis=axis, keepdims=keepdims)
-
-    def any(self, array: Any) -> bool:
-        return bool(self.xp.any(array))
-
     def zero_where(self, cond: Any, array: Any) -> Any:
         return self.xp.where(cond, self.xp.zeros((), dtype=array.dtype, device=array.device), array)
 
@@ -541,7 +548,7 @@ class StrictBackend(ArrayBackend):
         return bool(np.may_share_memory(a._array, b._array))
 
 
-class CupyBackend(ArrayBackend):
+class CupyBackend(_NamespaceReductions, ArrayBackend):
     """CuPy on one GPU, through ``array_api_compat`` (Note [One array backend per device])."""
 
     name = "cupy"
@@ -615,15 +622,6 @@ class CupyBackend(ArrayBackend):
     def any_nan(self, array: Any) -> bool:
         with array.device:  # Note [The array's own GPU]
             return bool(self.cupy.isnan(array).any())
-
-    def sum(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return self.xp.sum(array, axis=axis, keepdims=keepdims)  # Note [Reductions without numpy's wrappers]
-
-    def max(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return self.xp.max(array, axis=axis, keepdims=keepdims)
-
-    def any(self, array: Any) -> bool:
-        return bool(self.xp.any(array))
 
     def zero_where(self, cond: Any, array: Any) -> Any:
         with array.device:  # a GPU's where does not branch (Note [Branchless zero_where])
