@@ -96,10 +96,10 @@ cost (a two-node backward: 200 -> 127 µs; torch 46 µs), since a server runs on
 does (Note [Idle workers]). It is needed only where plain user code runs on the loop: a hook, a
 plain-def custom backward, a ``saved_tensors_hooks`` unpack. So a server starts without one until
 any of those was ever used in the process (``portal_needed`` in autograd/graph.py, set by every
-hook registration and every plain-def custom node recorded; ``hooks_in_use`` for saved-tensor
-hooks, and ``queue_callback``; neither goes back to False), and a server that started without one makes itself one
-(``greenback.ensure_portal``, one loop iteration) at its next graph-task switch after the flags
-changed. That switch comes before any node of a graph task that was recorded after the change,
+hook registration, every plain-def custom node recorded and every ``queue_callback``;
+``hooks_in_use`` for saved-tensor hooks; neither goes back to False), and a server that started
+without one makes itself one (``greenback.ensure_portal``, one loop iteration) at its next
+graph-task switch after the flags changed. That switch comes before any node of a graph task that was recorded after the change,
 and after every await of the server (each one forgets ``current``): user code that flips the flag
 runs either in this server, which is then already a portal, or elsewhere while it awaits. Helpers
 are portals from the start (their server is suspended in a reentrant call). MLP training step
