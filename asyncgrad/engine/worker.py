@@ -90,20 +90,21 @@ step (servers step when they yield, every couple of milliseconds, not per node),
 helper's test sits on the graph-task switch, not on the per-node path.
 
 Note [Servers become portals on demand]: a portal costs every server it serves: a greenlet, a
-16 KiB frame-stack chunk mapped and unmapped (a page fault) and two greenlet switches per task
-step, about 70 µs per backward on the 2-core machine, as much as the rest of the engine's fixed
-cost (a two-node backward: 200 -> 127 µs; torch 46 µs), since a server runs only while a backward
-does (Note [Idle workers]). It is needed only where plain user code runs on the loop: a hook, a
+16 KiB frame-stack chunk mapped and unmapped (a page fault) and two greenlet switches per task step,
+about 70 µs per backward on the 2-core machine, as much as the rest of the engine's fixed cost (a
+two-node backward: 200 -> 127 µs; torch 46 µs), since a server runs only while a backward does
+(Note [Idle workers]). It is needed only where plain user code runs on the loop: a hook, a
 plain-def custom backward, a ``saved_tensors_hooks`` unpack. So a server starts without one until
 any of those was ever used in the process (``portal_needed`` in autograd/graph.py, set by every
 hook registration, every plain-def custom node recorded and every ``queue_callback``;
 ``hooks_in_use`` for saved-tensor hooks; neither goes back to False), and a server that started
 without one makes itself one (``greenback.ensure_portal``, one loop iteration) at its next
-graph-task switch after the flags changed. That switch comes before any node of a graph task that was recorded after the change,
-and after every await of the server (each one forgets ``current``): user code that flips the flag
-runs either in this server, which is then already a portal, or elsewhere while it awaits. Helpers
-are portals from the start (their server is suspended in a reentrant call). MLP training step
-(``benchmarks.train_loop``), backward phase, in-process min of 300 steps: 1620 -> 1535 µs.
+graph-task switch after the flags changed. That switch comes before any node of a graph task that
+was recorded after the change, and after every await of the server (each one forgets ``current``):
+user code that flips the flag runs either in this server, which is then already a portal, or
+elsewhere while it awaits. Helpers are portals from the start (their server is suspended in a
+reentrant call). MLP training step (``benchmarks.train_loop``), backward phase, in-process min of
+300 steps: 1620 -> 1535 µs.
 
 Note [Reentrant priority]: torch's reentrant thread serves until its child graph task completes,
 so no node of the parent graph task runs before a reentrant backward called by one of its nodes
