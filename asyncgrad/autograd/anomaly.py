@@ -23,6 +23,8 @@ it is off without reading ``anomaly_enabled`` (Note [Anomaly mode read once it w
 # read is ~60, and it stays exact: the flag is set before the first ``anomaly_enabled.set((True, ..))``
 # and never cleared, so a False flag means no context anywhere has the mode on. Whoever switches the
 # mode on must set it (``_switch_on``).
+# W1 forward (cachegrind, /work/wt/cntf.sh, N=6000, with GC), together with ``record`` numbering
+# nodes by the counter's bound ``__next__``: 26,892 -> 26,287 instructions per node.
 
 
 def _switch_on() -> None:
