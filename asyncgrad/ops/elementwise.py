@@ -240,6 +240,7 @@ def _keep(t: Tensor | None, value: Any, dev: Device) -> tuple[Tensor | None, Any
 class AddNumberBackward(OpNode):
     __slots__ = ()
     work_per_element = 0
+    same_meta = True  # a float tensor and a Python number: the tensor's shape and dtype (NEP 50)
 
     def name(self) -> str:
         return "AddBackward0"
@@ -264,6 +265,7 @@ class SubNumberBackward(AddNumberBackward):
 class MulNumberBackward(SavesVariables):  # torch saves the number, as a tensor
     __slots__ = ("number",)
     work_per_element = 1
+    same_meta = True
 
     def name(self) -> str:
         return "MulBackward0"
@@ -283,6 +285,7 @@ class MulNumberBackward(SavesVariables):  # torch saves the number, as a tensor
 class DivNumberBackward(SavesVariables):
     __slots__ = ("number",)
     work_per_element = 1
+    same_meta = True
 
     def name(self) -> str:
         return "DivBackward0"
@@ -664,6 +667,7 @@ def _generate(name: str, node_name: str, forward: Callable, to_float: bool, save
         "__slots__": (), "__module__": __name__, "__qualname__": node_name,
         "__doc__": f"The backward of ``{name}`` (generated from its row in ``_UNARY``).",
         "backward": backward, "apply": apply, "work_per_element": work, "saves_result": saves == "result",
+        "same_meta": True,  # elementwise: the input's shape; record checks the dtype
     })
     save_input = saves == "input"
     default_float = dtypes.get_default_dtype
