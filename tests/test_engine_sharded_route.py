@@ -1,4 +1,4 @@
-"""``Engine.route`` on sharded dependency counts (Note [Sharded counts routed inline] in engine.py).
+"""``Engine.route`` on sharded dependency counts (Note [Shards picked inline] in engine.py).
 
 A graph past ``SHARD_AT`` nodes keeps its counts in ``ShardedMap`` shards, which ``route`` reads
 and decrements itself, picking the shard inline; these tests check that the gradients it routes
@@ -49,7 +49,9 @@ class Watch(ag.Function):
 
     @staticmethod
     async def backward(ctx, g):
-        counts = current_graph_task.get().dependencies
+        graph_task = current_graph_task.get()
+        counts = graph_task.dependencies
+        assert graph_task.dependency_shards is (counts.shards if type(counts) is ShardedMap else None)
         shards = counts.shards if type(counts) is ShardedMap else [counts]
         empty = [shard for shard in shards if not shard]
         fresh = all(sys.getsizeof(shard) == sys.getsizeof({}) for shard in empty)

@@ -7,8 +7,8 @@ backward on a loaded 2-core machine. Past ``SHARD_AT`` entries, ``compute_depend
 the counts into ``SHARDS`` dicts chosen by ``sequence_nr``, so that no single dict holds more
 than 3% of the graph (its resize at 10^6 nodes copies about 20k entries, under a millisecond),
 and the shards' resizes fall at different times. Small graphs keep a plain dict, so the
-common path pays nothing; a sharded one costs the engine's ``route`` a Python-level call per
-lookup, only on graphs that big. ``init_to_execute`` shards its ``exec_info`` and its visited
+common path pays nothing; on a sharded one the engine's ``route`` picks the shard itself (Note
+[Shards picked inline] in engine.py). ``init_to_execute`` shards its ``exec_info`` and its visited
 set the same way.
 """
 

@@ -47,7 +47,7 @@ class GraphTask:
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
         "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "threads",
-        "holds", "deferred", "root", "nodes_in_graph", "__weakref__",
+        "holds", "deferred", "root", "nodes_in_graph", "dependency_shards", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -55,6 +55,8 @@ class GraphTask:
         self.outstanding_tasks = 0
         self.has_error = False
         self.dependencies: dict[Node, int] = {}
+        self.dependency_shards: list[dict[Node, int]] | None = None
+        """``dependencies.shards`` once they are sharded (Note [Shards picked inline] in engine.py)."""
         self.not_ready: dict[Node, list] = {}
         self.exec_info: dict[Node, ExecInfo] | None = None
         self.captured_vars: list[Any] = []
