@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from asyncgrad.autograd.accumulate import AccumulateGrad, grad_accumulator
 from asyncgrad.autograd.graph import RELEASED, Node
+from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ def _label(node: Node, param_names: dict[int, str]) -> str:
 def _draw_saved(dot: graphviz.Digraph, node: Node, node_name: str, param_names: dict[int, str],
                 saved_names: dict[int, str]) -> None:
     """Orange boxes for what ``node`` saved for its backward, one per saved array."""
+    keep_result_as_saved(node)  # Note [A saved result kept in its node] in ops/_node.py
     saved = node.saved
     if saved is RELEASED:
         return

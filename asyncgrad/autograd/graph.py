@@ -201,6 +201,10 @@ class Node:
     saves_variables = False
     """True when torch's node of the same name keeps SavedVariables although this one keeps no
     tensor in ``saved`` (Note [Which nodes refuse a second pass])."""
+    result_vc: list | None = None
+    """The version counter of a saved result that the node keeps itself rather than in ``saved``
+    (a slot of ``SavesResult`` nodes, Note [A saved result kept in its node] in ops/_node.py);
+    None on every other node."""
 
     def __init__(self, next_edges: tuple[Edge, ...] = ()) -> None:
         self.edge_fns, self.edge_nrs = split_edges(next_edges)

@@ -184,6 +184,11 @@ def _pack(saved: SavedTensor, tensor: Tensor, is_output: bool, hooks: tuple) -> 
 def unpack_arrays(node: Node) -> list[Any]:
     """A node's saved tensors as raw arrays: the fast path when no backward graph is recorded.
     A None entry (a tensor the op did not need to save) unpacks as None."""
+    vc = node.result_vc
+    if vc is not None:  # Note [A saved result kept in its node] in ops/_node.py
+        if not vc[0]:
+            return [node.result]
+        keep_result_as_saved(node)  # changed in place since: the entry below words the error
     out: list[Any] = []
     for saved in node.saved:
         if saved is None:
@@ -200,4 +205,22 @@ def unpack_arrays(node: Node) -> list[Any]:
 
 
 def unpack_tensors(node: Node) -> list[Tensor | None]:
+    keep_result_as_saved(node)  # the recorded backward's path: one SavedTensor per entry
     return [saved.unpack_tensor(node) if saved is not None else None for saved in node.saved]
+
+
+def keep_result_as_saved(node: Node) -> None:
+    """Move a result the node keeps itself into its ``saved``, as the SavedTensor ``record`` would
+    have made (Note [A saved result kept in its node] in ops/_node.py); nothing for any other node."""
+    vc = node.result_vc
+    if vc is None:
+        return
+    entry = SavedTensor.__new__(SavedTensor)
+    entry.data = node.result
+    entry.vc = vc
+    entry.version = 0
+    entry.device = node._input_meta[0][2]
+    entry.output_nr = 0
+    entry.tensor = entry.grad_fn = None
+    node.saved = (*node.saved, entry)
+    node.result = node.result_vc = None

@@ -37,7 +37,7 @@ from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
-from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, plain, record, recording, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesResult, SavesVariables, plain, record, recording, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
@@ -663,10 +663,10 @@ def _generate(name: str, node_name: str, forward: Callable, to_float: bool, save
             (saved,) = F.unpack(self)
             return (derivative(F, grads[0], saved),)
 
-    node = type(node_name, (OpNode,), {
+    node = type(node_name, (SavesResult if saves == "result" else OpNode,), {
         "__slots__": (), "__module__": __name__, "__qualname__": node_name,
         "__doc__": f"The backward of ``{name}`` (generated from its row in ``_UNARY``).",
-        "backward": backward, "apply": apply, "work_per_element": work, "saves_result": saves == "result",
+        "backward": backward, "apply": apply, "work_per_element": work,
         "same_meta": True,  # elementwise: the input's shape; record checks the dtype
     })
     save_input = saves == "input"

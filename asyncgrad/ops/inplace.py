@@ -27,6 +27,7 @@ from asyncgrad.autograd.function import install_view_rebase
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
 from asyncgrad.autograd.graph import RELEASED as RELEASED_VALUES
 from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
+from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
 from asyncgrad.ops._node import (
@@ -86,6 +87,7 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     vc = x._vc
     aliased = any(isinstance(arg, Tensor) and arg._vc is vc for arg in args)
     self_saved = False
+    keep_result_as_saved(node)  # its entries are rewritten below (Note [A saved result kept in its node])
     for saved in node.saved:
         if saved is not None and saved.vc is vc:  # the old value, kept as the new node's input
             if aliased and (self_saved or saved.tensor is not x):
@@ -379,6 +381,7 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     _write(view, result.data)
     view._vc[0] += 1
     fn = result.grad_fn
+    keep_result_as_saved(fn)  # its entries are rewritten below and shared (Note [A saved result kept in its node])
     for saved in fn.saved:
         if saved is not None and saved.tensor is None:
             saved.data, saved.vc, saved.version = view.data, view._vc, view._vc[0]
