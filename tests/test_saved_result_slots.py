@@ -155,3 +155,12 @@ def test_a_kept_result_adds_no_tracked_objects() -> None:
         gc.enable()
     # per node: the node, its edge tuple and the result's version counter, nothing more
     assert grown <= 3 * 300 + 20, grown
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+async def test_softmax_nodes_keep_their_result(name: str) -> None:
+    x = ag.tensor(np.linspace(-1.0, 1.0, 6).reshape(2, 3), requires_grad=True)
+    y = getattr(ag, name)(x, 1)
+    assert isinstance(y.grad_fn, SavesResult) and y.grad_fn.saved == () and y.grad_fn.dim == 1
+    await check_op(lambda lib, t: getattr(lib, name)(t * 2.0, 1), (3, 4))
+    await check_gradgrad(lambda lib, t: getattr(lib, name)(t, 0), (3, 2))

@@ -144,10 +144,11 @@ class SavesResult(OpNode):
     graph) first calls ``keep_result_as_saved``, which makes the SavedTensor ``record`` would have
     made, so those paths and torch's error texts are as for any node. Release empties both slots.
     The unary table's ops that save their result are of this class (``_generate`` in
-    elementwise.py); a hand-written node that saves its result beside other tensors keeps
-    SavedTensors. W1 forward at N=30,000: 26,357 -> 25,589 instructions per node (cachegrind, with
-    GC), and the collector's passes 0.38 -> 0.27 µs per node (``gc.callbacks``, wall time: the
-    collector's walk is bound by memory, so its time falls more than its instruction count).
+    elementwise.py), and so are softmax's and log_softmax's nodes; a hand-written node that saves
+    its result beside other tensors keeps SavedTensors. W1 forward at N=30,000: 26,357 -> 25,589
+    instructions per node (cachegrind, with GC), and the collector's passes 0.38 -> 0.27 µs per
+    node (``gc.callbacks``, wall time: the collector's walk is bound by memory, so its time falls
+    more than its instruction count).
     """
 
     __slots__ = ("result", "result_vc")

@@ -16,7 +16,7 @@ import numpy as np
 from asyncgrad._validate import bool_arg, dtype_arg, int_list, normalize_dim, tensor_arg, type_label
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.dtypes import get_default_dtype
-from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, plain, record, recording
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesResult, input_meta, plain, record, recording
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
@@ -301,9 +301,8 @@ def _contiguous(out: Any, backend: Any) -> Any:
     return out if backend.is_contiguous(out) else backend.copy(out, "C")
 
 
-class SoftmaxBackward0(OpNode):
+class SoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node]
     __slots__ = ("dim",)
-    saves_result = True
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
@@ -323,9 +322,8 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     return record(SoftmaxBackward0, (x,), out, dev, axis)
 
 
-class LogSoftmaxBackward0(OpNode):
+class LogSoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node]
     __slots__ = ("dim",)
-    saves_result = True
 
     def backward(self, F, g):
         (y,) = F.unpack(self)
