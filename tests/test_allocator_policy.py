@@ -110,14 +110,16 @@ try:
 except RuntimeError as exc:
     refused = str(exc)
 print(json.dumps({"policy": ag.get_allocator_policy(), "mmapped": live.hblkhd - before.hblkhd,
-                  "kept": after.arena - before.arena, "refused": refused}))
+                  "trimmed": live.arena - after.arena, "free": after.fordblks, "refused": refused}))
 """ % (MALLINFO, BIG)
     if not GLIBC:
         pytest.skip("needs glibc's mallopt and mallinfo2")
     out = json.loads(_python(code))
     assert out["policy"] == "retain"
     assert out["mmapped"] < BIG  # from the heap, not mmapped
-    assert out["kept"] >= BIG  # freed at the top and kept: below the 64 MiB trim threshold
+    # freed at the top and kept, below the 64 MiB trim threshold: the heap did not shrink and holds
+    # the buffer as free memory (how much the heap grew for it depends on what was free before)
+    assert out["trimmed"] == 0 and out["free"] >= BIG
     assert "lasts for the process" in out["refused"]
 
 
