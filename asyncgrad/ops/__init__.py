@@ -103,10 +103,10 @@ def _to(dtype):
 
 
 _METHODS = {
-    "__add__": _operator(elementwise.add), "__radd__": _operator(elementwise.add), "add": elementwise.add,
-    "__sub__": _operator(elementwise.sub), "__rsub__": _operator(elementwise.rsub), "sub": elementwise.sub,
-    "__mul__": _operator(elementwise.mul), "__rmul__": _operator(elementwise.mul), "mul": elementwise.mul,
-    "__truediv__": _operator(elementwise.div), "__rtruediv__": _operator(elementwise.rdiv), "div": elementwise.div,
+    "__add__": elementwise.add_operator, "__radd__": elementwise.add_operator, "add": elementwise.add,
+    "__sub__": elementwise.sub_operator, "__rsub__": _operator(elementwise.rsub), "sub": elementwise.sub,
+    "__mul__": elementwise.mul_operator, "__rmul__": elementwise.mul_operator, "mul": elementwise.mul,
+    "__truediv__": elementwise.div_operator, "__rtruediv__": _operator(elementwise.rdiv), "div": elementwise.div,
     "__pow__": _operator(elementwise.pow), "__rpow__": _operator(elementwise.rpow), "pow": elementwise.pow,
     "__matmul__": _operator(linalg.matmul), "__rmatmul__": _operator(lambda a, b: linalg.matmul(b, a)),
     "matmul": linalg.matmul,

@@ -322,6 +322,25 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
                   work=0 if a_shape == b_shape == out.shape else None)
 
 
+# Note [Operator forms take the number path first]: ``t * 2.0`` used to reach ``mul`` through a
+# wrapper (``_operator`` in ops/__init__.py) that turned ``UnsupportedOperand`` into
+# ``NotImplemented``: two Python frames before ``record``. The operator forms of the four number
+# ops (``__add__``/``__radd__``, ``__sub__``, ``__mul__``/``__rmul__``, ``__truediv__``) take the
+# tensor-with-a-number path themselves, the same test and the same ``record`` call as the function
+# form's, and hand anything else to the function form inside the ``try`` that gives
+# ``NotImplemented``, so errors, reflected operators and ``t == None`` are as before. The function
+# forms (``ag.mul``, ``t.mul``) are unchanged. W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000):
+# 25,069 -> 24,648 instructions per node with GC, 22,104 -> 21,683 without.
+def add_operator(a: Tensor, b: Any) -> Any:
+    """``a + b`` and ``b + a`` (Note [Operator forms take the number path first])."""
+    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(AddNumberBackward, (a, None), a._data + b, a.device)
+    try:
+        return add(a, b)
+    except UnsupportedOperand:
+        return NotImplemented
+
+
 class SubBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "alpha")
 
@@ -357,6 +376,16 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     b_shape = db.shape if tb is not None else _shape_of(db)
     return record(SubBackward0 if ta is not None else RsubBackward1, (ta, tb), out, dev, a_shape, b_shape, alpha,
                   work=0 if a_shape == b_shape == out.shape else None)
+
+
+def sub_operator(a: Tensor, b: Any) -> Any:
+    """``a - b`` (Note [Operator forms take the number path first])."""
+    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(SubNumberBackward, (a, None), a._data - b, a.device)
+    try:
+        return sub(a, b)
+    except UnsupportedOperand:
+        return NotImplemented
 
 
 def rsub(a: Tensor, b: Any) -> Tensor:
@@ -400,6 +429,16 @@ def mul(a: Any, b: Any) -> Tensor:
                          sb if ta is not None and ta._requires_grad else None))
 
 
+def mul_operator(a: Tensor, b: Any) -> Any:
+    """``a * b`` and ``b * a`` (Note [Operator forms take the number path first])."""
+    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(MulNumberBackward, (a, None), a._data * b, a.device, b)
+    try:
+        return mul(a, b)
+    except UnsupportedOperand:
+        return NotImplemented
+
+
 class DivBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
     work_per_element = 9
@@ -436,6 +475,16 @@ def div(a: Any, b: Any) -> Tensor:
     (sa, ca), (sb, cb) = _keep(ta, da, dev), _keep(tb, db, dev)
     return record(DivBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db), ca, cb,
                   saved=(sa if tb is not None and tb._requires_grad else None, sb))
+
+
+def div_operator(a: Tensor, b: Any) -> Any:
+    """``a / b`` (Note [Operator forms take the number path first])."""
+    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
+        return record(DivNumberBackward, (a, None), a._data / b, a.device, b)
+    try:
+        return div(a, b)
+    except UnsupportedOperand:
+        return NotImplemented
 
 
 def _is_floating(value: Any) -> bool:

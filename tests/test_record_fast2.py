@@ -1,0 +1,91 @@
+"""The forward recording path's shortcuts, second round: the operator forms that take the number
+path themselves (Note [Operator forms take the number path first] in ops/elementwise.py). Each must
+give what the function form gives: the same node, the same values and gradients, the same errors."""
+
+from __future__ import annotations
+
+import operator
+import re
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+from tests.helpers import check_op, has_torch
+
+_OPS = [("add", operator.add, "AddBackward0"), ("sub", operator.sub, "SubBackward0"),
+        ("mul", operator.mul, "MulBackward0"), ("div", operator.truediv, "DivBackward0")]
+
+
+@pytest.mark.parametrize("name, op, node", _OPS)
+@pytest.mark.parametrize("device", ["cpu", "sim:0"])
+def test_operator_with_a_number_is_the_function_forms_result(name: str, op, node: str, device: str) -> None:
+    x = ag.tensor([0.5, -1.25, 2.0], device=device, requires_grad=True)
+    for number in (1.5, 3, -0.25):
+        by_operator, by_function = op(x, number), getattr(ag, name)(x, number)
+        assert by_operator.grad_fn.name() == by_function.grad_fn.name() == node
+        assert by_operator.dtype == by_function.dtype == ag.float32
+        assert np.array_equal(by_operator.detach().cpu().numpy(), by_function.detach().cpu().numpy())
+
+
+@pytest.mark.parametrize("name, op, node", _OPS)
+async def test_operator_with_a_number_differentiates(name: str, op, node: str, op_device: str) -> None:
+    await check_op(lambda t: op(op(t, 1.75), 3), np.linspace(0.5, 1.5, 5), name=node)
+
+
+@pytest.mark.parametrize("dtype", [ag.int64, ag.bool, ag.float32])
+def test_operator_with_a_number_on_other_dtypes_promotes_as_torch(dtype) -> None:
+    x = ag.tensor([1, 0, 1], dtype=dtype)
+    for number in (2, 2.5):
+        for op, name in ((operator.add, "add"), (operator.mul, "mul"), (operator.sub, "sub"),
+                         (operator.truediv, "div")):
+            if dtype is ag.bool and name == "sub":
+                with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+                    op(x, True)
+                continue
+            assert op(x, number).dtype == getattr(ag, name)(x, number).dtype
+            if has_torch():
+                import torch
+
+                tx = torch.tensor([1, 0, 1], dtype=getattr(torch, str(dtype).split(".")[-1]))
+                assert str(op(x, number).dtype).split(".")[-1] == str(op(tx, number).dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("symbol, op", [("+", operator.add), ("-", operator.sub), ("*", operator.mul),
+                                        ("/", operator.truediv)])
+def test_operator_with_an_unsupported_operand_is_pythons_error(symbol: str, op) -> None:
+    x = ag.tensor([1.0, 2.0])
+    for other in (None, {}, object()):
+        with pytest.raises(TypeError, match=re.escape(f"unsupported operand type(s) for {symbol}: 'Tensor' and")):
+            op(x, other)
+        left = re.escape(f"unsupported operand type(s) for {symbol}: '") + ".*' and 'Tensor'"
+        with pytest.raises(TypeError, match=left):
+            op(other, x)
+
+
+def test_operator_methods_answer_not_implemented_and_functions_raise_torchs_words() -> None:
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    for method in ("__add__", "__radd__", "__sub__", "__mul__", "__rmul__", "__truediv__"):
+        assert getattr(x, method)(None) is NotImplemented, method
+    for name in ("add", "sub", "mul", "div"):
+        with pytest.raises(TypeError, match=f"{name}\\(\\): argument 'other' \\(position 2\\) must be Tensor, not "
+                                            "NoneType"):
+            getattr(ag, name)(x, None)
+    assert (x == None) is False  # noqa: E711 - the comparison itself is what is tested
+    if has_torch():
+        import torch
+
+        with pytest.raises(TypeError, match="mul\\(\\): argument 'other' \\(position 2\\) must be Tensor, not "
+                                            "NoneType"):
+            torch.mul(torch.tensor([1.0]), None)
+
+
+def test_numbers_and_numpy_scalars_on_the_left() -> None:
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    for left in (2.0, 2, np.float64(2.0), np.float32(2.0), np.int64(2)):
+        assert np.array_equal((left * x).detach().numpy(), [2.0, 4.0]), type(left)
+        assert np.array_equal((left + x).detach().numpy(), [3.0, 4.0]), type(left)
+        assert (left * x).grad_fn.name() == "MulBackward0"
+    assert np.array_equal((2.0 - x).detach().numpy(), [1.0, 0.0])
+    assert (2.0 - x).grad_fn.name() == "RsubBackward1"
+    assert np.array_equal((2.0 / x).detach().numpy(), [2.0, 1.0])
