@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
+from asyncgrad.ops._node import OpNode, record
 from tests.helpers import check_op, has_torch
 
 _OPS = [("add", operator.add, "AddBackward0"), ("sub", operator.sub, "SubBackward0"),
@@ -89,3 +90,49 @@ def test_numbers_and_numpy_scalars_on_the_left() -> None:
     assert np.array_equal((2.0 - x).detach().numpy(), [1.0, 0.0])
     assert (2.0 - x).grad_fn.name() == "RsubBackward1"
     assert np.array_equal((2.0 / x).detach().numpy(), [2.0, 1.0])
+
+
+# Note [A node made by its class's own code] (ops/_node.py): each op class makes its nodes itself
+class _ThreeFields(OpNode):
+    __slots__ = ("first", "second", "third")
+    work_per_element = 3
+
+
+class _Free(OpNode):
+    __slots__ = ()
+    work_per_element = 0
+
+
+def test_a_class_makes_its_node_with_its_fields_and_work() -> None:
+    x = ag.tensor(np.ones((2, 3)), requires_grad=True)
+    y = x * 1.0
+    out = record(_ThreeFields, (y,), y.data * 2.0, y.device, "a", 2, None)
+    node = out.grad_fn
+    assert type(node) is _ThreeFields and (node.first, node.second, node.third) == ("a", 2, None)
+    assert node.work == 18 and node.next_functions == ((y.grad_fn, 0),)
+    assert node.topological_nr == y.grad_fn.topological_nr + 1 and node.sequence_nr > y.grad_fn.sequence_nr
+    assert record(_ThreeFields, (y,), y.data, y.device, 1, 2, 3, work=5).grad_fn.work == 5
+    assert record(_Free, (y,), y.data, y.device).grad_fn.work == 0
+    assert record(_Free, (y,), y.data, y.device, work=7).grad_fn.work == 7
+
+
+def test_fewer_fields_fill_the_first_slots_and_more_are_refused() -> None:
+    x = ag.tensor(np.ones(3), requires_grad=True)
+    node = record(_ThreeFields, (x,), x.data + 1.0, x.device, "a").grad_fn
+    assert node.first == "a"
+    with pytest.raises(AttributeError):
+        assert node.second is None  # unset: raises
+    with pytest.raises(TypeError, match="_ThreeFields keeps 3 fields, got 4"):
+        record(_ThreeFields, (x,), x.data, x.device, 1, 2, 3, 4)
+    with pytest.raises(TypeError, match="_Free keeps 0 fields, got 1"):
+        record(_Free, (x,), x.data, x.device, 1)
+
+
+def test_a_number_ops_node_takes_its_inputs_meta_and_sequence() -> None:
+    x = ag.tensor(np.ones(4), dtype=ag.float64, requires_grad=True)
+    y = x.tanh()
+    for z in (y * 2.0, y + 1.0, y - 1.0, y / 2.0, 2.0 * y, 1.0 + y):
+        assert z.grad_fn._input_meta is y.grad_fn._input_meta
+        assert z.grad_fn.sequence_nr > y.grad_fn.sequence_nr
+    w = y.to(ag.float32) * 2.0  # another dtype: its own meta
+    assert w.grad_fn._input_meta[0][1] == np.dtype("float32")

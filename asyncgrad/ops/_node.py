@@ -67,8 +67,9 @@ class OpNode(Node):
     graph_math: Any = None
     """The formula namespace on Tensors, ``TensorMath`` (Note [Two namespaces for one formula])."""
 
-    _set_fields: Any = None
-    """``(node, fields)``: stores ``fields`` into the class's ``__slots__``, in order (``record``)."""
+    _make_node: Any = None
+    """``(fns, nrs, sequence_nr, topo, meta, out, work, fields)``: a new node of this class with
+    every slot ``record`` sets (Note [A node made by its class's own code])."""
 
     fields: tuple[str, ...] = ()
     """The slots the class and its op bases add to Node, bases' first: what ``record`` fills."""
@@ -81,7 +82,7 @@ class OpNode(Node):
                 slots = klass.__dict__.get("__slots__", ())
                 names += [slots] if isinstance(slots, str) else list(slots)
         cls.fields = tuple(names)
-        cls._set_fields = staticmethod(_fields_setter(cls.fields))
+        cls._make_node = staticmethod(_node_maker(cls))
 
     def apply(self, grads: list, create_graph: bool) -> Any:
         if create_graph:
@@ -95,19 +96,45 @@ class OpNode(Node):
         return self.edge_fns[index] is not None
 
 
-def _fields_setter(names: Any) -> Any:
-    """A function storing a tuple of fields into the slots ``names`` with one unpacking assignment
-    (``node.a_shape, node.b_shape, node.alpha = fields``): compiled once per op class, it costs
-    a sixth of a ``setattr`` loop for three fields, paid by every recorded node. Another number
-    of fields than slots raises ValueError (``record`` then falls back to ``zip``)."""
-    if not names:
-        def set_no_fields(node: Any, fields: tuple) -> None:
-            raise ValueError("this op class has no fields")
-
-        return set_no_fields
-    namespace: dict = {}
-    exec(f"def set_fields(node, fields):\n    {', '.join('node.' + name for name in names)}, = fields\n", namespace)
-    return namespace["set_fields"]
+def _node_maker(cls: type) -> Any:
+    """Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node
+    it makes. Written in ``record`` itself, each store meets nodes of every class (W1 alternates
+    three), so CPython's specialised slot store misses and takes the generic ``setattr`` path; the
+    op's fields went through a further call (``_set_fields``). This function compiles, once per op
+    class, a function making that class's node: every store in it meets one class (specialised),
+    the fields are one unpacking assignment (``node.a_shape, node.b_shape, node.alpha = fields``,
+    a sixth of a ``setattr`` loop for three), and ``work`` is the class's ``work_per_element``
+    (read here, at class creation: a class sets it in its body) times the output's elements,
+    unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
+    Another number of fields than slots raises ValueError (``record`` then falls back to ``zip``).
+    Keep the stores in step with Node.__init__ (graph.py; tests/test_speed_record.py checks every
+    slot is set). W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000): 24,648 -> 23,624
+    instructions per node with GC, 21,683 -> 20,678 without."""
+    names = cls.fields
+    per_element = cls.work_per_element
+    if names:
+        set_fields = f"    if fields:\n        {', '.join('node.' + name for name in names)}, = fields\n"
+    else:
+        set_fields = "    if fields:\n        raise ValueError('this op class has no fields')\n"
+    work = "0" if per_element == 0 else "out.size" if per_element == 1 else f"out.size * {per_element!r}"
+    source = (
+        "def make_node(fns, nrs, sequence_nr, topo, meta, out, work, fields):\n"
+        "    node = _new(cls)\n"
+        "    node.edge_fns = fns\n"
+        "    node.edge_nrs = nrs\n"
+        "    node.sequence_nr = sequence_nr\n"
+        "    node.topological_nr = topo\n"
+        "    node._hooks = None\n"
+        "    node._metadata = None\n"
+        "    node.saved = ()\n"
+        "    node._input_meta = meta\n"
+        f"    node.work = {work} if work is None else work\n"
+        f"{set_fields}"
+        "    return node\n"
+    )
+    namespace: dict = {"_new": _new, "cls": cls}
+    exec(source, namespace)
+    return namespace["make_node"]
 
 
 class SavesVariables(OpNode):
@@ -247,32 +274,18 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
     else:
         fns = None
     if fns is not None:
-        # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out here, as they
-        # would run: no frame for either, and the node's meta and work are stored once. That took
+        # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out, as they would
+        # run: Tensor._make here, Node.__init__ in the class's own ``_make_node`` (Note [A node made
+        # by its class's own code]), and the node's meta and work are stored once. That took
         # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
         # the hot path] in engine/worker.py), 4% of a W1 node's forward. Keep them in step with
         # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
         # that every slot of both is set on a recorded result.
-        node = _new(cls)
-        node.edge_fns = fns
-        node.edge_nrs = nrs
-        node.sequence_nr = _next_sequence()
+        sequence_nr = _next_sequence()
         topo = 0
-        for fn in fns:
-            if fn is not None and fn.topological_nr >= topo:
-                topo = fn.topological_nr + 1
-        node.topological_nr = topo
-        node._hooks = None
-        node._metadata = None
-        node.saved = ()
-        if fields:
-            try:
-                cls._set_fields(node, fields)
-            except ValueError:  # fewer fields than slots: the first ones, as zip pairs them
-                if len(fields) > len(cls.fields):
-                    raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
-                for name, value in zip(cls.fields, fields):
-                    setattr(node, name, value)
+        for edge_fn in fns:  # not ``fn``: that is the first input's, for its meta below
+            if edge_fn is not None and edge_fn.topological_nr >= topo:
+                topo = edge_fn.topological_nr + 1
         # Note [An output's meta taken from its input]: an op whose class says ``same_meta`` makes
         # an output of its first input's shape on its device; when that input is output 0 of a
         # one-output node and the dtypes are the same object, that node's interned meta is the
@@ -280,18 +293,29 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         # meta is not interned), another output, or another dtype object takes the lookup. W1
         # forward (cachegrind, /work/wt/cntf.sh, N=6000): 26,287 -> 26,129 instructions per node
         # with GC. Comparing the dtype with the one in the input's meta (``meta[0][1] is dtype``)
-        # instead of the input array's measured ~90 more, with and without GC.
+        # instead of the input array's measured ~90 more, with and without GC. The loop over the
+        # edges above once reused ``fn`` as its variable, leaving it None for an op with a number
+        # (inputs ``(a, None)``), which then always took the lookup: named apart, W1 forward went
+        # 23,624 -> 23,167 with GC, 20,678 -> 20,214 without (N=30,000).
         if (cls.same_meta and not na and fn is not None and fn is a.grad_fn and out.dtype is a._data.dtype
                 and len(fn._input_meta) == 1):
-            node._input_meta = fn._input_meta
+            meta = fn._input_meta
         else:
             dtype = out.dtype  # the meta holds the array's numpy dtype (Note [Dtypes are numpy dtypes underneath])
             if dtype.__class__ not in _NUMPY_DTYPE_CLASSES and not isinstance(dtype, _np_dtype):
                 dtype = device.backend.dtype(out)  # Note [Is it a numpy dtype] in dtypes.py
             key = (out.shape, dtype, device)
             meta = _META.get(key)  # input_meta's lookup, without its call
-            node._input_meta = meta if meta is not None else input_meta(*key)
-        node.work = out.size * cls.work_per_element if work is None else work
+            if meta is None:
+                meta = input_meta(*key)
+        try:  # Note [A node made by its class's own code]
+            node = cls._make_node(fns, nrs, sequence_nr, topo, meta, out, work, fields)
+        except ValueError:  # fewer fields than slots: the first ones, as zip pairs them
+            if len(fields) > len(cls.fields):
+                raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
+            node = cls._make_node(fns, nrs, sequence_nr, topo, meta, out, work, ())
+            for name, value in zip(cls.fields, fields):
+                setattr(node, name, value)
         if STREAMS_ACTIVE[0]:  # Note [Streaming backwards] in engine/stream_sync.py: never true on a cpu-only run
             note_forward(node, device)
         if ANOMALY_USED[0] and anomaly_enabled.get()[0]:  # Note [Anomaly mode read once it was used]
