@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
+from asyncgrad.ops import elementwise
 from asyncgrad.ops._node import OpNode, record
 from tests.helpers import check_op, has_torch
 
@@ -136,3 +137,27 @@ def test_a_number_ops_node_takes_its_inputs_meta_and_sequence() -> None:
         assert z.grad_fn.sequence_nr > y.grad_fn.sequence_nr
     w = y.to(ag.float32) * 2.0  # another dtype: its own meta
     assert w.grad_fn._input_meta[0][1] == np.dtype("float32")
+
+
+# Note [A unary forward called by name] (ops/elementwise.py)
+_BY_NAME = [row for row in elementwise._UNARY if isinstance(row[2], str)]
+
+
+@pytest.mark.parametrize("row", _BY_NAME, ids=[row[0] for row in _BY_NAME])
+@pytest.mark.parametrize("device", ["cpu", "sim:0"])
+def test_a_unary_row_named_by_its_function_computes_it(row: tuple, device: str) -> None:
+    name, node, function = row[0], row[1], row[2]
+    values = np.array([0.25, 0.5, 0.75])
+    x = ag.tensor(values, dtype=ag.float64, device=device, requires_grad=True)
+    y = getattr(ag, name)(x)
+    assert y.grad_fn.name() == node
+    numpy_names = {"atan": "arctan", "asin": "arcsin", "acos": "arccos"}
+    numpy_function = getattr(np, numpy_names.get(function, function), None)
+    assert numpy_function is not None
+    np.testing.assert_allclose(y.detach().cpu().numpy(), numpy_function(values), rtol=1e-15)
+    ints = ag.tensor([1, 2, 3], device=device)  # the other path: the row's forward with the function's name
+    if row[3]:  # to_float: computes in the default float dtype
+        np.testing.assert_allclose(getattr(ag, name)(ints).cpu().numpy(), numpy_function(np.array([1.0, 2.0, 3.0])),
+                                   rtol=1e-6)
+    else:
+        assert np.array_equal(getattr(ag, name)(ints).cpu().numpy(), numpy_function(np.array([1, 2, 3])))
