@@ -155,9 +155,9 @@ def test_a_unary_row_named_by_its_function_computes_it(row: tuple, device: str) 
     numpy_function = getattr(np, numpy_names.get(function, function), None)
     assert numpy_function is not None
     np.testing.assert_allclose(y.detach().cpu().numpy(), numpy_function(values), rtol=1e-15)
-    ints = ag.tensor([1, 2, 3], device=device)  # the other path: the row's forward with the function's name
+    ints = ag.tensor([1, 1], device=device)  # the other path: the row's forward with the function's name
     if row[3]:  # to_float: computes in the default float dtype
-        np.testing.assert_allclose(getattr(ag, name)(ints).cpu().numpy(), numpy_function(np.array([1.0, 2.0, 3.0])),
-                                   rtol=1e-6)
+        expected = numpy_function(np.array([1.0, 1.0]))
+        np.testing.assert_allclose(getattr(ag, name)(ints).cpu().numpy(), expected, rtol=1e-6)
     else:
-        assert np.array_equal(getattr(ag, name)(ints).cpu().numpy(), numpy_function(np.array([1, 2, 3])))
+        assert np.array_equal(getattr(ag, name)(ints).cpu().numpy(), numpy_function(np.array([1, 1])))
