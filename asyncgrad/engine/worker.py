@@ -58,9 +58,11 @@ its meta, the count dropped (an emptied shard let go: Note [Shards picked inline
 ``chained`` set, as ``route`` would have (Note [Chains skip the heap]); anything else goes
 through ``route``. A chained consumer inherits its producer's ``outstanding_tasks`` count
 (``route`` too no longer counts it): the producer is not counted done and its consumer not
-counted queued, two writes and a test fewer. W1's backward (Note [Measuring the hot path];
-``cnt.sh``, cachegrind): N=6,000 23,427 -> 18,953 instructions per node (-19%) with Note [Reading
-the clock]'s change left out, N=30,000 (sharded counts) 24,867 -> 19,730 with it.
+counted queued, two writes and a test fewer. W1's backward (Note [Measuring the hot path],
+cachegrind, the whole backward per node): N=6,000 23,427 -> 18,347 instructions per node (-21.7%)
+together with Note [Reading the clock], of which ``route`` left out about 3,700, ``call_function``
+left out 791 (19,138 with it) and the clock budget 606 (18,953 without it); N=30,000 (sharded
+counts) 24,867 -> 19,730 (-20.7%).
 
 Note [Inter-op parallelism]: a BY_COST node whose estimated ``work`` reaches the device's inline
 threshold runs in the device's executor; the worker keeps up to ``device.num_workers``
@@ -190,7 +192,7 @@ CLOCK_BUDGET = 100_000
 work of the inline nodes run since the last reading passes this many element-operations, each
 node counted as its ``work`` plus ``NODE_CLOCK_COST`` for its fixed cost, rather than after every
 node. ``perf_counter`` cost about 300 instructions per node (W1's backward, Note [Measuring the hot
-path]); the sum costs a third of that. The loop is held at most about ``CLOCK_BUDGET`` element
+path]); with the sum, W1's backward runs 606 instructions per node fewer (18,953 -> 18,347). The loop is held at most about ``CLOCK_BUDGET`` element
 operations longer than before: 25-100 µs on the 2-core machine (the inline threshold's 2e5
 element-operations cost 50-200 µs there), against the 2 ms slice; W1's tiny nodes read the clock
 every 25th node (about 85 µs of them). A node that alone passes the budget (a large kernel run
