@@ -27,8 +27,11 @@ is the cache's alone is seen by nothing and may be handed out again; its pages a
   [Inter-op parallelism] in engine/worker.py); picking a slab and making its view is done under a
   lock, so one free slab never goes to two products.
 
-Measured (W3 in-process, ``/tmp``-style medians of 30 steps, BLAS at 1 thread): see the closing
-numbers in ``benchmarks``' W3 row; faults 520 -> 0 a step in the backward.
+Measured, BLAS at 1 thread: W3's backward in-process (medians of 30 steps, the harness's pattern:
+fresh leaves each step, everything dropped after) 2.58 -> 1.61 ms, minor faults 520 -> 0 a step;
+``python -m benchmarks --only W3`` (three runs, two other jobs on the 2 cores) 0.73x, 0.79x, 0.90x
+torch's step, from 1.07-1.34x; ``benchmarks.train_loop --optimizer adam`` faults 889 -> 0 a step
+(min step 0.98x torch's). The pick costs a lock and a count or two per product of 256 KiB or more.
 """
 
 from __future__ import annotations
