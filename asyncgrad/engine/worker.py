@@ -191,13 +191,14 @@ CLOCK_BUDGET = 100_000
 """Note [Reading the clock]: the worker reads the clock (for Note [Yielding]) once the estimated
 work of the inline nodes run since the last reading passes this many element-operations, each
 node counted as its ``work`` plus ``NODE_CLOCK_COST`` for its fixed cost, rather than after every
-node. ``perf_counter`` cost about 300 instructions per node (W1's backward, Note [Measuring the hot
-path]); with the sum, W1's backward runs 606 instructions per node fewer (18,953 -> 18,347). The loop is held at most about ``CLOCK_BUDGET`` element
-operations longer than before: 25-100 µs on the 2-core machine (the inline threshold's 2e5
-element-operations cost 50-200 µs there), against the 2 ms slice; W1's tiny nodes read the clock
-every 25th node (about 85 µs of them). A node that alone passes the budget (a large kernel run
-inline, Note [Nothing to overlap]) reads it right after, as before. A profiled graph task times
-every node (a budget of -1)."""
+node. With the sum, W1's backward runs 606 instructions per node fewer (18,953 -> 18,347; Note
+[Measuring the hot path]). The loop is held at most about ``CLOCK_BUDGET`` element-operations
+longer than before: 25-100 µs on the 2-core machine (the inline threshold's 2e5 element-operations
+cost 50-200 µs there), against the 2 ms slice; W1's tiny nodes read the clock every 25th node
+(about 85 µs of them). A node that alone passes the budget (a large kernel run inline, Note
+[Nothing to overlap]) reads it right after, as before. ``benchmarks.stalls --only huge``: worst
+pause 2.6-3.3 ms (CPU time) against 3.4 before. A profiled graph task times every node (a budget
+of -1)."""
 
 NODE_CLOCK_COST = 4_000
 """A node's fixed cost in element-operations for Note [Reading the clock]: W1's 3-4 µs per node."""
