@@ -18,6 +18,9 @@ from asyncgrad.devices import Device, device, set_inline_threshold, set_num_work
 # allocator policy: opt-in glibc heap thresholds (Note [Heap trimming and page faults] in devices/allocator.py)
 from asyncgrad.devices.allocator import get_allocator_policy, set_allocator_policy
 
+# recycled product buffers: large cpu gradient products reuse freed memory (Note [Recycled product buffers])
+from asyncgrad.devices.buffers import empty_cache
+
 # streams: per-device streams and events (Note [Streams per device] in devices/streams.py)
 from asyncgrad.devices.streams import Event, Stream, current_stream, default_stream, stream, synchronize
 from asyncgrad.dtypes import (

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from asyncgrad.devices.backend import NUMPY, backend_of
+from asyncgrad.devices.buffers import owns_slab
 
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
@@ -25,7 +26,8 @@ def owned_by(container: list, position: int) -> bool:
     """
     array = container[position]
     if type(array) is _ndarray:
-        return array.base is None and array.flags.writeable and _getrefcount(array) <= _UNSHARED
+        base = array.base  # Note [Recycled product buffers] in devices/buffers.py: a slab only this array sees
+        return (base is None or owns_slab(base)) and array.flags.writeable and _getrefcount(array) <= _UNSHARED
     backend = backend_of(array)  # NUMPY for what is no device array: a Tensor (create_graph), a numpy scalar
     return backend is not NUMPY and _getrefcount(array) <= _UNSHARED and backend.owns_memory(array)
 

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from asyncgrad.devices import special
+from asyncgrad.devices.buffers import CACHE, owns_slab
 
 _SPECIAL_CHUNK = 16384
 """Elements per chunk of a special function (Note [Special functions in chunks]): 128 KiB of float64."""
@@ -280,10 +281,18 @@ class ArrayBackend:
         return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
 
     def owns_memory(self, array: Any) -> bool:
-        """Whether ``array``'s memory is its own: no view of another array's, and writable, so an
-        in-place write into it changes no other array. Gradient stealing asks this
-        (autograd/ownership.py), after checking that nothing else references the array object."""
-        return array.base is None and array.flags.writeable
+        """Whether ``array``'s memory is its own: no view of another array's (a recycled product's
+        slab counts as its own while nothing else sees it: Note [Recycled product buffers] in
+        devices/buffers.py), and writable, so an in-place write into it changes no other array.
+        Gradient stealing asks this (autograd/ownership.py), after checking that nothing else
+        references the array object."""
+        base = array.base
+        return (base is None or owns_slab(base)) and array.flags.writeable
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` for a gradient formula: on the cpu a large product of two matrices is written
+        into a recycled buffer (Note [Recycled product buffers] in devices/buffers.py)."""
+        return CACHE.matmul(a, b)
 
     # Note [Views share memory on every device]
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
@@ -515,6 +524,9 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
     def unique(self, array: Any) -> tuple[Any, Any, Any]:
         return tuple(self._wrap(np.asarray(a), device=array.device) for a in NUMPY.unique(array._array))  # type: ignore[return-value]
 
+    def matmul(self, a: Any, b: Any) -> Any:
+        return self.xp.matmul(a, b)
+
     def owns_memory(self, array: Any) -> bool:
         # the memory is the numpy array inside: its own (no base, writable), and held by this wrapper
         # alone (``xp.asarray(a)`` makes a second wrapper around the same numpy array)
@@ -670,6 +682,10 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
         with array.device:  # Note [The array's own GPU]
             values, inverse, counts = self.cupy.unique(array.reshape(-1), return_inverse=True, return_counts=True)
         return values, inverse.reshape(array.shape).astype(np.int64), counts.astype(np.int64)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        with a.device:  # Note [The array's own GPU]
+            return self.xp.matmul(a, b)
 
     def owns_memory(self, array: Any) -> bool:
         # CuPy arrays have no read-only flag; memory CuPy did not allocate (another library's, through

@@ -228,6 +228,8 @@ class Engine:
         ``chain``: the queue of the server that ran ``node`` inline. A consumer that becomes ready
         for that very queue while it is empty is returned as ``(node, inputs)`` instead of pushed,
         for the server to run next (Note [Chains skip the heap] in worker.py); returns None else.
+        The returned consumer is not counted in ``outstanding_tasks``: it inherits ``node``'s count,
+        which the server then does not count done (Note [Chains routed in the worker]).
 
         Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
         builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself, rather than
@@ -307,7 +309,6 @@ class Engine:
                 if count:
                     continue
                 del not_ready[fn]
-            graph_task.outstanding_tasks += 1
             metas = fn._input_meta
             device = metas[0][2] if len(metas) == 1 else buffer_device(fn, cpu)
             if device is not last_device:  # Note [Routing inlined]
@@ -319,12 +320,14 @@ class Engine:
                 heap = queue.heap
                 counter = queue.counter
             if queue is chain and chained is None and not heap:  # Note [Chains skip the heap] in worker.py
-                chained = (fn, buffer)
+                chained = (fn, buffer)  # it inherits ``node``'s outstanding count, which the worker keeps
                 continue
+            graph_task.outstanding_tasks += 1
             heappush(heap, (neg_depth, -fn.sequence_nr, next(counter), graph_task, fn, buffer))
             if queue.waiters:
                 queue.wake()
         if chained is not None and chain.heap:  # another consumer came after it: the heap orders them
+            graph_task.outstanding_tasks += 1
             heappush(chain.heap, (neg_depth, -chained[0].sequence_nr, next(chain.counter), graph_task, *chained))
             return None
         return chained

@@ -469,6 +469,12 @@ class ArrayMath:
         return backend_of(g).xp.matrix_transpose(g)
 
     @staticmethod
+    def mm(a: Any, b: Any) -> Any:
+        """A gradient's matrix product: the backend's, which may recycle its buffer (Note [Recycled
+        product buffers] in devices/buffers.py)."""
+        return backend_of(a).matmul(a, b)
+
+    @staticmethod
     def where(cond: Any, a: Any, b: Any) -> Any:
         return backend_of(cond).xp.where(cond, a, b)
 

@@ -47,7 +47,7 @@ class _Matmul(OpNode):
     def backward(self, F, g):
         a, b = F.unpack(self)
         if len(self.a_shape) == len(self.b_shape) == 2:  # Note [mm's backward in two products]
-            return (None if b is None else g @ F.mT(b), None if a is None else F.mT(a) @ g)
+            return (None if b is None else F.mm(g, F.mT(b)), None if a is None else F.mm(F.mT(a), g))
         a2_shape = (1,) + self.a_shape if len(self.a_shape) == 1 else self.a_shape
         b2_shape = self.b_shape + (1,) if len(self.b_shape) == 1 else self.b_shape
         shape = g.shape + (1,) if len(self.b_shape) == 1 else g.shape
@@ -200,8 +200,8 @@ class AddmmBackward0(OpNode):
         scaled = g if alpha == 1 else g * alpha
         return (
             F.sum_to(g if beta == 1 else g * beta, self.input_shape) if self.needs(0) else None,
-            scaled @ F.mT(m2) if self.needs(1) else None,
-            F.mT(m1) @ scaled if self.needs(2) else None,
+            F.mm(scaled, F.mT(m2)) if self.needs(1) else None,
+            F.mm(F.mT(m1), scaled) if self.needs(2) else None,
         )
 
 

@@ -28,11 +28,11 @@ class _Linear(OpNode):
     def backward(self, F, g):
         x, w = F.unpack(self)
         g2 = F.reshape(g, (-1, self.w_shape[0])) if g.ndim != 2 else g
-        gx = F.reshape(g2 @ w, self.x_shape) if w is not None else None
+        gx = F.reshape(F.mm(g2, w), self.x_shape) if w is not None else None
         gw = None
         if x is not None:
             x2 = F.reshape(x, (-1, self.w_shape[1])) if len(self.x_shape) != 2 else x
-            gw = F.mT(g2) @ x2
+            gw = F.mm(F.mT(g2), x2)
         gb = F.sum_to(g, self.b_shape) if self.needs(2) else None
         return gx, gw, gb
 

@@ -52,6 +52,10 @@ class TensorMath:
         return shape_ops.transpose(g, -1, -2)
 
     @staticmethod
+    def mm(a: Tensor, b: Tensor) -> Tensor:
+        return linalg.matmul(a, b)
+
+    @staticmethod
     def cast(g: Tensor, dtype: np.dtype) -> Tensor:
         return g if g.dtype == dtype else shape_ops.to_dtype(g, dtype)
 
