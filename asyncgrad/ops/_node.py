@@ -67,9 +67,11 @@ class OpNode(Node):
     graph_math: Any = None
     """The formula namespace on Tensors, ``TensorMath`` (Note [Two namespaces for one formula])."""
 
-    _make_node: Any = None
-    """``(fns, nrs, sequence_nr, topo, meta, out, work, fields)``: a new node of this class with
-    every slot ``record`` sets (Note [A node made by its class's own code])."""
+    _recipe: Any = None
+    """``(same_meta, make)``: the class's ``same_meta`` and its compiled ``make(fns, nrs,
+    sequence_nr, topo, meta, out, work, fields, device, vc, saved, view_of)``, which returns the
+    recorded result (Note [A node made by its class's own code], Note [The result made with its
+    node])."""
 
     fields: tuple[str, ...] = ()
     """The slots the class and its op bases add to Node, bases' first: what ``record`` fills."""
@@ -82,7 +84,7 @@ class OpNode(Node):
                 slots = klass.__dict__.get("__slots__", ())
                 names += [slots] if isinstance(slots, str) else list(slots)
         cls.fields = tuple(names)
-        cls._make_node = staticmethod(_node_maker(cls))
+        cls._recipe = (cls.same_meta, _node_maker(cls))
 
     def apply(self, grads: list, create_graph: bool) -> Any:
         if create_graph:
@@ -106,20 +108,47 @@ def _node_maker(cls: type) -> Any:
     a sixth of a ``setattr`` loop for three), and ``work`` is the class's ``work_per_element``
     (read here, at class creation: a class sets it in its body) times the output's elements,
     unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
-    Another number of fields than slots raises ValueError (``record`` then falls back to ``zip``).
+    Another number of fields than slots goes to ``_some_fields``.
     Keep the stores in step with Node.__init__ (graph.py; tests/test_speed_record.py checks every
     slot is set). W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000): 24,648 -> 23,624
     instructions per node with GC, 21,683 -> 20,678 without; not asking ``out.size`` for a class
-    of work 0 (W1's additions) then 23,167 -> 23,097, 20,214 -> 20,148."""
+    of work 0 (W1's additions) then 23,167 -> 23,097, 20,214 -> 20,148.
+
+    Note [The result made with its node]: the compiled ``make`` also builds the result Tensor
+    (Tensor._make's stores, as ``record`` did) and keeps the saved result, with the class's
+    ``saves_result`` and ``keeps_result`` read here, once: in ``record`` each was a read of a class
+    attribute on classes that vary from node to node (CPython 3.11 does not specialise those), and
+    ``node.result``/``node.result_vc`` were stores on nodes of many classes. ``same_meta`` comes
+    with ``make`` in one read (``_recipe``). A class's tensors in ``saved`` go through
+    ``_save_inputs``, as before (saved-tensor hooks, views and a numpy scalar result as before: the
+    same tests, in the same order). A number of fields other than the slots' is handled by
+    ``_some_fields`` (the first ones, as ``zip`` pairs them; TypeError for too many), so a
+    ValueError from a pack hook is never taken for one. W1 forward (N=30,000): 22,686 -> 22,391
+    instructions per node with GC, 19,778 -> 19,445 without."""
     names = cls.fields
     per_element = cls.work_per_element
     if names:
-        set_fields = f"    if fields:\n        {', '.join('node.' + name for name in names)}, = fields\n"
+        targets = ", ".join("node." + name for name in names)
+        set_fields = (f"    if fields:\n        try:\n            {targets}, = fields\n"
+                      "        except ValueError:\n            _some_fields(node, fields)\n")
     else:
-        set_fields = "    if fields:\n        raise ValueError('this op class has no fields')\n"
+        set_fields = "    if fields:\n        _some_fields(node, fields)\n"
     work = "0" if per_element == 0 else "out.size" if per_element == 1 else f"out.size * {per_element!r}"
+    if cls.saves_result and cls.keeps_result:  # Note [A saved result kept in its node]
+        save_result = (
+            "    elif view_of is None and (not hooks_in_use[0] or saved_hooks.get() is None):\n"
+            "        node.result = result._data\n"
+            "        node.result_vc = vc\n"
+            "    else:\n"
+            "        node.result = node.result_vc = None\n"
+            "        node.saved = (SavedTensor(result, True),)\n"
+        )
+    elif cls.saves_result:
+        save_result = "    else:\n        node.saved = (SavedTensor(result, True),)\n"
+    else:
+        save_result = ""
     source = (
-        "def make_node(fns, nrs, sequence_nr, topo, meta, out, work, fields):\n"
+        "def make_node(fns, nrs, sequence_nr, topo, meta, out, work, fields, device, vc, saved, view_of):\n"
         "    node = _new(cls)\n"
         "    node.edge_fns = fns\n"
         "    node.edge_nrs = nrs\n"
@@ -131,11 +160,47 @@ def _node_maker(cls: type) -> Any:
         "    node._input_meta = meta\n"
         f"    node.work = {work} if work is None else work\n"
         f"{set_fields}"
-        "    return node\n"
+        "    if out.__class__ is not _ndarray and isinstance(out, _np_generic):\n"
+        "        result = _make(out, device, True, node, 0, vc)  # a numpy scalar, made a 0-d array there\n"
+        "    else:\n"
+        "        result = _new(Tensor)  # Note [Recording inlined]\n"
+        "        result._data = out  # the slot itself, as Tensor._make (Note [The data slot] in tensor.py)\n"
+        "        result.device = device\n"
+        "        result._requires_grad = True\n"
+        "        result.grad_fn = node\n"
+        "        result.output_nr = 0\n"
+        "        result._grad = None\n"
+        "        result._vc = vc\n"
+        "        result._extra = None\n"
+        "    if saved:\n"
+        "        _save_inputs(cls, node, result, saved)\n"
+        f"{save_result}"
+        "    return result\n"
     )
-    namespace: dict = {"_new": _new, "cls": cls}
+    namespace: dict = {"_new": _new, "cls": cls, "_some_fields": _some_fields, "_ndarray": _ndarray,
+                       "_np_generic": _np_generic, "_make": _make, "Tensor": Tensor, "_save_inputs": _save_inputs,
+                       "hooks_in_use": hooks_in_use, "saved_hooks": saved_hooks, "SavedTensor": SavedTensor}
     exec(source, namespace)
     return namespace["make_node"]
+
+
+def _some_fields(node: OpNode, fields: tuple) -> None:
+    """Another number of fields than the class keeps: the first ones, as ``zip`` pairs them, or
+    TypeError for too many."""
+    names = node.fields
+    if len(fields) > len(names):
+        raise TypeError(f"{type(node).__name__} keeps {len(names)} fields, got {len(fields)}")
+    for name, value in zip(names, fields):
+        setattr(node, name, value)
+
+
+def _save_inputs(cls: type[OpNode], node: OpNode, result: Tensor, saved: tuple) -> None:
+    """The tensors an op saves (``record``'s ``saved``), then its own result when the class saves it."""
+    kept = (None if saved[0] is None else SavedTensor(saved[0]),) if len(saved) == 1 else tuple(
+        [None if t is None else SavedTensor(t) for t in saved])
+    node.saved = kept + (SavedTensor(result, True),) if cls.saves_result else kept
+    if cls.keeps_result:
+        node.result = node.result_vc = None
 
 
 class SavesVariables(OpNode):
@@ -276,7 +341,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         fns = None
     if fns is not None:
         # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out, as they would
-        # run: Tensor._make here, Node.__init__ in the class's own ``_make_node`` (Note [A node made
+        # run: both in the class's own compiled ``make`` (Note [A node made
         # by its class's own code]), and the node's meta and work are stored once. That took
         # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
         # the hot path] in engine/worker.py), 4% of a W1 node's forward. Keep them in step with
@@ -303,7 +368,8 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         # (inputs ``(a, None)``), which then always took the lookup: named apart, W1 forward went
         # 23,624 -> 23,167 with GC, 20,678 -> 20,214 without (N=30,000). Reading the input node's
         # meta and topological_nr once each (not twice): 23,000 -> 22,686, 20,080 -> 19,766.
-        meta = (fn._input_meta if cls.same_meta and not na and fn is not None and fn is a.grad_fn
+        same_meta, make = cls._recipe
+        meta = (fn._input_meta if same_meta and not na and fn is not None and fn is a.grad_fn
                 and out.dtype is a._data.dtype else None)
         if meta is None or len(meta) != 1:
             dtype = out.dtype  # the meta holds the array's numpy dtype (Note [Dtypes are numpy dtypes underneath])
@@ -313,50 +379,16 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             meta = _META.get(key)  # input_meta's lookup, without its call
             if meta is None:
                 meta = input_meta(*key)
-        try:  # Note [A node made by its class's own code]
-            node = cls._make_node(fns, nrs, sequence_nr, topo, meta, out, work, fields)
-        except ValueError:  # fewer fields than slots: the first ones, as zip pairs them
-            if len(fields) > len(cls.fields):
-                raise TypeError(f"{cls.__name__} keeps {len(cls.fields)} fields, got {len(fields)}") from None
-            node = cls._make_node(fns, nrs, sequence_nr, topo, meta, out, work, ())
-            for name, value in zip(cls.fields, fields):
-                setattr(node, name, value)
+        # Note [A node made by its class's own code], Note [The result made with its node]
+        result = make(fns, nrs, sequence_nr, topo, meta, out, work, fields, device, vc, saved, view_of)
         if STREAMS_ACTIVE[0]:  # Note [Streaming backwards] in engine/stream_sync.py: never true on a cpu-only run
-            note_forward(node, device)
+            note_forward(result.grad_fn, device)
         if ANOMALY_USED[0] and anomaly_enabled.get()[0]:  # Note [Anomaly mode read once it was used]
-            node.metadata["traceback_"] = forward_traceback()
-        if out.__class__ is not _ndarray and isinstance(out, _np_generic):
-            result = _make(out, device, True, node, 0, vc)  # a numpy scalar, made a 0-d array there
-        else:
-            result = _new(Tensor)  # Note [Recording inlined]
-            result._data = out  # the slot itself, as Tensor._make (Note [The data slot] in tensor.py)
-            result.device = device
-            result._requires_grad = True
-            result.grad_fn = node
-            result.output_nr = 0
-            result._grad = None
-            result._vc = vc
-            result._extra = None
-        if saved:
-            kept = (None if saved[0] is None else SavedTensor(saved[0]),) if len(saved) == 1 else tuple(
-                [None if t is None else SavedTensor(t) for t in saved])
-            node.saved = kept + (SavedTensor(result, True),) if cls.saves_result else kept
-            if cls.keeps_result:
-                node.result = node.result_vc = None
-        elif cls.saves_result:
-            if cls.keeps_result:  # Note [A saved result kept in its node]
-                if view_of is None and (not hooks_in_use[0] or saved_hooks.get() is None):
-                    node.result = result._data
-                    node.result_vc = vc
-                else:
-                    node.result = node.result_vc = None
-                    node.saved = (SavedTensor(result, True),)
-            else:
-                node.saved = (SavedTensor(result, True),)
+            result.grad_fn.metadata["traceback_"] = forward_traceback()
         if view_of is not None:
             mark_view(result, view_of, cls)
         if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
-            note_op(cls, inputs, result, node.sequence_nr, view_of is None)
+            note_op(cls, inputs, result, sequence_nr, view_of is None)
         return result
     result = _make(out, device, False, None, 0, vc)
     if view_of is not None:
