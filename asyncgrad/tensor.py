@@ -138,7 +138,7 @@ def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bo
 
 
 class Tensor:
-    __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_vc", "_extra",
+    __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_counter", "_extra",
                  "__weakref__")
     __array_priority__ = 1000
     __hash__ = object.__hash__
@@ -151,7 +151,7 @@ class Tensor:
         self.grad_fn = None
         self.output_nr = 0
         self._grad = None
-        self._vc = fresh_version()  # Note [Inference tensors] in autograd/grad_mode.py
+        self._counter = fresh_version()  # Note [Inference tensors] in autograd/grad_mode.py
         self._extra = None
         if requires_grad:
             self.requires_grad_(True)
@@ -172,10 +172,33 @@ class Tensor:
         t._grad = None
         # Note [Inference tensors] in autograd/grad_mode.py: under inference_mode() a new counter (a new
         # tensor's, version 0) becomes an inference one; callers that share one (views, detach) put theirs back
-        t._vc = vc if not INFERENCE_ACTIVE[0] or vc.__class__ is not list or vc[0] or not inference_enabled.get() \
+        t._counter = vc if not INFERENCE_ACTIVE[0] or vc.__class__ is not list or vc[0] or not inference_enabled.get() \
             else InferenceVersion(vc)
         t._extra = None
         return t
+
+    @property
+    def _vc(self) -> list:
+        """The version counter, which views, ``detach()``es and saved tensors share.
+
+        Note [A version counter made when first asked for]: a result ``record`` makes starts with no
+        counter (``_counter`` None): most results of a long chain are only ever read by the next op,
+        and a list per result was a fourth object per node for Python's cyclic collector to track
+        (~730 instructions each, W1). Every reader of the counter goes through this property,
+        which makes it then (``[0]``, a plain one: the recorded result's, inference or not, as
+        ``record`` stored before) and keeps it, so it is the same object from then on, shared by
+        whatever asked: a view, a detach, a saved tensor, an in-place op's bump. Nothing can have
+        bumped or shared a counter nobody has asked for, so it is at version 0, as a fresh one is.
+        Only ``record``, ``Tensor._make`` and ``__init__`` write ``_counter``; everything else
+        reads and writes ``_vc``."""
+        vc = self._counter
+        if vc is None:
+            vc = self._counter = [0]
+        return vc
+
+    @_vc.setter
+    def _vc(self, vc: list) -> None:
+        self._counter = vc
 
     # ----------------------------------------------------------------- metadata
     @property

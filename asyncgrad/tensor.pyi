@@ -597,6 +597,7 @@ class Tensor:
     _requires_grad: builtins.bool
     _grad: Tensor | None
     _vc: list[builtins.int]
+    _counter: list[builtins.int] | None  # fwd2: Note [A version counter made when first asked for]
     _extra: _Extra | None
     @staticmethod
     def _make(

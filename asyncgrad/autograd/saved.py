@@ -53,10 +53,10 @@ class SavedTensor:
 
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor._data  # the slot, not the property (Note [The data slot] in tensor.py)
-        self.vc = tensor._vc
-        if self.vc.__class__ is InferenceVersion:  # Note [Inference tensors] in grad_mode.py
+        self.vc = vc = tensor._vc  # read once: a property (Note [A version counter made when first asked for])
+        if vc.__class__ is InferenceVersion:  # Note [Inference tensors] in grad_mode.py
             raise RuntimeError(INFERENCE_SAVED)
-        self.version = tensor._vc[0]
+        self.version = vc[0]
         self.device = tensor.device
         self.output_nr = tensor.output_nr
         if is_output:

@@ -138,6 +138,8 @@ def _node_maker(cls: type) -> Any:
         save_result = (
             "    elif view_of is None and (not hooks_in_use[0] or saved_hooks.get() is None):\n"
             "        node.result = result._data\n"
+            "        if vc is None:  # Note [A version counter made when first asked for]\n"
+            "            vc = result._counter = [0]\n"
             "        node.result_vc = vc\n"
             "    else:\n"
             "        node.result = node.result_vc = None\n"
@@ -161,6 +163,8 @@ def _node_maker(cls: type) -> Any:
         f"    node.work = {work} if work is None else work\n"
         f"{set_fields}"
         "    if out.__class__ is not _ndarray and isinstance(out, _np_generic):\n"
+        "        if vc is None:\n"
+        "            vc = [0]\n"
         "        result = _make(out, device, True, node, 0, vc)  # a numpy scalar, made a 0-d array there\n"
         "    else:\n"
         "        result = _new(Tensor)  # Note [Recording inlined]\n"
@@ -170,7 +174,7 @@ def _node_maker(cls: type) -> Any:
         "        result.grad_fn = node\n"
         "        result.output_nr = 0\n"
         "        result._grad = None\n"
-        "        result._vc = vc\n"
+        "        result._counter = vc  # None for a new counter (Note [A version counter made when first asked for])\n"
         "        result._extra = None\n"
         "    if saved:\n"
         "        _save_inputs(cls, node, result, saved)\n"
@@ -303,7 +307,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
     * and makes the output a view of ``view_of`` (sharing its version counter and base) when
       given: a view op's output is a view whether or not it records.
     """
-    vc = [0] if view_of is None else view_of._vc
+    vc = None if view_of is None else view_of._vc  # Note [A version counter made when first asked for]
     # One and two inputs (nearly every op) are spelled out: the per-op cost of the forward is
     # mostly this function's. Inputs are asked before grad mode (a plain result asks no context
     # variable), and the first input's edge to a non-leaf is built here (gradient_edge's first case).
@@ -390,7 +394,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
             note_op(cls, inputs, result, sequence_nr, view_of is None)
         return result
-    result = _make(out, device, False, None, 0, vc)
+    result = _make(out, device, False, None, 0, [0] if vc is None else vc)
     if view_of is not None:
         if INFERENCE_ACTIVE[0]:
             result._vc = vc  # a view shares its base's counter, inference or not (Note [Inference tensors])
