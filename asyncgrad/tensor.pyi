@@ -596,8 +596,12 @@ class Tensor:
     # Not for users; declared so that asyncgrad's own modules, which read them, type-check too.
     _requires_grad: builtins.bool
     _grad: Tensor | None
-    _vc: list[builtins.int]
-    _counter: list[builtins.int] | None  # fwd2: Note [A version counter made when first asked for]
+    # fwd2: the counter is made when first asked for (Note [A version counter made when first asked for])
+    @property
+    def _vc(self) -> list[builtins.int]: ...
+    @_vc.setter
+    def _vc(self, vc: list[builtins.int]) -> None: ...
+    _counter: list[builtins.int] | None
     _extra: _Extra | None
     @staticmethod
     def _make(
