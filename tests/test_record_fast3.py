@@ -155,3 +155,12 @@ def test_a_lazy_counter_made_in_inference_mode_is_a_normal_one() -> None:
         ty = torch.tensor([0.5, 1.5], requires_grad=True) * 2.0
         with torch.inference_mode():
             assert not ty.detach().is_inference()
+
+
+def test_an_op_node_class_is_made_only_by_record() -> None:
+    # Note [An op node made by calling its class]: no Node.__init__ on the way
+    x = ag.tensor([0.5, -1.0], requires_grad=True)
+    for y in (x * 2.0, x + 1.0, x.tanh(), x * x):
+        with pytest.raises(TypeError):
+            type(y.grad_fn)(((None, 0),))
+        assert y.grad_fn.next_functions[0][0].name() == "AccumulateGrad"
