@@ -164,3 +164,16 @@ def test_an_op_node_class_is_made_only_by_record() -> None:
         with pytest.raises(TypeError):
             type(y.grad_fn)(((None, 0),))
         assert y.grad_fn.next_functions[0][0].name() == "AccumulateGrad"
+
+
+def test_topological_numbers_of_one_and_two_input_nodes() -> None:
+    # Note [Topological numbers without a loop]: one more than the deepest input's, either side
+    x = ag.tensor([0.5, -1.0], requires_grad=True)
+    c = ag.tensor([2.0, 3.0])  # needs no gradient: no edge
+    a = x * 2.0
+    b = a.tanh()
+    assert (a.grad_fn.topological_nr, b.grad_fn.topological_nr) == (1, 2)
+    assert (b * x).grad_fn.topological_nr == (x * b).grad_fn.topological_nr == 3
+    assert (c * b).grad_fn.topological_nr == (b * c).grad_fn.topological_nr == 3
+    assert (x + 1.0).grad_fn.topological_nr == (x * x).grad_fn.topological_nr == 1
+    assert ag.stack([x, b, a]).grad_fn.topological_nr == 3

@@ -336,6 +336,16 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             fb, nb = NO_EDGE if b is None else gradient_edge(b)
             fns: tuple | None = (fn, fb)
             nrs = (na, nb) if na or nb else (0, 0)
+            # Note [Topological numbers without a loop]: each input node's topological_nr read once
+            # (the nodes are of many classes, so each read takes CPython's generic path: Note [A
+            # node made by its class's own code]), and no loop over the edges for one or two inputs.
+            # W1 forward (N=30,000): 21,927 -> 21,255 instructions per node with GC, 18,970 -> 18,304
+            # without.
+            topo = 0 if fn is None else fn.topological_nr + 1
+            if fb is not None:
+                edge_topo = fb.topological_nr
+                if edge_topo >= topo:
+                    topo = edge_topo + 1
         else:
             fns = None
     elif n == 1:
@@ -348,10 +358,17 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
                 fn, na = gradient_edge(a)
             fns = (fn,)
             nrs = (na,) if na else (0,)
+            topo = 0 if fn is None else fn.topological_nr + 1  # Note [Topological numbers without a loop]
         else:
             fns = None
     elif recording(*inputs):
         fns, nrs = split_edges([NO_EDGE if t is None else gradient_edge(t) for t in inputs])
+        topo = 0
+        for edge_fn in fns:
+            if edge_fn is not None:
+                edge_topo = edge_fn.topological_nr
+                if edge_topo >= topo:
+                    topo = edge_topo + 1
     else:
         fns = None
     if fns is not None:
@@ -363,14 +380,6 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
         # that every slot of both is set on a recorded result.
         sequence_nr = _next_sequence()
-        topo = 0
-        for edge_fn in fns:  # not ``fn``: that is the first input's, for its meta below
-            # each attribute of an input's node read once: the nodes are of many classes, so each
-            # read takes CPython's generic path (Note [A node made by its class's own code])
-            if edge_fn is not None:
-                edge_topo = edge_fn.topological_nr
-                if edge_topo >= topo:
-                    topo = edge_topo + 1
         # Note [An output's meta taken from its input]: an op whose class says ``same_meta`` makes
         # an output of its first input's shape on its device; when that input is output 0 of a
         # one-output node and the dtypes are the same object, that node's interned meta is the
