@@ -190,7 +190,12 @@ class Tensor:
         whatever asked: a view, a detach, a saved tensor, an in-place op's bump. Nothing can have
         bumped or shared a counter nobody has asked for, so it is at version 0, as a fresh one is.
         Only ``record``, ``Tensor._make`` and ``__init__`` write ``_counter``; everything else
-        reads and writes ``_vc``."""
+        reads and writes ``_vc``. W1 forward (N=30,000): 22,391 -> 22,235 instructions per node with
+        GC, 19,445 -> 19,280 without: less than the collector's share suggested, as a chain's results
+        die young (the next op replaces them) and their lists with them, so the collector rarely met
+        them; what is saved is making and freeing the list. A result that keeps its own counter
+        (tanh's, saved in its node) still makes one; making that one an untracked ``{0: 0}`` instead
+        measured 22,214 with GC but 19,395 without, so it was not kept."""
         vc = self._counter
         if vc is None:
             vc = self._counter = [0]
