@@ -11,14 +11,15 @@ step in its two weight gradients (1.6 MB and 512 KB), about 1.1 ms of a 2.6 ms b
 So a product of at least ``MIN_BYTES`` on the cpu is written (``matmul(out=...)``) into a *slab*
 this cache keeps: a ``_Slab`` (a byte array, its own class so that it is told apart by one type
 check) of exactly the product's size, handed out as a plain ndarray view over all of it
-(``np.ndarray(shape, dtype, buffer=slab)``). The cache holds each slab with one reference; every
-view of it holds one more (numpy points a view of a view at the slab itself), so a slab whose count
-is the cache's alone is seen by nothing and may be handed out again; its pages are already mapped.
+(``np.ndarray(shape, dtype, buffer=slab)``). The cache holds each slab with one reference; the view
+holds one more, and a view of that view holds the view (numpy stops its base chain at a change of
+type), so a slab whose count is the cache's alone is seen by nothing and may be handed out again;
+its pages are already mapped.
 
 * Ownership: the view is not the owner of its memory in numpy's terms, but it is the only user of
   its slab's; ``owns_slab`` tells gradient stealing (autograd/ownership.py) and ``owns_memory``
-  so, so a recycled gradient is stolen into ``.grad`` as a fresh one is. A second view of the slab
-  (the user's ``p.grad[0]``) counts on the slab and makes it shared, as it does for a plain array.
+  so, so a recycled gradient is stolen into ``.grad`` as a fresh one is. A view of the view (the
+  user's ``p.grad[0]``) counts on the view, which then is shared, as a plain array would be.
 * Bound: slabs in use and free together stay within ``LIMIT_BYTES``; a product that would pass it
   first evicts free slabs (least recently handed out first), else is made the plain way. A free
   slab is memory the process keeps: ``empty_cache()`` hands every free one back, as
