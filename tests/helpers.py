@@ -385,3 +385,24 @@ def wait(value: Any) -> Any:
         return await value
 
     return asyncio.run(main())
+
+
+async def ticks_during(work: Any) -> int:
+    """How many times another coroutine got the loop while ``work`` (an awaitable) was awaited:
+    a backward that never yields gives 0."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0)
+    start = ticks
+    try:
+        await work
+    finally:
+        task.cancel()
+    return ticks - start

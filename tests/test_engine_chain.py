@@ -3,13 +3,12 @@ next without the heap, and nothing about the order, the yields or where a node r
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
 
 import asyncgrad as ag
 from asyncgrad.engine import worker as worker_module
+from tests.helpers import ticks_during
 
 torch = pytest.importorskip("torch")
 
@@ -54,24 +53,11 @@ async def test_a_chain_yields_between_nodes_and_stays_exact(monkeypatch):
     goes onto the heap and another coroutine runs in between."""
     monkeypatch.setattr(worker_module, "YIELD_AFTER_S", 0.0)
     monkeypatch.setattr(worker_module, "CLOCK_BUDGET", 0)  # Note [Reading the clock]: after every node
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
     x = ag.tensor([0.1, 0.2, 0.3], dtype=ag.float64, requires_grad=True)
     y = x
     for _ in range(60):
         y = (y * 1.01).tanh()
-    task = asyncio.ensure_future(ticker())
-    await asyncio.sleep(0)
-    start = ticks
-    await y.sum().backward()
-    task.cancel()
-    assert ticks - start >= 100, "the loop ran other coroutines between the chain's nodes"
+    assert await ticks_during(y.sum().backward()) >= 100, "the loop ran other coroutines between the chain's nodes"
     tx = torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64, requires_grad=True)
     ty = tx
     for _ in range(60):

@@ -11,14 +11,13 @@ worker yields by its work budget.
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
 
 import asyncgrad as ag
 from asyncgrad.autograd import accumulate as accumulate_module
 from asyncgrad.engine import worker as worker_module
+from tests.helpers import ticks_during
 
 torch = pytest.importorskip("torch")
 
@@ -144,23 +143,6 @@ async def test_a_failing_hook_mid_chain_ends_the_backward():
     assert x.grad is None
 
 
-async def _ticks_during(backward):
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.ensure_future(ticker())
-    await asyncio.sleep(0)
-    start = ticks
-    await backward
-    task.cancel()
-    return ticks - start
-
-
 async def test_tiny_nodes_read_the_clock_by_their_budget(monkeypatch):
     """With a slice of nothing, the worker yields only when it reads the clock: after every
     ``CLOCK_BUDGET / NODE_CLOCK_COST`` tiny nodes, not after each one."""
@@ -168,7 +150,7 @@ async def test_tiny_nodes_read_the_clock_by_their_budget(monkeypatch):
     per_read = worker_module.CLOCK_BUDGET // worker_module.NODE_CLOCK_COST + 1
     x = ag.tensor(np.ones(2), requires_grad=True)
     nodes = 50 * per_read
-    ticks = await _ticks_during(w1(ag, x, nodes).sum().backward())
+    ticks = await ticks_during(w1(ag, x, nodes).sum().backward())
     # about nodes / per_read readings (a node's own work moves it by one or two), each yielding for
     # give_way's three sleeps; reading after every node would give 3 * nodes ticks
     assert nodes // per_read <= ticks <= nodes // (per_read - 4) * 3
@@ -184,7 +166,7 @@ async def test_a_node_past_the_budget_reads_the_clock_right_after(monkeypatch):
     y = x
     for _ in range(20):
         y = y.tanh()
-    ticks = await _ticks_during(y.sum().backward())
+    ticks = await ticks_during(y.sum().backward())
     assert ticks >= 20 * 3 // 2, "the worker yielded after each large tanh"
 
 
