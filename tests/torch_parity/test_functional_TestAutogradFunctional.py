@@ -27,6 +27,7 @@ from autograd_port import (  # noqa: F401  (double_default: an autouse fixture)
 )
 
 import asyncgrad as ag
+
 autogradF = ag.autograd.functional
 
 gradcheck = ag.gradcheck
@@ -35,7 +36,8 @@ gradgradcheck = ag.gradgradcheck
 NO_FORWARD_AD = pytest.mark.xfail(
     strict=True, reason='strategy="forward-mode" needs forward-mode AD (dual tensors), which asyncgrad does not have')
 NO_VMAP = pytest.mark.xfail(
-    strict=True, reason="jacobian/hessian(vectorize=True) is refused (NotImplementedError: needs vmap); torch computes it")
+    strict=True, reason="jacobian/hessian(vectorize=True) is refused (NotImplementedError: needs vmap); "
+    "torch computes it")
 NO_GRAD_CREATE_GRAPH = pytest.mark.xfail(
     strict=True, reason="called under no_grad with create_graph=True the results have no grad_fn; torch's functional "
     "API records the graph then (it enables grad inside when create_graph)")
