@@ -4,7 +4,7 @@ checks, mark_non_differentiable, setitem, expanded grad_outputs, naughty Functio
 
 Source: the same copy as part 1 (cyyever/pytorch at 0f3f4a53, test/test_autograd.py), characters
 112k-160k, torch's order kept; each test names the torch test it ports in its docstring.
-``Variable(x, requires_grad=True)`` is ``x.clone().requires_grad_()`` (a leaf of the same values).
+``Variable(x, requires_grad=True)`` is ``x.detach().requires_grad_()`` (a leaf sharing x's data).
 
 Left out (not ported), one line per family:
 - ``test_volatile_deprecated``: the Variable ``volatile`` flag, removed API;
@@ -30,7 +30,8 @@ def _xfail(reason):
 
 
 def Variable(x, requires_grad=False):
-    return x.clone().requires_grad_(requires_grad)
+    """torch's legacy ``Variable(x, requires_grad=...)``: a leaf sharing x's data."""
+    return x.detach().requires_grad_(requires_grad)
 
 
 async def test_set_grad_coroutines_critical_exceptions():
