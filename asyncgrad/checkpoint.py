@@ -42,6 +42,10 @@ def noop_context_fn() -> tuple[ContextManager, ContextManager]:
 
 DETERMINISM_CHECKS = ("default", "none")
 """torch's ``determinism_check`` values: compare the recomputed tensors' metadata, or not."""
+CONTEXT_SUPPRESSED = ("torch.utils.checkpoint: the forward context provided by context_fn suppressed an exception "
+                      "raised during the checkpointed forward. This is not supported because checkpoint cannot return "
+                      "a value for a failed forward.")
+"""torch's error when ``context_fn``'s forward context swallows the exception of a failed forward."""
 
 
 class CheckpointError(RuntimeError):
@@ -269,12 +273,19 @@ async def _checkpoint_without_reentrant(fn: Callable, preserve_rng_state: bool, 
     forward_context, recompute_context = context_fn()
     rng_state = factories._rng[0].bit_generator.state if preserve_rng_state else None
     frame = _Frame(fn, args, kwargs, rng_state, recompute_context, determinism_check == "default")
+    failed = False
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
-        # in a portal: a plain fn may call backward_sync (Note [Sync bridge]); an async def one gives its coroutine
-        result = await call_plain(functools.partial(fn, **kwargs) if kwargs else fn, *args)
-        is_async = inspect.isawaitable(result)
-        if is_async:
-            result = await result
+        try:
+            # in a portal: a plain fn may call backward_sync (Note [Sync bridge]); an async def one gives its coroutine
+            result = await call_plain(functools.partial(fn, **kwargs) if kwargs else fn, *args)
+            is_async = inspect.isawaitable(result)
+            if is_async:
+                result = await result
+        except BaseException:
+            failed = True
+            raise
+    if failed:  # the forward raised and context_fn's forward context swallowed it: there is no result to return
+        raise RuntimeError(CONTEXT_SUPPRESSED)
     frame.forward_completed = True
     if not is_async or not grad_enabled.get():
         return result
