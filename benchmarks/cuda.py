@@ -48,6 +48,59 @@ async def w1_backward_us(device: str, n: int, repeats: int) -> float:
     return statistics.median(times[1:])
 
 
+def w1_floor_us(device: str, n: int, repeats: int) -> float:
+    """W1's backward written by hand on the device's arrays (numpy or CuPy): the kernels alone, µs per node."""
+    xp = np
+    if device.startswith("cuda"):
+        import cupy as xp
+    x = xp.asarray(np.random.default_rng(1).uniform(-1, 1, 4))
+    saved, y = [], x
+    for i in range(n):
+        if i % 3 == 0:
+            y = y * MUL
+        elif i % 3 == 1:
+            y = y + ADD
+        else:
+            y = xp.tanh(y)
+            saved.append(y)
+    times = []
+    for _ in range(repeats + 1):
+        _sync(device)
+        t0 = time.perf_counter()
+        g, k = xp.ones_like(x), len(saved)
+        for i in reversed(range(n)):
+            if i % 3 == 0:
+                g = g * MUL
+            elif i % 3 == 2:
+                k -= 1
+                g = g * (1.0 - saved[k] * saved[k])
+        _sync(device)
+        times.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(times[1:])
+
+
+def profile_w1(device: str, n: int) -> None:
+    """cProfile of one W1 backward on ``device``: where the per-node time goes."""
+    import cProfile
+    import pstats
+
+    async def one() -> None:
+        x = ag.tensor(np.random.default_rng(1).uniform(-1, 1, 4), device=device, requires_grad=True)
+        y = x
+        for i in range(n):
+            y = y * MUL if i % 3 == 0 else (y + ADD if i % 3 == 1 else y.tanh())
+        loss = y.sum()
+        prof = cProfile.Profile()
+        prof.enable()
+        await loss.backward()
+        _sync(device)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+    asyncio.get_running_loop()  # called from main's loop
+    return one()
+
+
 def torch_w1_backward_us(device: str, n: int, repeats: int) -> float | None:
     try:
         import torch
@@ -165,10 +218,18 @@ async def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of one W1 backward on cuda:0")
     args = parser.parse_args(argv)
     out: dict = {"w1_nodes": args.w1_nodes, "w4_n": args.w4_n, "dtype": args.dtype}
-    out["w1_cpu_us"] = await w1_backward_us("cpu", args.w1_nodes, args.repeats)
-    out["w1_cuda_us"] = await w1_backward_us("cuda:0", args.w1_nodes, args.repeats)
+    # each device's chain is measured twice, interleaved, and the better median kept: the first
+    # backwards of a process pay one-time costs (imports, allocator growth) that are not per node
+    cpu_us, cuda_us = [], []
+    for _ in range(2):
+        cpu_us.append(await w1_backward_us("cpu", args.w1_nodes, args.repeats))
+        cuda_us.append(await w1_backward_us("cuda:0", args.w1_nodes, args.repeats))
+    out["w1_cpu_us"], out["w1_cuda_us"] = min(cpu_us), min(cuda_us)
+    out["w1_cpu_floor_us"] = w1_floor_us("cpu", args.w1_nodes, args.repeats)
+    out["w1_cuda_floor_us"] = w1_floor_us("cuda:0", args.w1_nodes, args.repeats)
     out["w1_torch_cpu_us"] = torch_w1_backward_us("cpu", args.w1_nodes, args.repeats)
     out["w1_torch_cuda_us"] = torch_w1_backward_us("cuda", args.w1_nodes, args.repeats)
     out["w4_asyncgrad_s"], g_ag = await w4_backward_s(args.w4_n, args.dtype, args.repeats)
@@ -178,7 +239,13 @@ async def main(argv: list[str] | None = None) -> dict:
     out["w4_grad_max_rel_diff"] = float(np.max(np.abs(g_ag - g_floor)) / np.max(np.abs(g_floor)))
     out["w4_grad_agrees"] = out["w4_grad_max_rel_diff"] < tol
     out["w1_cuda_over_cpu"] = out["w1_cuda_us"] / out["w1_cpu_us"]
+    # per-node overhead: the engine's time beyond the same kernels written by hand on that device
+    out["w1_cpu_overhead_us"] = out["w1_cpu_us"] - out["w1_cpu_floor_us"]
+    out["w1_cuda_overhead_us"] = out["w1_cuda_us"] - out["w1_cuda_floor_us"]
+    out["w1_overhead_cuda_over_cpu"] = out["w1_cuda_overhead_us"] / out["w1_cpu_overhead_us"]
     out["w4_over_floor"] = out["w4_asyncgrad_s"] / out["w4_cupy_floor_s"]
+    if args.profile:
+        await profile_w1("cuda:0", args.w1_nodes)
     for key, value in out.items():
         print(f"{key:24} {value:.4g}" if isinstance(value, float) else f"{key:24} {value}")
     if args.json:
