@@ -13,8 +13,8 @@ Left out (not ported), one line per family:
 - ``test_grad_fn_attr_bindings``, ``test_get_data_and_hooks_from_raw_saved_variable``,
   ``test_saved_tensor_constructor_*``, ``test_custom_function_saved_tensors``, ``test_autograd_node_isinstance``:
   the codegen'd ``_saved_*``/``_raw_saved_*`` bindings and torch._C node classes;
-- ``test_custom_function_boxed_grads*``, ``test_clear_saved_tensors_on_access*``: Function options newer
-  than torch 2.13.
+- ``test_custom_function_boxed_grads*``, ``test_clear_saved_tensors_on_access*``, ``test_graph_queue_callback``:
+  Function options and ``torch.autograd.graph.queue_callback``, newer than torch 2.13 (the oracle here).
 """
 
 import contextlib
@@ -301,18 +301,6 @@ async def test_reentrant_with_callbacks_both_depths():
     ret = await _test_reentrant_with_callbacks([0, 1])
     assert ret["outer"] == 1
     assert ret["inner"] == 1
-
-
-@_xfail("asyncgrad.autograd.graph has no queue_callback (the public form of the engine's queue_callback)")
-async def test_graph_queue_callback():
-    """Port of TestAutograd.test_graph_queue_callback."""
-    counter = [0]
-    t = ag.rand(3, requires_grad=True)
-    t.register_hook(lambda _: ag.autograd.graph.queue_callback(lambda: counter.__setitem__(0, counter[0] + 1)))
-    await t.sum().backward()
-    assert counter[0] == 1
-    with pytest.raises(RuntimeError, match="during backward"):
-        ag.autograd.graph.queue_callback(lambda: None)
 
 
 async def test_reentrant_with_leaf_variable_hook():
