@@ -382,20 +382,23 @@ async def test_backward_twice_retained_graph_without_saved_values():
     await c.backward(ag.tensor([1, 1, 1], dtype=ag.double))
 
 
+@_xfail("asyncgrad has no set_warn_always: torch's test makes its once-per-process create_graph warning "
+        "appear with set_warn_always_context(True)")
 async def test_backward_create_graph_warns():
     """Port of TestAutograd.test_backward_create_graph_warns."""
-    b = ag.randn(3, requires_grad=True, dtype=ag.double)
-    c = b * b
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter("always")
-        await c.backward(ag.ones_like(c), create_graph=True)
-    b.grad = None
-    assert any("Using backward() with create_graph=True" in str(w.message) for w in ws)
+    with ag.set_warn_always(True):
+        b = ag.randn(3, requires_grad=True, dtype=ag.double)
+        c = b * b
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            await c.backward(ag.ones_like(c), create_graph=True)
+        b.grad = None
+        assert any("Using backward() with create_graph=True" in str(w.message) for w in ws)
 
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter("always")
-        await ag.autograd.grad(c, b, ag.ones_like(c), create_graph=True)
-    assert not any("Using backward() with create_graph=True" in str(w.message) for w in ws)
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            await ag.autograd.grad(c, b, ag.ones_like(c), create_graph=True)
+        assert not any("Using backward() with create_graph=True" in str(w.message) for w in ws)
 
 
 async def test_next_functions():
