@@ -1,7 +1,7 @@
 """Ports of tests of torch's 2020 ``test/test_autograd.py`` that its current revision no longer has.
 
 The first port of torch's autograd tests (issue 10: a seeded sample of 239 in-scope tests of the 2020
-revision, once tests/test_torch_autograd_port*.py) is replaced by the ports of the current file in this
+revision, once tests/torch_parity/test_autograd_sample_*.py) is replaced by the ports of the current file in this
 folder. Its tests of names the current file still has are dropped (renamed ones too: ``inplace_view_*`` is
 now ``inplace_on_view_*``, ``test_min_max_median_backprops_to_all_values`` is now
 ``test_min_max_aminmax_median_backprops_to_all_values``, and

@@ -1,5 +1,5 @@
-"""Stages and checks shared by tests/test_distributed.py (local backend) and
-tests/test_distributed_ray.py (Ray backend): the same claims hold on both."""
+"""Stages and checks shared by tests/distributed/test_distributed_local.py (local backend) and
+tests/distributed/test_distributed_ray.py (Ray backend): the same claims hold on both."""
 
 from __future__ import annotations
 

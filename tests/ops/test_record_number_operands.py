@@ -9,11 +9,11 @@ import re
 
 import numpy as np
 import pytest
+from helpers import check_op, has_torch, torch_defaults
 
 import asyncgrad as ag
 from asyncgrad.ops import elementwise
 from asyncgrad.ops._node import OpNode, record
-from tests.helpers import check_op, has_torch, torch_defaults
 
 _OPS = [("add", operator.add, "AddBackward0"), ("sub", operator.sub, "SubBackward0"),
         ("mul", operator.mul, "MulBackward0"), ("div", operator.truediv, "DivBackward0")]

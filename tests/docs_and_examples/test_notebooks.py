@@ -15,7 +15,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="reading notebooks needs nbformat (the 'test' extra)")
 
-FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 
 NAMES = ["01_quickstart", "02_inside_the_engine", "03_training", "04_reentrant_and_checkpointing",
          "05_higher_order", "06_distributed"]

@@ -16,7 +16,7 @@ runs in both libraries in the same test:
 Entry points torch does not have (``set_num_workers``, the ``sim:N`` device, ``await``-based
 checkpoint) are checked against an expected exception type and a message that names the argument;
 an ``AttributeError``, ``KeyError``, ``IndexError`` or ``AssertionError`` from the library's internals
-never counts as a clear error. Complex numbers have their own module, ``test_complex.py``.
+never counts as a clear error. Complex numbers have their own module, ``test_complex_refused.py``.
 """
 
 from __future__ import annotations
@@ -482,7 +482,7 @@ case("getitem bool mask (valid)", lambda lib: X(lib)[X(lib) > 0])
 case("getitem numpy int (valid)", lambda lib: X(lib)[np.int64(1)])
 case("getitem 0-d", lambda lib: lib.tensor(1.0)[0])
 case("getitem step zero", lambda lib: V(lib)[::0])
-# (a negative step is asyncgrad's documented extension, numpy's semantics: tests/test_ops.py)
+# (a negative step is asyncgrad's documented extension, numpy's semantics: tests/ops/test_ops.py)
 case("setitem float into int (valid)", lambda lib: I(lib).__setitem__(0, 2.7))
 
 # --------------------------------------------------------------------------- in place

@@ -340,7 +340,7 @@ def test_notebook_cell_ending_with_backward():
     import nbclient
     from nbformat.v4 import new_code_cell, new_notebook
 
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "run_all.py"
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "run_all.py"
     spec = importlib.util.spec_from_file_location("notebooks_run_all", path)
     run_all = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run_all)

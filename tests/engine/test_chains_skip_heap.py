@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import ticks_during
 
 import asyncgrad as ag
 from asyncgrad.engine import worker as worker_module
-from tests.helpers import ticks_during
 
 torch = pytest.importorskip("torch")
 

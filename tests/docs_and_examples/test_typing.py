@@ -10,7 +10,7 @@ stub declares it. Two kinds of check keep that true:
   match the runtime's ``inspect.signature`` (positional names in order, which ones have a
   default, ``*args``, keyword-only names). The module's own public names are compared too, and
   what the stub imports must exist.
-* mypy: a realistic user script (``tests/typing_user_script.py``) type-checks with mypy's default
+* mypy: a realistic user script (``tests/docs_and_examples/typing_user_script.py``) type-checks with mypy's default
   flags, and a wrong one reports exactly the errors it marks. One mypy run serves both (a
   module-scoped fixture). It takes about 30 s on a cold cache (the cache lives in a temp dir):
   about 22 s of it is torch's and array_api's own modules, which mypy follows from

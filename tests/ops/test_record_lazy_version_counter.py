@@ -9,9 +9,9 @@ import gc
 
 import numpy as np
 import pytest
+from helpers import check_op, has_torch
 
 import asyncgrad as ag
-from tests.helpers import check_op, has_torch
 
 _MODIFIED = "one of the variables needed for gradient computation has been modified by an inplace operation"
 

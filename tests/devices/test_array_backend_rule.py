@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "asyncgrad"
+PACKAGE = Path(__file__).resolve().parents[2] / "asyncgrad"
 
 CHECKED = ("ops", "engine", "autograd")
 """The layers that compute on device arrays: ops' forwards and formulas, the engine's

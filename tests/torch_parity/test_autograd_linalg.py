@@ -1,8 +1,7 @@
 """Ports of PyTorch's own linear-algebra autograd tests (TestAutograd in torch's ~2020
 ``test/test_autograd.py``, in the population of the first port of torch's autograd tests), beside
-tests/torch_parity/test_TestAutograd_removed_since_2020.py: test_slogdet_sign, test_cholesky,
-test_cholesky_solve, test_symeig, test_cholesky_inverse, test_triangular_solve, test_pinverse,
-test_chain_matmul, test_block_diag.
+test_TestAutograd_removed_since_2020.py: test_slogdet_sign, test_cholesky, test_cholesky_solve,
+test_symeig, test_cholesky_inverse, test_triangular_solve, test_pinverse, test_chain_matmul, test_block_diag.
 (test_eig_no_eigenvectors, test_eig_complex_eigenvalues, test_symeig_no_eigenvectors and
 test_svd_no_singularvectors are in test_ops_linalg.py.) torch's removed ``symeig`` and ``eig`` are
 asyncgrad's ``ag.symeig`` and ``ag.eig`` (legacy semantics)."""

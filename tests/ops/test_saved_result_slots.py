@@ -10,12 +10,12 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers import check_gradgrad, check_op, has_torch
 
 import asyncgrad as ag
 from asyncgrad.autograd.graph import RELEASED
 from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import SavesResult
-from tests.helpers import check_gradgrad, check_op, has_torch
 
 _RESULT_OPS = ("tanh", "exp", "sigmoid", "sqrt", "relu", "reciprocal", "rsqrt", "expm1")
 

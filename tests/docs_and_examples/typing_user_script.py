@@ -1,4 +1,4 @@
-"""A user's training script, type-checked by ``tests/test_typing.py`` (never run by pytest).
+"""A user's training script, type-checked by ``tests/docs_and_examples/test_typing.py`` (never run by pytest).
 
 It touches the public surface a user types against: factories, Tensor operators and methods
 (installed at runtime by ``asyncgrad.ops``, declared in ``asyncgrad/tensor.pyi``), ``nn``,

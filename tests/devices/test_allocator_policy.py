@@ -24,7 +24,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     torch = None
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIG = 24 << 20  # below the policy's 32 MiB mmap threshold, above glibc's default (dynamic) one
 GLIBC = sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None), "mallinfo2")
 

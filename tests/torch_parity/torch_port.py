@@ -1,6 +1,6 @@
 """torch's 2020 ``test/test_autograd.py`` helpers as asyncgrad code, for the tests kept from the first
-port of torch's autograd tests (tests/torch_parity/test_TestAutograd_removed_since_2020.py) and
-tests/test_torch_port_linalg.py. The ports of the current file share tests/torch_parity/autograd_port.py.
+port of torch's autograd tests (test_TestAutograd_removed_since_2020.py) and test_autograd_linalg.py
+in this folder. The ports of the current file share tests/torch_parity/autograd_port.py.
 """
 
 import numpy as np
