@@ -13,12 +13,11 @@ class FrozenWhileBusy:
     """Note [Frozen while busy]: a full (generation 2) collection walks every object the
     collector tracks, and a recorded graph is several tracked objects per node (the node, its
     edges, saved tensors), so with many graphs alive a collection that fires during a backward
-    holds the loop for tens of milliseconds (80-180 ms for 1,000 concurrent backwards of 100
-    nodes each, measured). While any backward of the process runs (``Engine.execute`` calls
-    ``enter`` as its graph task starts and ``exit`` as it ends), everything that was alive when
-    the first one started sits in the collector's permanent generation (``gc.freeze``, O(1)),
-    so collections during backwards walk only what was allocated since (worst pause 3.5-7 ms
-    in the same run); when the last one ends, ``gc.unfreeze`` (O(1)) hands it all back to the
+    holds the loop for tens of milliseconds. While any backward of the process runs (a graph
+    task's scope calls ``enter`` as it opens and ``exit`` as it closes), everything that was alive
+    when the first one started sits in the collector's permanent generation (``gc.freeze``, O(1)),
+    so collections during backwards walk only what was allocated since
+    (``python -m benchmarks.stalls --only gc``); when the last one ends, ``gc.unfreeze`` (O(1)) hands it all back to the
     oldest generation. Frozen objects are still freed by reference counting as usual; only
     cyclic garbage older than the busy spell waits for its end to be collected.
 
