@@ -400,7 +400,7 @@ plain loop callback (``call_soon``, a done-callback such as ``DeviceWorker._sett
 graph task and so runs its final callbacks, where user code may call ``get_engine()``)
 ``RunVar.get`` raises ``NoEventLoopError`` although a loop is running. Neither helps a
 kernel thread, which has no running loop: there ``get_engine`` takes the engine its kernel runs
-for from the thread's mark (``_kernel_thread``). tests/test_engine_parts.py checks both cases."""
+for from the thread's mark (``_kernel_thread``). tests/engine/test_engine_parts.py checks both cases."""
 
 
 def get_engine() -> Engine:
