@@ -156,7 +156,7 @@ class Engine:
         for that very queue while it is empty is returned as ``(node, inputs)`` instead of pushed,
         for the server to run next (Note [Chains skip the heap] in worker.py); returns None else.
         The returned consumer is not counted in ``outstanding_tasks``: it inherits ``node``'s count,
-        which the server then does not count done (Note [Chains routed in the worker]).
+        which the server then does not count done (Note [One evaluate path] in worker.py).
 
         Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
         builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself; it must agree
