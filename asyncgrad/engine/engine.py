@@ -6,35 +6,6 @@ queue and awaits the graph task's future; device workers (``worker.py``) pop tas
 call ``evaluate_function`` (its two steps spelled out on the cpu worker: Note [One evaluate
 path] in worker.py), which runs the node with its hooks and routes each output gradient
 into the consumer's input buffer, enqueuing consumers that became ready.
-
-Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
-awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
-starts a child GraphTask with ``reentrant_depth = parent + 1``; so does any plain code the engine
-runs (a hook) calling ``backward_sync``. An ``async def`` backward runs as a task of its own, so
-the worker keeps serving the queue, where the child's deeper tasks sort first; plain code on the
-loop suspends its server in a greenback portal while a helper server serves the queue until the
-child has ended (Note [Servers], Note [Reentrant priority] in worker.py). Nothing grows the
-Python stack with depth. A child started from a node of graph task P is one of P's scope's
-``children`` for as long as it runs (Note [One owner per graph task] in scope.py), so that P failing
-or being cancelled aborts it too, whichever way it was started (an awaited call, a greenback
-portal, or ``backward_sync`` from a kernel thread: Note [Kernel threads] in kernels.py).
-
-Note [Cancellation]: when the task awaiting ``execute`` is cancelled (``task.cancel()``,
-``asyncio.wait_for``, ``anyio.fail_after``), ``execute`` aborts its graph task (its scope's
-``abort``) before the ``CancelledError`` propagates: the graph task leaves ``live``, its queued nodes are dropped,
-its node tasks and reentrant children are cancelled (a child that a kernel thread had not yet
-started is refused when it tries: its parent ``has_error``), and kernels still running in
-threads are abandoned: they finish into the void, their results dropped when they return
-(only loop code routes and accumulates, and it checks ``has_error`` first). ``execute`` then
-waits for its node tasks and children to settle (Note [Wind-down] in scope.py). So once the
-caller sees ``CancelledError``, nothing of that call writes to any ``.grad`` any more, children included.
-What it accumulated *before* the cancel stays, as a torch backward interrupted by
-KeyboardInterrupt keeps it: each AccumulateGrad runs whole, on the loop, so a leaf that only
-this graph task reaches holds all of this call's gradient or none of it; a leaf that
-reentrant children also accumulate into (checkpointed blocks' parameters, custom backwards
-that run a backward) may hold the contributions of the children that finished before the
-cancel; hooks that ran have run. Other graph tasks are not affected
-(``python -m benchmarks.faults_stress``; the figures are in RELIABILITY.md).
 """
 
 from __future__ import annotations
@@ -59,6 +30,36 @@ from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import ReadyQueue, node_task
 from asyncgrad.engine.scope import GraphTaskScope
 from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+
+# Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
+# awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
+# starts a child GraphTask with ``reentrant_depth = parent + 1``; so does any plain code the engine
+# runs (a hook) calling ``backward_sync``. An ``async def`` backward runs as a task of its own, so
+# the worker keeps serving the queue, where the child's deeper tasks sort first; plain code on the
+# loop suspends its server in a greenback portal while a helper server serves the queue until the
+# child has ended (Note [Servers], Note [Reentrant priority] in worker.py). Nothing grows the
+# Python stack with depth. A child started from a node of graph task P is one of P's scope's
+# ``children`` for as long as it runs (Note [One owner per graph task] in scope.py), so that P failing
+# or being cancelled aborts it too, whichever way it was started (an awaited call, a greenback
+# portal, or ``backward_sync`` from a kernel thread: Note [Kernel threads] in kernels.py).
+
+# Note [Cancellation]: when the task awaiting ``execute`` is cancelled (``task.cancel()``,
+# ``asyncio.wait_for``, ``anyio.fail_after``), ``execute`` aborts its graph task (its scope's
+# ``abort``) before the ``CancelledError`` propagates: the graph task leaves ``live``, its queued nodes are dropped,
+# its node tasks and reentrant children are cancelled (a child that a kernel thread had not yet
+# started is refused when it tries: its parent ``has_error``), and kernels still running in
+# threads are abandoned: they finish into the void, their results dropped when they return
+# (only loop code routes and accumulates, and it checks ``has_error`` first). ``execute`` then
+# waits for its node tasks and children to settle (Note [Wind-down] in scope.py). So once the
+# caller sees ``CancelledError``, nothing of that call writes to any ``.grad`` any more, children included.
+# What it accumulated *before* the cancel stays, as a torch backward interrupted by
+# KeyboardInterrupt keeps it: each AccumulateGrad runs whole, on the loop, so a leaf that only
+# this graph task reaches holds all of this call's gradient or none of it; a leaf that
+# reentrant children also accumulate into (checkpointed blocks' parameters, custom backwards
+# that run a backward) may hold the contributions of the children that finished before the
+# cancel; hooks that ran have run. Other graph tasks are not affected
+# (``python -m benchmarks.faults_stress``; the figures are in RELIABILITY.md).
+#
 
 
 class Engine:
@@ -157,26 +158,6 @@ class Engine:
         for the server to run next (Note [Chains skip the heap] in worker.py); returns None else.
         The returned consumer is not counted in ``outstanding_tasks``: it inherits ``node``'s count,
         which the server then does not count done (Note [One evaluate path] in worker.py).
-
-        Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
-        builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself; it must agree
-        with ``new_buffer`` and ``buffer_device`` (input_buffer.py), which begin with the same test and
-        serve every other caller. What it buys: two calls per routed gradient on W1's backward
-        (``python -m benchmarks --only W1``).
-
-        Note [Routing inlined]: a ready consumer is pushed onto its worker's heap here (its entry made
-        by ``node_task``, as ``ReadyQueue.push`` makes it), and its worker looked up with
-        ``Engine.worker``'s dict read (started when its task is None, ``ensure_running``'s test).
-        ``worker``, ``ensure_running`` and ``push`` stay the one way for every other caller. What it
-        buys: three calls per routed gradient (``python -m benchmarks --only W1,W2``).
-
-        Note [Shards picked inline]: on a graph past ``SHARD_AT`` (Note [Sharded counts] in counts.py),
-        ``route`` picks the consumer's shard itself (``ShardedMap``'s arithmetic, from the shard list
-        ``compute_dependencies`` leaves in ``graph_task.dependency_shards``) and lets an emptied shard go
-        as ``ShardedMap.pop`` does; it must stay ``ShardedMap``'s arithmetic
-        (tests/test_engine_sharded_route.py). What it buys: Python calls per routed gradient on a huge
-        graph (W1 at N=30,000, ``python -m benchmarks --only W1``); a plain dict pays the slot read and
-        one ``is None`` per edge.
         """
         fns = node.edge_fns  # Note [A node's edges are two parallel tuples] in autograd/graph.py
         if graph_task.check_nan:
@@ -188,6 +169,14 @@ class Engine:
             )
         nrs = node.edge_nrs
         dependencies = graph_task.dependencies
+        # Note [Shards picked inline]: on a graph past ``SHARD_AT`` (Note [Sharded counts] in counts.py),
+        # ``route`` picks the consumer's shard itself (``ShardedMap``'s arithmetic, from the shard list
+        # ``compute_dependencies`` leaves in ``graph_task.dependency_shards``) and lets an emptied shard go
+        # as ``ShardedMap.pop`` does; it must stay ``ShardedMap``'s arithmetic
+        # (tests/test_engine_sharded_route.py). What it buys: Python calls per routed gradient on a huge
+        # graph (W1 at N=30,000, ``python -m benchmarks --only W1``); a plain dict pays the slot read and
+        # one ``is None`` per edge.
+        #
         shards = graph_task.dependency_shards  # Note [Shards picked inline]
         not_ready = graph_task.not_ready
         exec_info = graph_task.exec_info
@@ -224,7 +213,11 @@ class Engine:
                     info = exec_info.get(fn)
                     if info is None or not info.should_execute():
                         continue
-                # Note [One-input buffers inlined]
+                # Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
+                # builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself; it must agree
+                # with ``new_buffer`` and ``buffer_device`` (input_buffer.py), which begin with the same test and
+                # serve every other caller. What it buys: two calls per routed gradient on W1's backward
+                # (``python -m benchmarks --only W1``).
                 buffer = [grad] if len(fn._input_meta) == 1 else new_buffer(fn, input_nr, grad)
                 if count:
                     not_ready[fn] = buffer
@@ -236,6 +229,11 @@ class Engine:
                 del not_ready[fn]
             metas = fn._input_meta
             device = metas[0][2] if len(metas) == 1 else buffer_device(fn, cpu)
+            # Note [Routing inlined]: a ready consumer is pushed onto its worker's heap here (its entry made
+            # by ``node_task``, as ``ReadyQueue.push`` makes it), and its worker looked up with
+            # ``Engine.worker``'s dict read (started when its task is None, ``ensure_running``'s test).
+            # ``worker``, ``ensure_running`` and ``push`` stay the one way for every other caller. What it
+            # buys: three calls per routed gradient (``python -m benchmarks --only W1,W2``).
             if device is not last_device:  # Note [Routing inlined]
                 last_device = device
                 worker = self.workers.get(device) or self.worker(device)

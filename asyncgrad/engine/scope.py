@@ -3,51 +3,14 @@
 Note [One owner per graph task]: a scope is opened by ``Engine.execute`` for its graph task and
 closed in that call's ``finally``. Between the two it owns everything that runs on the graph
 task's behalf and outlives a single step of a server: the node tasks (``async def`` backwards,
-kernels in threads: ``spawn``), the reentrant children started from its nodes (``adopt``), the
+kernels in threads: ``spawn``), the reentrant children started from its nodes (each registered
+by its own scope as it opens), the
 ready nodes set aside while a child holds it (``defer``), and the graph task's ending: ``finish``,
 ``fail``, ``abort``, ``wind_down``, ``close``. Every write to ``GraphTask.has_error`` and
 ``GraphTask.future`` is made here; the rest of the engine asks the scope. The evaluation state
 (``outstanding_tasks``, the dependency counts and the input buffers) is written by the evaluation
 path (``Engine.route`` and the worker's chain step, Note [One evaluate path] in worker.py), and only
 on the loop (Note [Loop-only bookkeeping] in graph_task.py).
-
-Note [First error wins]: ``fail`` resolves the future once; later errors of the same graph task are
-dropped. A graph task ends in exactly one of three ways, and each removes it from ``Engine.live``
-at once: it finishes (``finish``), it fails (``fail``: the first exception, ``BaseException``
-included, goes to the future), or its caller goes away (``abort``, on ``CancelledError``). Failing
-and aborting drop its queued nodes from every ready queue, cancel its node tasks (suspended ``async
-def`` backwards, portals, executor kernels, which are abandoned: their threads finish into the
-void) and abort its reentrant children, so that once the caller has seen the exception nothing of
-this call writes a ``.grad`` any more (Note [Cancellation] in engine.py); ``execute`` hands the
-exception over only once those node tasks and children have settled (Note [Wind-down]).
-
-Note [Wind-down]: a graph task that ends early cancels its node tasks and aborts its children at
-once, but a cancelled task only finishes, and its done-callback only frees its executor slot, an
-iteration or two later. So ``execute`` does not hand the exception to its caller until all of
-them have settled (``wind_down``), as a task group would: its node tasks (an executor kernel's
-task ends at once, the thread being abandoned; an ``async def`` backward gets ``CancelledError``
-at its ``await``) and the calls of its reentrant children (a child started from a kernel thread
-runs in a task of its own, its scope's ``runner``). When the caller sees the exception, ``live``
-holds none of them and no executor slot of theirs is counted. Only a kernel *thread* may still run
-(into the void); an ``async def`` backward that swallows ``CancelledError`` delays its caller, as it
-would in an anyio task group.
-
-Note [Who settles a node task]: a node run as a task of its own (Note [Awaiting nodes] in
-worker.py) is settled by the task's done-callback, never by code inside the task: a task cancelled
-before its first step never runs its body, but its done-callbacks always run. The scope forgets
-the task first (``settle``), then the worker's callback frees the executor slot, records the
-profiler event and counts the node done (or fails the graph task when the node task was cancelled
-by anyone but this graph task's own abort).
-
-Note [A failed backward frees its graph]: the exception a failed backward raises carries a
-traceback whose frames (``execute``'s, a server's, ``call_function``'s, the node task's) hold the
-graph task, and the graph task's future holds the exception: a reference cycle through every
-tensor of the graph, which only the cyclic collector would free. ``close`` breaks it where it is
-made: the graph task lets go of its future, its root, its counts, buffers and callbacks, and the
-scope of its tasks and children; ``execute`` and the servers drop their locals before they end
-(``reenter`` its runner task, which holds the nested call's exception). Then the graph of a
-failed backward goes with the caller's last reference to the exception, as torch's does
-(``tests/engine/test_failed_backward_frees_graph.py``; ``python -m benchmarks.failure_memory``).
 """
 
 from __future__ import annotations
@@ -102,6 +65,12 @@ class GraphTaskScope:
         FrozenWhileBusy.enter(graph_task)
 
     # ------------------------------------------------------------------ what runs on its behalf
+    # Note [Who settles a node task]: a node run as a task of its own (Note [Awaiting nodes] in
+    # worker.py) is settled by the task's done-callback, never by code inside the task: a task cancelled
+    # before its first step never runs its body, but its done-callbacks always run. The scope forgets
+    # the task first (``settle``), then the worker's callback frees the executor slot, records the
+    # profiler event and counts the node done (or fails the graph task when the node task was cancelled
+    # by anyone but this graph task's own abort).
     def spawn(self, coro: Any, settle: Callable[[asyncio.Task], None]) -> asyncio.Task:
         """Run ``coro`` as a node task of this graph task, ``settle`` its done-callback (Note [Who
         settles a node task])."""
@@ -175,6 +144,15 @@ class GraphTaskScope:
             future.set_result(graph_task.captured_vars)
         self._retire()
 
+    # Note [First error wins]: ``fail`` resolves the future once; later errors of the same graph task are
+    # dropped. A graph task ends in exactly one of three ways, and each removes it from ``Engine.live``
+    # at once: it finishes (``finish``), it fails (``fail``: the first exception, ``BaseException``
+    # included, goes to the future), or its caller goes away (``abort``, on ``CancelledError``). Failing
+    # and aborting drop its queued nodes from every ready queue, cancel its node tasks (suspended ``async
+    # def`` backwards, portals, executor kernels, which are abandoned: their threads finish into the
+    # void) and abort its reentrant children, so that once the caller has seen the exception nothing of
+    # this call writes a ``.grad`` any more (Note [Cancellation] in engine.py); ``execute`` hands the
+    # exception over only once those node tasks and children have settled (Note [Wind-down]).
     def fail(self, exc: BaseException, node: Node | None) -> None:
         """The first error ends the graph task (Note [First error wins]); later ones are dropped.
 
@@ -224,6 +202,16 @@ class GraphTaskScope:
             for worker in engine.workers.values():
                 worker.queue.wake()
 
+    # Note [Wind-down]: a graph task that ends early cancels its node tasks and aborts its children at
+    # once, but a cancelled task only finishes, and its done-callback only frees its executor slot, an
+    # iteration or two later. So ``execute`` does not hand the exception to its caller until all of
+    # them have settled (``wind_down``), as a task group would: its node tasks (an executor kernel's
+    # task ends at once, the thread being abandoned; an ``async def`` backward gets ``CancelledError``
+    # at its ``await``) and the calls of its reentrant children (a child started from a kernel thread
+    # runs in a task of its own, its scope's ``runner``). When the caller sees the exception, ``live``
+    # holds none of them and no executor slot of theirs is counted. Only a kernel *thread* may still run
+    # (into the void); an ``async def`` backward that swallows ``CancelledError`` delays its caller, as it
+    # would in an anyio task group.
     async def wind_down(self) -> None:
         """Wait until every node task, and every reentrant child's call, has settled (Note
         [Wind-down]); a repeated cancel meanwhile changes nothing: the caller gets the exception
@@ -242,6 +230,16 @@ class GraphTaskScope:
             except asyncio.CancelledError:
                 continue
 
+    # Note [A failed backward frees its graph]: the exception a failed backward raises carries a
+    # traceback whose frames (``execute``'s, a server's, ``call_function``'s, the node task's) hold the
+    # graph task, and the graph task's future holds the exception: a reference cycle through every
+    # tensor of the graph, which only the cyclic collector would free. ``close`` breaks it where it is
+    # made: the graph task lets go of its future, its root, its counts, buffers and callbacks, and the
+    # scope of its tasks and children; ``execute`` and the servers drop their locals before they end
+    # (``reenter`` its runner task, which holds the nested call's exception). Then the graph of a
+    # failed backward goes with the caller's last reference to the exception, as torch's does
+    # (``tests/engine/test_failed_backward_frees_graph.py``; ``python -m benchmarks.failure_memory``).
+    #
     def close(self) -> None:
         """The call is over: leave the parent and the process's busy spell, and let go of everything
         the graph task and the scope held (Note [A failed backward frees its graph])."""

@@ -108,34 +108,35 @@ class OpNode(Node):
         return self.edge_fns[index] is not None
 
 
+# Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node
+# it makes. Written in ``record`` itself, each store meets nodes of every class (W1 alternates
+# three), so CPython's specialised slot store misses and takes the generic ``setattr`` path; the
+# op's fields went through a further call (``_set_fields``). This function compiles, once per op
+# class, a function making that class's node: every store in it meets one class (specialised),
+# the fields are one unpacking assignment (``node.a_shape, node.b_shape, node.alpha = fields``,
+# a sixth of a ``setattr`` loop for three), and ``work`` is the class's ``work_per_element``
+# (read here, at class creation: a class sets it in its body) times the output's elements,
+# unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
+# Another number of fields than slots goes to ``_some_fields``.
+# The stores must be those of Node.__init__ (graph.py; tests/ops/test_record_node_slots.py checks
+# every slot is set). It is compiled with ``exec`` because the specialisation is per code object:
+# one shared function or closure would meet every class again (W1's forward, ``python -m
+# benchmarks --only W1``: the figures are in benchmarks/HISTORY.md). Its source is kept where
+# tracebacks find it (Note [A generated make_node shows its source]).
+#
+# Note [The result made with its node]: the compiled ``make`` also builds the result Tensor
+# (Tensor._make's stores, as ``record`` did) and keeps the saved result, with the class's
+# ``saves_result`` and ``keeps_result`` read here, once: in ``record`` each was a read of a class
+# attribute on classes that vary from node to node (CPython 3.11 does not specialise those), and
+# ``node.result``/``node.result_vc`` were stores on nodes of many classes. ``same_meta`` comes
+# with ``make`` in one read (``_recipe``). A class's tensors in ``saved`` go through
+# ``_save_inputs``, as before (saved-tensor hooks, views and a numpy scalar result as before: the
+# same tests, in the same order). A number of fields other than the slots' is handled by
+# ``_some_fields`` (the first ones, as ``zip`` pairs them; TypeError for too many), so a
+# ValueError from a pack hook is never taken for one. What it buys: W1's forward
+# (``python -m benchmarks --only W1``).
 def _node_maker(cls: type) -> Any:
-    """Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node
-    it makes. Written in ``record`` itself, each store meets nodes of every class (W1 alternates
-    three), so CPython's specialised slot store misses and takes the generic ``setattr`` path; the
-    op's fields went through a further call (``_set_fields``). This function compiles, once per op
-    class, a function making that class's node: every store in it meets one class (specialised),
-    the fields are one unpacking assignment (``node.a_shape, node.b_shape, node.alpha = fields``,
-    a sixth of a ``setattr`` loop for three), and ``work`` is the class's ``work_per_element``
-    (read here, at class creation: a class sets it in its body) times the output's elements,
-    unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
-    Another number of fields than slots goes to ``_some_fields``.
-    The stores must be those of Node.__init__ (graph.py; tests/ops/test_record_node_slots.py checks
-    every slot is set). It is compiled with ``exec`` because the specialisation is per code object:
-    one shared function or closure would meet every class again (W1's forward, ``python -m
-    benchmarks --only W1``: the figures are in benchmarks/HISTORY.md). Its source is kept where
-    tracebacks find it (Note [A generated make_node shows its source]).
-
-    Note [The result made with its node]: the compiled ``make`` also builds the result Tensor
-    (Tensor._make's stores, as ``record`` did) and keeps the saved result, with the class's
-    ``saves_result`` and ``keeps_result`` read here, once: in ``record`` each was a read of a class
-    attribute on classes that vary from node to node (CPython 3.11 does not specialise those), and
-    ``node.result``/``node.result_vc`` were stores on nodes of many classes. ``same_meta`` comes
-    with ``make`` in one read (``_recipe``). A class's tensors in ``saved`` go through
-    ``_save_inputs``, as before (saved-tensor hooks, views and a numpy scalar result as before: the
-    same tests, in the same order). A number of fields other than the slots' is handled by
-    ``_some_fields`` (the first ones, as ``zip`` pairs them; TypeError for too many), so a
-    ValueError from a pack hook is never taken for one. What it buys: W1's forward
-    (``python -m benchmarks --only W1``)."""
+    """The compiled ``make_node`` of ``cls`` (Note [A node made by its class's own code] above)."""
     names = cls.fields
     per_element = cls.work_per_element
     if names:
