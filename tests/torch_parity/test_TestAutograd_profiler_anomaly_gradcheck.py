@@ -460,8 +460,6 @@ async def test_anomaly_assign_parent_cleanup():
     assert ref() is None
 
 
-@_xfail("a node whose backward failed the NaN check in anomaly mode stays alive after its tensor is "
-        "dropped (its metadata is not freed)")
 async def test_nested_anomaly_printstack_cleanup():
     """Port of TestAutograd.test_nested_anomaly_printstack_cleanup."""
     async def get_ref():
