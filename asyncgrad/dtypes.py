@@ -119,6 +119,7 @@ Python 3.11, numpy 2.4). Other dtypes (a strict array's, a user-defined numpy dt
 
 
 def get_default_dtype() -> dtype:
+    """The default floating dtype (``float32`` unless ``set_default_dtype`` changed it), as torch's."""
     return _default_float[0]
 
 
