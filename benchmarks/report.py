@@ -3,7 +3,7 @@ between markers; and the README's summary of it.
 
 ``python -m benchmarks --page docs/benchmarks.md --readme README.md`` measures, writes the whole
 report into the site's benchmarks page and its summary into the README; ``python -m benchmarks.report``
-writes the summary again from the page alone (tests/docs/test_readme.py checks that the two agree)."""
+writes the summary again from the page alone (tests/docs_and_examples/test_readme.py checks that the two agree)."""
 
 from __future__ import annotations
 
