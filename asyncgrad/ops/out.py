@@ -37,7 +37,6 @@ def accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
             return fn(*args, **kwargs)
         return _write_out(name, fn, args, kwargs, out)
 
-    with_out.__doc__ = f"{fn.__doc__ or ''}\n\nTakes torch's ``out=``: the result is written into that tensor.".lstrip()
     return with_out
 
 
