@@ -110,12 +110,12 @@ bool = intern(np.bool_)
 _default_float = [float32]
 
 NUMPY_DTYPE_CLASSES = frozenset(type(np.dtype(code)) for code in "?bhilqpBHILQPefdgFDGSUVOMm")
-"""The classes of numpy's built-in dtypes. Note [Is it a numpy dtype]: ``dtype.__class__ in
-NUMPY_DTYPE_CLASSES`` answers "is this array's dtype numpy's?" (cpu, cuda) on the hot path for
-about 100 instructions, where ``isinstance(dtype, np.dtype)`` costs about 1,400 (numpy's dtype
-classes have a metaclass, so ``isinstance`` takes the slow ``__instancecheck__`` path; cachegrind,
-Python 3.11, numpy 2.4). Other dtypes (a strict array's, a user-defined numpy dtype) then ask
-``isinstance``."""
+"""The classes of numpy's built-in dtypes.
+
+Note [Is it a numpy dtype]: ``dtype.__class__ in NUMPY_DTYPE_CLASSES`` answers "is this array's
+dtype numpy's?" (cpu, cuda) on the hot path, where ``isinstance(dtype, np.dtype)`` takes the slow
+``__instancecheck__`` path of numpy's dtype metaclass. Other dtypes (a strict array's, a
+user-defined numpy dtype) then ask ``isinstance``."""
 
 
 def get_default_dtype() -> dtype:

@@ -102,7 +102,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], ids: dict[int, int], where: str)
     if isinstance(obj, float):
         return {"float": repr(obj)} if not np.isfinite(obj) else obj
     if isinstance(obj, Tensor):
-        if id(obj) not in ids:
+        if id(obj) not in ids:  # a tensor saved twice is one array (Note [What a save keeps])
             ids[id(obj)] = len(arrays)
             arrays.append(_host_array(obj.device.to_host(obj.data), where))  # an explicit copy off a device
         return {"tensor": ids[id(obj)], "device": str(obj.device), "requires_grad": obj.requires_grad,

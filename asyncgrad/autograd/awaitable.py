@@ -40,10 +40,8 @@ runs after it was created, and a task that ``gather`` made for it in the same st
 before the sweep queued the second look, so the second look always comes after that task's
 first step. An awaited call leaves ``pending`` in ``__await__``, before any sweep, so a loop
 that awaits backward after backward without yielding queues one sweep in all, not one callback
-per call. Measured with a trivial coroutine in place of the engine's, 100,000 calls without
-yielding: 1.1 µs a call through the wrapper with one sweep, 4.0-5.7 µs with a callback per call,
-0.16 µs awaiting the coroutine itself. A backward that yields pays one sweep, about 2 µs
-(``benchmarks/await_overhead.py`` compares whole backward calls across source trees).
+per call; a backward that yields pays one sweep (``python -m benchmarks.await_overhead``
+compares whole backward calls across source trees).
 """
 
 from __future__ import annotations

@@ -139,11 +139,9 @@ class ArrayBackend:
     # Note [Reductions without numpy's wrappers]: ``np.sum``, ``np.max`` and ``np.any`` are Python
     # functions (``_wrapreduction``) that end in ``np.add.reduce``, ``np.maximum.reduce`` and
     # ``np.logical_or.reduce`` for an ndarray: calling the ufunc's ``reduce`` directly is the same
-    # computation, bit for bit, without 2 µs of Python per call, which on the small arrays of a
-    # loss or a bias gradient is most of the call (np.sum of a (64, 10) array: 3.1 -> 1.0 µs).
-    # W3's cross_entropy on (64, 10) logits (five reductions in the forward): 87 -> 73 µs, in-process
-    # min of 2,000 calls; MLP training step (benchmarks.train_loop), loss phase 171 -> 148 µs, and
-    # four reductions in its backward. The other backends call their namespace's functions.
+    # computation, bit for bit, without the wrapper's Python, which on the small arrays of a loss or
+    # a bias gradient is most of the call (``python -m benchmarks.train_loop`` shows the loss phase).
+    # The other backends call their namespace's functions.
     def sum(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
         """``xp.sum(array, axis=axis, keepdims=keepdims)``."""
         return np.add.reduce(array, axis=axis, keepdims=keepdims)
@@ -161,7 +159,7 @@ class ArrayBackend:
 
         Note [Branchless zero_where]: numpy's ``where`` branches per element, so on a mask with no
         pattern (relu's on activations, max pooling's argmax) it mispredicts half the time and runs
-        ~10x slower than a multiply; ``array * ~cond`` is branchless but turns an inf or NaN
+        far slower than a multiply; ``array * ~cond`` is branchless but turns an inf or NaN
         gradient under a false mask into NaN where torch gives 0. So the float's bits are ANDed
         with a mask of all ones (keep) or all zeros (+0.0): exact, and three branchless passes.
         Other backends use ``xp.where`` (on a GPU it does not branch)."""
@@ -193,7 +191,7 @@ class ArrayBackend:
         its argument. Past malloc's thresholds (128 KiB) each one is fresh memory from the kernel,
         page-faulted in and given back: on a (512, 256) array that costs more than the arithmetic.
         Chunks of ``_SPECIAL_CHUNK`` elements keep every temporary, the float64 copy included, in
-        memory malloc reuses (erf of 131072 float32: 5.6 -> 2.7 ms of CPU time)."""
+        memory malloc reuses."""
         dtype = self.dtype(array)
         f64 = np.dtype(np.float64)
         xp = self.xp
@@ -294,7 +292,7 @@ class ArrayBackend:
         into a recycled buffer (Note [Recycled product buffers] in devices/buffers.py)."""
         return CACHE.matmul(a, b)
 
-    # Note [Views share memory on every device]
+    # numpy views share memory already (Note [Views share memory on every device])
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
         """``fn(native, *args)``, a view of this array's native storage, as an array of this device
         sharing the same memory."""
