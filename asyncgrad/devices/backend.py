@@ -1,39 +1,5 @@
 """Array backends: which array library computes on a device, and the few primitives the
 Python Array API standard has no word for.
-
-Note [One array backend per device]: ops are written against the Array API standard, through
-``device.backend.xp``; the device, not the op, decides which library that is:
-
-* ``cpu``: numpy itself (numpy 2 implements the standard; using the module directly costs
-  nothing on the per-op path, where a compatibility wrapper would).
-* ``sim:N``: ``array_api_strict``, a deliberately minimal implementation with arrays of its
-  own type on devices of its own. An op that calls numpy on device data, uses a numpy-only
-  method (``a.sum()``, ``a.astype``) or mixes numpy scalars in fails on ``sim`` in CI, exactly
-  where it would break on CuPy, which no CI machine has.
-* ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
-
-asyncgrad's dtypes stand for numpy dtypes on every device (``Tensor.dtype`` maps the numpy dtype
-a backend gives to its interned asyncgrad dtype: Note [Dtypes are numpy dtypes underneath] in
-dtypes.py); a backend converts them to its library's dtype objects (``native_dtype``) and back to
-numpy's (``dtype``). Host values enter
-and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
-
-What the standard lacks, each backend supplies in its own library's terms: numpy-style
-indexing (``getitem``/``setitem``: integer arrays mixed with slices, boolean masks),
-scatter-add (``index_add``), and memory: views that share their base's memory (``view``,
-``broadcast_view``), layout-keeping copies (``copy``), strides and addresses for torch's overlap
-checks and for finding a view's elements in its base (``view_index``). The strict backend
-implements them as the simulated device's own kernels, on the numpy array inside its arrays: the
-one place that may look inside.
-
-Note [Views share memory on every device]: a torch view and its base are one memory, so an
-in-place write through either is seen by the other. The standard promises no such thing (an
-array_api_strict operation returns a new array, which may or may not share memory), so view ops
-do not use ``xp.reshape``/``xp.permute_dims`` but ``backend.view(array, fn, *args)``: ``fn`` runs
-on the array's native storage (a numpy ndarray on cpu and inside a strict array, a CuPy ndarray
-on cuda) using only what numpy and CuPy ndarrays share (``reshape``, ``transpose``, ``swapaxes``,
-``T``, basic indexing, the ``shape`` setter), and its result, a numpy/CuPy view, is handed back
-as this device's array over the same memory.
 """
 
 from __future__ import annotations
@@ -45,6 +11,41 @@ import numpy as np
 
 from asyncgrad.devices import special
 from asyncgrad.devices.buffers import CACHE, owns_slab
+
+# Note [One array backend per device]: ops are written against the Array API standard, through
+# ``device.backend.xp``; the device, not the op, decides which library that is:
+#
+# * ``cpu``: numpy itself (numpy 2 implements the standard; using the module directly costs
+#   nothing on the per-op path, where a compatibility wrapper would).
+# * ``sim:N``: ``array_api_strict``, a deliberately minimal implementation with arrays of its
+#   own type on devices of its own. An op that calls numpy on device data, uses a numpy-only
+#   method (``a.sum()``, ``a.astype``) or mixes numpy scalars in fails on ``sim`` in CI, exactly
+#   where it would break on CuPy, which no CI machine has.
+# * ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
+#
+# asyncgrad's dtypes stand for numpy dtypes on every device (``Tensor.dtype`` maps the numpy dtype
+# a backend gives to its interned asyncgrad dtype: Note [Dtypes are numpy dtypes underneath] in
+# dtypes.py); a backend converts them to its library's dtype objects (``native_dtype``) and back to
+# numpy's (``dtype``). Host values enter
+# and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
+#
+# What the standard lacks, each backend supplies in its own library's terms: numpy-style
+# indexing (``getitem``/``setitem``: integer arrays mixed with slices, boolean masks),
+# scatter-add (``index_add``), and memory: views that share their base's memory (``view``,
+# ``broadcast_view``), layout-keeping copies (``copy``), strides and addresses for torch's overlap
+# checks and for finding a view's elements in its base (``view_index``). The strict backend
+# implements them as the simulated device's own kernels, on the numpy array inside its arrays: the
+# one place that may look inside.
+
+# Note [Views share memory on every device]: a torch view and its base are one memory, so an
+# in-place write through either is seen by the other. The standard promises no such thing (an
+# array_api_strict operation returns a new array, which may or may not share memory), so view ops
+# do not use ``xp.reshape``/``xp.permute_dims`` but ``backend.view(array, fn, *args)``: ``fn`` runs
+# on the array's native storage (a numpy ndarray on cpu and inside a strict array, a CuPy ndarray
+# on cuda) using only what numpy and CuPy ndarrays share (``reshape``, ``transpose``, ``swapaxes``,
+# ``T``, basic indexing, the ``shape`` setter), and its result, a numpy/CuPy view, is handed back
+# as this device's array over the same memory.
+
 
 _SPECIAL_CHUNK = 16384
 """Elements per chunk of a special function (Note [Special functions in chunks]): 128 KiB of float64."""

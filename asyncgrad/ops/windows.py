@@ -1,23 +1,4 @@
-"""Sliding windows on raw device arrays: the kernels of convolution and pooling, forward and backward.
-
-Note [Windows are strided views]: a convolution or a pooling reads, for every output position,
-a window of its (padded) input. Those windows are one strided view of the input, shaped
-``(N, C, *kernel, *out)``: along a kernel axis the stride is the input's times the dilation,
-along an output axis the input's times the stride, so windows overlap in memory and nothing is
-copied (``backend.strided_view``, which the standard has no word for; nothing writes through it).
-Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
-it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
-``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
-a 0/1 band matrix, so overlapping windows add up without a scatter; pooling's backwards, whose
-columns are cheap to give slab by slab, use ``fold_slabs`` (one strided slice-add per kernel
-position). Then the padding is cut off.
-
-Everything here takes and returns the arrays of one device, through its backend (Note [One
-array backend per device]), so ``ArrayMath`` (``_node.py``) can run a backward formula's
-``F.convolution`` with it, and the recorded ops (``conv.py``, ``pooling.py``) their forwards.
-A layout ``params`` is ``(stride, pads, dilation, groups)``: tuples over the spatial dims, each
-pad a ``(before, after)`` pair (``padding='same'`` with an even kernel pads one more after).
-"""
+"""Sliding windows on raw device arrays: the kernels of convolution and pooling, forward and backward."""
 
 from __future__ import annotations
 
@@ -29,6 +10,25 @@ from typing import Any
 import numpy as np
 
 from asyncgrad.devices.backend import backend_of
+
+# Note [Windows are strided views]: a convolution or a pooling reads, for every output position,
+# a window of its (padded) input. Those windows are one strided view of the input, shaped
+# ``(N, C, *kernel, *out)``: along a kernel axis the stride is the input's times the dilation,
+# along an output axis the input's times the stride, so windows overlap in memory and nothing is
+# copied (``backend.strided_view``, which the standard has no word for; nothing writes through it).
+# Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
+# it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
+# ``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
+# a 0/1 band matrix, so overlapping windows add up without a scatter; pooling's backwards, whose
+# columns are cheap to give slab by slab, use ``fold_slabs`` (one strided slice-add per kernel
+# position). Then the padding is cut off.
+#
+# Everything here takes and returns the arrays of one device, through its backend (Note [One
+# array backend per device]), so ``ArrayMath`` (``_node.py``) can run a backward formula's
+# ``F.convolution`` with it, and the recorded ops (``conv.py``, ``pooling.py``) their forwards.
+# A layout ``params`` is ``(stride, pads, dilation, groups)``: tuples over the spatial dims, each
+# pad a ``(before, after)`` pair (``padding='same'`` with an even kernel pads one more after).
+
 
 Params = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
 
