@@ -39,7 +39,7 @@ def _definitions(path: Path) -> list[tuple[str, int, str]]:
         start = text.count("\n", 0, m.start(1))
         comment = lines[start].lstrip().startswith("#")
         body = [lines[start]]
-        for line in lines[start + 1:]:
+        for line in [] if lines[start].rstrip().endswith('"""') else lines[start + 1:]:
             stripped = line.strip()
             if (not stripped or stripped in ('"""', "#") or _DEFINITION.match(line)
                     or (comment and not stripped.startswith("#")) or stripped.startswith('"""')):
@@ -87,8 +87,13 @@ def _held(name: str, path: Path) -> bool:
 
 
 def test_each_note_is_defined_once():
-    twice = {name: [f"{p.relative_to(ROOT)}:{line}" for p, line, _ in places]
-             for name, places in _all_definitions().items() if len(places) > 1 and _held(name, places[0][0])}
+    """A Note's text is in one place. A one-line ``Note [Name]: ...`` beside a longer one is the
+    docstring of what the Note governs citing it (``\"\"\"Note [Name]: returns ...\"\"\"``)."""
+    twice = {}
+    for name, places in _all_definitions().items():
+        longer = [(p, line) for p, line, body in places if "\n" in body] if len(places) > 1 else []
+        if (len(longer) > 1 or (len(places) > 1 and not longer)) and _held(name, places[0][0]):
+            twice[name] = [f"{p.relative_to(ROOT)}:{line}" for p, line, _ in places]
     assert not twice, f"Notes defined more than once: {twice}"
 
 
