@@ -22,9 +22,9 @@ _CONTINUATION = re.compile(r"\s*\n\s*(?:#\s*)?")  # a citation broken over two c
 # A measurement: "24,648 -> 23,624", an instruction count, a time in µs or ns, a percentage, "10x".
 _FIGURE = re.compile(r"\d[\d,.]*\s*[kKM]?\s*(?:->|→)\s*\d|(?<![.\w])instructions?\b|cachegrind|callgrind"
                      r"|\d+(?:\.\d+)?\s*(?:µs|us|ns)\b|\d+(?:\.\d+)?\s?%|\b\d+(?:\.\d+)?x\b")
-# Code other work is rewriting as these rules came in (the engine's hot path and node construction;
-# the graph record's move; the binary ops' table): its Notes are held to the rules once it lands.
-_BEING_REWRITTEN = ("asyncgrad/engine/", "asyncgrad/ops/_node.py", "asyncgrad/autograd/graph.py")
+# Code other work is rewriting as these rules came in (the engine's hot path, the graph record's
+# move, the binary ops' table): its Notes are held to the rules once that work is done.
+_BEING_REWRITTEN = ("asyncgrad/engine/", "asyncgrad/autograd/graph.py")
 _BEING_REWRITTEN_NOTES = {"Number ops apply their formula", "Operator forms take the number path first"}
 _OUTSIDE = re.compile(r"(?<![\w.])/(?:tmp|work|root|home|Users)/")
 
@@ -51,10 +51,30 @@ def _definitions(path: Path) -> list[tuple[str, int, str]]:
     return found
 
 
+def _page_definitions(path: Path) -> list[tuple[str, int, str]]:
+    """(name, line, body) of each Note a design page defines: in a heading (``## Note [Name]``),
+    its body running to the next heading."""
+    lines = path.read_text().split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        if line.startswith("#"):
+            body = []
+            for text in lines[i + 1:]:
+                if text.startswith("#"):
+                    break
+                body.append(text)
+            found += [(m.group(1), i + 1, "\n".join([line, *body])) for m in _ANY.finditer(line)]
+    return found
+
+
 def _all_definitions() -> dict[str, list[tuple[Path, int, str]]]:
+    """Notes live in the code (the package, the benchmarks) and in the design pages."""
     defs: dict[str, list[tuple[Path, int, str]]] = {}
     for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
         for name, line, body in _definitions(path):
+            defs.setdefault(name, []).append((path, line, body))
+    for path in sorted((ROOT / "docs" / "design").glob("*.md")):
+        for name, line, body in _page_definitions(path):
             defs.setdefault(name, []).append((path, line, body))
     return defs
 
@@ -65,6 +85,9 @@ def _citations() -> list[tuple[Path, str]]:
     for path in CITING:
         text = path.read_text()
         own = {(m.start(1), m.group(1)) for m in _DEFINITION.finditer(text)}
+        if path.suffix == ".md":
+            own |= {(m.start(1), m.group(1)) for h in re.finditer(r"^#.*$", text, re.M)
+                    for m in _ANY.finditer(text, h.start(), h.end())}
         for m in _ANY.finditer(text):
             if (m.start(1), m.group(1)) not in own and m.group(1) != "...":  # "Note [...]": the form
                 cites.append((path, _CONTINUATION.sub(" ", m.group(1))))
@@ -84,6 +107,12 @@ def test_the_rules_read_notes_as_written(tmp_path):
 def _held(name: str, path: Path) -> bool:
     """Whether the rules hold this Note now (not code being rewritten elsewhere)."""
     return name not in _BEING_REWRITTEN_NOTES and not str(path.relative_to(ROOT)).startswith(_BEING_REWRITTEN)
+
+
+def _in_code(path: Path) -> bool:
+    """A Note in the code, rather than in a design page (which may keep its evidence and a Note
+    that only the page's other Notes lead to)."""
+    return path.suffix == ".py"
 
 
 def test_each_note_is_defined_once():
@@ -107,14 +136,15 @@ def test_every_citation_names_a_note():
 def test_every_note_is_cited_where_it_governs():
     cited = {name for _, name in _citations()}
     uncited = sorted(f"{places[0][0].relative_to(ROOT)}:{places[0][1]} Note [{name}]"
-                     for name, places in _all_definitions().items() if name not in cited and _held(name, places[0][0]))
+                     for name, places in _all_definitions().items()
+                     if name not in cited and _held(name, places[0][0]) and _in_code(places[0][0]))
     assert not uncited, "Notes nothing cites:\n" + "\n".join(uncited)
 
 
 def test_notes_state_invariants_not_measurements():
     bad = sorted(f"{path.relative_to(ROOT)}:{line} Note [{name}]"
                  for name, places in _all_definitions().items() for path, line, body in places
-                 if _held(name, path) and (_FIGURE.search(body) or _OUTSIDE.search(body)))
+                 if _held(name, path) and _in_code(path) and (_FIGURE.search(body) or _OUTSIDE.search(body)))
     assert not bad, ("Notes with measurements or paths outside the repository (move the figures to "
                      "benchmarks/HISTORY.md):\n" + "\n".join(bad))
 
