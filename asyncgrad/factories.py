@@ -1,13 +1,15 @@
 """Tensor factories, in torch's argument order, and the random samplers.
 
 Every sampler takes ``generator=`` (an ``ag.Generator`` or a numpy Generator; default: the
-global one, asyncgrad/random.py). Note [Random numbers come from the host]: on every device the
-numbers are drawn by that numpy Generator on the host and the sample is transferred with
-``dev.asarray``, so one seed gives the same values on cpu, sim:N and cuda:N (a CuPy device
-would draw on the host too: one stream per ag.Generator, whichever device consumes it, at the
-price of a host-to-device copy). The in-place samplers (``uniform_``, ``normal_``,
-``bernoulli_``) go through ``apply_inplace`` like every in-place op, so they bump the version
-counter and rebase a non-leaf's grad_fn (Note [Random ops and autograd]).
+global one, asyncgrad/random.py).
+
+Note [Random numbers come from the host]: on every device the numbers are drawn by that numpy
+Generator on the host and the sample is transferred with ``dev.asarray``, so one seed gives the
+same values on cpu, sim:N and cuda:N (a CuPy device draws on the host too: one stream per
+ag.Generator, whichever device consumes it, at the price of a host-to-device copy). The in-place
+samplers (``uniform_``, ``normal_``, ``bernoulli_``) go through ``apply_inplace`` like every
+in-place op, so they bump the version counter and rebase a non-leaf's grad_fn (Note [Random ops
+and autograd]).
 """
 
 from __future__ import annotations
@@ -242,8 +244,8 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
 
 
 class _ZeroGradNode(OpNode):
-    """Note [Random ops and autograd]: zeros of each input's shape, in the gradient's dtype and
-    on its device, for every input. Each subclass declares the one field, ``shapes`` (the
+    """Zeros of each input's shape, in the gradient's dtype and on its device, for every input
+    (Note [Random ops and autograd]). Each subclass declares the one field, ``shapes`` (the
     inputs' shapes), which ``record`` fills."""
 
     __slots__ = ()

@@ -38,8 +38,7 @@ class _Matmul(OpNode):
 
     Note [mm's backward in two products]: two matrices need none of that (no promotion, no batch
     dims, every reshape and ``sum_to`` a no-op), so mm's backward is the two products alone: six
-    formula calls fewer per node, same bits. W3's (64, 10) mm node, in-step min of three
-    alternating runs: 50.5/50.4/50.9 -> 49.1/48.5/47.6 us.
+    formula calls fewer per node, same bits (W3's backward: ``python -m benchmarks --only W3``).
     """
 
     __slots__ = ()

@@ -164,7 +164,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.ndim == 0:
         return reshape(x, 1)
     if start == end:
-        return x
+        return x  # Note [flatten returns its input]
     shape = x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
     return reshape(x, shape)
 
