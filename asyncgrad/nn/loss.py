@@ -13,6 +13,7 @@ from asyncgrad.nn.module import Module
 from asyncgrad.ops.ctc import ctc_loss
 from asyncgrad.ops.elementwise import clamp, where
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits, check_reduction
+from asyncgrad.ops.misc import broadcast_tensors
 from asyncgrad.ops.nn import cross_entropy, nll_loss
 from asyncgrad.tensor import Tensor
 
@@ -110,10 +111,22 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     return input / clamp(_norm(input, p, dim), min=eps)
 
 
+def _clamped_norm(x: Tensor, dim: int, eps: float) -> Tensor:
+    """||x|| along ``dim`` (kept), raised to ``eps`` as torch's ``clamp_min_`` under no_grad raises
+    it: the value is clamped, the gradient is the norm's own."""
+    norm = _norm(x, 2, dim)
+    plain = norm.detach()
+    return norm + (clamp(plain, min=eps) - plain)
+
+
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum((x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps))) along ``dim``, each normalised first
-    as torch does (the result stays in [-1, 1])."""
-    return ((x1 / clamp(_norm(x1, 2, dim), min=eps)) * (x2 / clamp(_norm(x2, 2, dim), min=eps))).sum(dim)
+    as torch does (the result stays in [-1, 1]). The inputs are broadcast to one shape first, so a
+    norm is taken over the broadcast ``dim`` (as torch's ``expand_outplace``), never over a size-1 one."""
+    tensor_arg(x1, "cosine_similarity", "x1", 1)
+    tensor_arg(x2, "cosine_similarity", "x2", 2)
+    x1, x2 = broadcast_tensors(x1, x2)
+    return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
 
 
 # --------------------------------------------------------------------------- modules

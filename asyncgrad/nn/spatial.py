@@ -61,6 +61,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     dims = len(pairs)
     if input.ndim not in (dims + 1, dims + 2) or dims > 3:
         raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.")
+    # Note [Circular padding crops first]: as torch's ``_pad_circular``, a negative amount crops that
+    # side first and the other side's padding wraps around what is left, so ``(-1, 1)`` of
+    # ``[a, b, c]`` is ``[b, c, b]``, never the uncropped input's ``[b, c, a]``.
     x = input
     for i, (before, after) in enumerate(pairs):
         dim = input.ndim - 1 - i
@@ -68,6 +71,13 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         if mode == "reflect" and (before >= n or after >= n):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
                                f"but got: padding ({before}, {after}) at dimension {dim} of input {list(x.shape)}")
+        if mode == "circular":  # Note [Circular padding crops first]
+            if before < 0 or after < 0:
+                x = x[(slice(None),) * dim + (slice(max(0, -before), n - max(0, -after)),)]
+                n = x.shape[dim]
+                before, after = max(0, before), max(0, after)
+            if before > n or after > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
         positions = range(-before, n + after)
         if mode == "reflect":
             index = [abs(p) if p < n else 2 * (n - 1) - p for p in positions]

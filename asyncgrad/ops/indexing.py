@@ -359,12 +359,14 @@ class GatherBackward0(SavesVariables):
 
 
 def _as_vector(fn: Any, x: Tensor, dim: Any, index: Any, *args: Any, **kwargs: Any) -> Tensor:
-    """A 0-d tensor's gather/scatter/index op: the op on its one-element vector, reshaped back."""
+    """A 0-d tensor's gather/scatter/index op: the op on its one-element vector, reshaped back to 0-d,
+    except gather's, whose result has its index's shape (a 1-element index gives shape (1,), as torch)."""
     normalize_dim(dim, 0, fn.__name__)
+    shape = index.shape if fn is gather and isinstance(index, Tensor) else ()
     if isinstance(index, Tensor) and index.ndim == 0:
         index = reshape(index, (1,))
     args = tuple(reshape(a, (1,)) if isinstance(a, Tensor) and a.ndim == 0 else a for a in args)
-    return reshape(fn(reshape(x, (1,)), 0, index, *args, **kwargs), ())
+    return reshape(fn(reshape(x, (1,)), 0, index, *args, **kwargs), shape)
 
 
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
