@@ -11,6 +11,8 @@ import traceback
 import warnings
 from typing import Any
 
+from asyncgrad.autograd.switches import leave
+
 anomaly_enabled = contextvars.ContextVar("asyncgrad_anomaly", default=(False, True))
 """(enabled, check_nan), per asyncio task like grad mode."""
 
@@ -50,13 +52,13 @@ class set_detect_anomaly:
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         if mode:
             _switch_on()  # Note [Anomaly mode read once it was used]
-        self._token = anomaly_enabled.set((bool(mode), bool(check_nan)))
+        self._tokens = [anomaly_enabled.set((bool(mode), bool(check_nan)))]
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        anomaly_enabled.reset(self._token)
+        leave(anomaly_enabled, self._tokens)  # Note [A switch restored where its scope ends]
 
 
 _ENABLED_WARNING = ("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
@@ -73,10 +75,10 @@ class detect_anomaly:
 
     def __enter__(self) -> None:
         _switch_on()  # Note [Anomaly mode read once it was used]
-        self._token = anomaly_enabled.set((True, self.check_nan))
+        self.__dict__.setdefault("_tokens", []).append(anomaly_enabled.set((True, self.check_nan)))
 
     def __exit__(self, *exc: Any) -> None:
-        anomaly_enabled.reset(self._token)
+        leave(anomaly_enabled, self.__dict__.get("_tokens", []))  # Note [A switch restored where its scope ends]
 
     def __call__(self, fn):
         if inspect.iscoroutinefunction(fn):

@@ -31,6 +31,8 @@ import weakref
 from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeAlias
 
+from asyncgrad.autograd.switches import restore
+
 if TYPE_CHECKING:  # Note [The public graph module]: installed here by autograd/accumulate.py
     from asyncgrad.autograd.accumulate import get_gradient_edge  # noqa: F401  (re-exported)
     from asyncgrad.engine.graph_task import GraphTask
@@ -341,9 +343,13 @@ class GradientEdge(NamedTuple):
 
 def increment_version(tensor: Any) -> None:
     """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an in-place
-    change the library could not see: nodes that saved it then refuse to unpack it."""
+    change the library could not see: nodes that saved it then refuse to unpack it. An inference
+    tensor has no version to bump (Note [Inference tensors] in grad_mode.py): as torch, nothing
+    happens to it, in inference mode or out of it."""
     for t in (tensor,) if hasattr(tensor, "_vc") else tensor:
-        t._vc[0] += 1
+        vc = t._vc
+        if getattr(vc, "tracks_version", True):
+            vc[0] += 1
 
 
 SavedHooks = tuple  # (pack_hook, unpack_hook)
@@ -355,6 +361,10 @@ saved_hooks: contextvars.ContextVar[SavedHooks | None] = contextvars.ContextVar(
 saved_hooks_disabled: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "asyncgrad_saved_tensors_hooks_disabled", default=None)
 """The message of the innermost ``disable_saved_tensors_hooks``, or None."""
+
+_outer_hooks: contextvars.ContextVar[tuple] = contextvars.ContextVar("asyncgrad_outer_saved_tensors_hooks", default=())
+"""The pairs (or None) that the open ``saved_tensors_hooks`` blocks of this context replaced, oldest
+first (Note [Saved-tensor hooks are a stack per context])."""
 
 portal_needed = [False]
 """Whether plain user code may ever run inside a backward on the loop: set (never reset) by the
@@ -375,22 +385,35 @@ class saved_tensors_hooks:
 
     Only the innermost pair applies; the hooks hold for the asyncio task (context) that entered
     them. A packed tensor is not version-checked on unpack: what the hooks return is used, as torch.
+
+    Note [Saved-tensor hooks are a stack per context]: as torch's stack of default hooks is per
+    thread, each context has its own stack (``_outer_hooks`` and, on top, ``saved_hooks``): an
+    enter pushes this block's pair, an exit pops the top pair, whichever block pushed it, and an
+    exit with nothing pushed in this context changes nothing. The manager itself keeps no state,
+    so misuse cannot strand a pair in any context: an extra exit (an unpack hook exiting the block
+    that recorded its graph) pops what torch's would pop, and once the extra enters are exited the
+    stack is empty; an enter from a hook during backward pushes onto the copy of the engine's
+    context that the hook runs in (``PackedSavedTensor.unpacked``), never onto the caller's, so the
+    caller's ``with`` block exits cleanly and the hooks end with it.
     """
 
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
-        self._tokens: list[contextvars.Token] = []
 
     def __enter__(self) -> None:
         message = saved_hooks_disabled.get()
         if message is not None:
             raise RuntimeError(message)
-        self._tokens.append(saved_hooks.set((self.pack_hook, self.unpack_hook)))
+        _outer_hooks.set(_outer_hooks.get() + (saved_hooks.get(),))
+        saved_hooks.set((self.pack_hook, self.unpack_hook))
         hooks_in_use[0] = True
 
     def __exit__(self, *args: object) -> None:
-        saved_hooks.reset(self._tokens.pop())
+        outer = _outer_hooks.get()
+        if outer:  # Note [Saved-tensor hooks are a stack per context]
+            saved_hooks.set(outer[-1])
+            _outer_hooks.set(outer[:-1])
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -423,7 +446,7 @@ def disable_saved_tensors_hooks(error_message: str) -> Generator[None, None, Non
     try:
         yield
     finally:
-        saved_hooks_disabled.reset(token)
+        restore(saved_hooks_disabled, token)  # Note [A switch restored where its scope ends]
 
 
 def _gradient_node(t: Any) -> Node | None:
@@ -552,10 +575,10 @@ def allow_mutation_on_saved_tensors() -> Generator[_AllowMutationOnSavedContext,
         return ctx.saved[key]
 
     with saved_tensors_hooks(pack, unpack):
+        if _mutation_context[0] is not None:  # the open block stays open (torch's ends it too)
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        _mutation_context[0] = ctx
         try:
-            if _mutation_context[0] is not None:
-                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
-            _mutation_context[0] = ctx
             yield ctx
         finally:
             ctx.clear()

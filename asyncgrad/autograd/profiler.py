@@ -51,6 +51,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
+from asyncgrad.autograd.switches import restore
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "format_time", "profile",
            "record_function"]
@@ -472,9 +473,11 @@ class profile:
         PROFILING.append(self)
 
     def _stop(self) -> None:
+        if not self._running:  # exited already: a second exit changes nothing
+            return
         self._running = False
         PROFILING.remove(self)
-        current_recorder.reset(self._token)
+        restore(current_recorder, self._token)  # Note [A switch restored where its scope ends]
         self._token = None
         self._live.clear()  # the weak references die with their callbacks uncalled
         for event in self._events:  # a trace may run again: its events' family is found anew
