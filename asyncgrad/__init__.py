@@ -274,7 +274,7 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var,
     var_mean,
 )
-from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+from asyncgrad.ops.sorting import argsort, kthvalue, median, nanmedian, sort, topk, unique  # noqa: E402
 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402

@@ -19,7 +19,6 @@ from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import Tensor, creation_lock
 
-
 ACCUMULATE_SEQUENCE_NR = (1 << 64) - 1
 """torch's ``UINT64_MAX``: every AccumulateGrad's ``sequence_nr`` (Note [AccumulateGrad runs first])."""
 
