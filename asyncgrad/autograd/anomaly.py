@@ -105,13 +105,18 @@ def _quiet_copy(manager: detect_anomaly) -> detect_anomaly:
     return copy
 
 
-def warn_error_detected(node_name: str, forward_trace: str) -> None:
-    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was.
+def warn_error_detected(node_name: str, forward_trace: str | None) -> None:
+    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was. A node
+    recorded outside anomaly mode has no forward trace: torch's warning then says so.
 
     Called while the engine ends a failing graph task: a warning filter that turns it into an
     exception must not replace the node's error (or leave the graph task unfinished), so, as
     torch does, such a warning is printed to stderr instead."""
-    text = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}"
+    if forward_trace is None:
+        text = (f"Error detected in {node_name}. No forward pass information available. Enable detect anomaly during "
+                "forward pass for more information.")
+    else:
+        text = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}"
     try:
         warnings.warn(text, UserWarning, stacklevel=2)
     except Exception:  # noqa: BLE001 - any filter action that raises: torch prints the warning

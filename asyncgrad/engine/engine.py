@@ -168,12 +168,12 @@ class Engine:
             return
         if node is not None and isinstance(exc, Exception):
             exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
-            if graph_task.anomaly and node._metadata and "traceback_" in node._metadata:
-                warn_error_detected(node.name(), node._metadata["traceback_"])  # torch warns, then raises
-                exc.add_note(
-                    f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                    + node._metadata["traceback_"]
-                )
+            if graph_task.anomaly:  # torch warns, then raises; without a forward trace it says so
+                trace = node._metadata.get("traceback_") if node._metadata else None
+                warn_error_detected(node.name(), trace)
+                if trace is not None:
+                    exc.add_note(f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused "
+                                 f"the error:\n" + trace)
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
         self.abort(graph_task)

@@ -460,7 +460,7 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
             continue
         if view._extra.creation is not None:  # torch cannot regenerate such a view's grad_fn: it refuses
             message = view_creation_error(view._extra.creation, "its base or another view of its base has been")
-            node = _rebased_node(Error, (gradient_edge(base),), view, message)
+            node = _rebased_node(ViewError, (gradient_edge(base),), view, message)
             view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
             continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
@@ -525,6 +525,21 @@ class Error(OpNode):
 
     def backward(self, F, g):
         raise RuntimeError(self.message)
+
+
+class ViewError(OpNode):
+    """``Error`` for such a view: torch raises as the view's ``grad_fn`` is read, so the view prints
+    ``grad_fn=<Invalid>`` (torch's ``_tensor_str`` catches that error); the node's name stays torch's."""
+
+    __slots__ = ("message",)
+    work_per_element = 0
+    printed_name = "Invalid"
+
+    def backward(self, F, g):
+        raise RuntimeError(self.message)
+
+    def name(self) -> str:
+        return "Error"
 
 
 class AsStridedBackward0(OpNode):
