@@ -292,7 +292,9 @@ def _as_view(out: Tensor, of: Tensor) -> None:
 # Note [Custom Function outputs]: as torch's _process_backward_mode_ad, after forward: every tensor
 # given to mark_dirty must be returned (else "Some elements marked as dirty ..."), whether or not a
 # graph is recorded; a dirty differentiable output that is no input gets a warning ("ctx.mark_dirty()
-# received a tensor that was not an input ..."); a dirty input that is a view may only be the one
+# received a tensor that was not an input ..."), raised as an error when it is a view (of an
+# intermediate); a dirty input that is a view made by a multi-output op or in no_grad mode is refused
+# with torch's words for an in-place op on it; a dirty input that is a view may only be the one
 # output (its base is rebased onto CopySlices over the node, which reads only that output's
 # gradient); an input returned as it was comes back as a view of itself, and every view returned
 # (but a dirty input) is refused in place later: "... was created inside a custom Function ..."
@@ -327,7 +329,9 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
         if is_diff and is_modified:
             if out._requires_grad and out.grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-            if not is_input:
+            if not is_input:  # torch refuses a view (of an intermediate) and warns about anything else
+                if _is_view(out):
+                    raise RuntimeError(MARK_DIRTY_NOT_INPUT)
                 warnings.warn(MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=3)
             if _is_view(out):
                 if len(outputs) > 1:

@@ -399,6 +399,8 @@ def _rebase_custom_view(view: Tensor, fn: Node) -> None:
     ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
     every view of the base, ``view`` included, reads the base again."""
     base = view._extra.base
+    if view._extra.creation is not None:  # torch's handle_view_on_rebase first: a multi-output or no_grad view
+        raise RuntimeError(view_creation_error(view._extra.creation, "is being"))
     if base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     backend = view.device.backend
