@@ -195,6 +195,11 @@ multithreading_enabled = contextvars.ContextVar("asyncgrad_multithreading_enable
 """Read by ``Engine.execute`` as a backward starts: False keeps every node of it on the loop."""
 
 
+def is_multithreading_enabled() -> bool:
+    """torch's ``is_multithreading_enabled``: whether backwards started in this context may use kernel threads."""
+    return multithreading_enabled.get()
+
+
 class set_multithreading_enabled:
     """As torch: ``set_multithreading_enabled(False)`` runs the backwards started in this context
     without kernel threads (every node on the event loop). Switches at once when called, so it works

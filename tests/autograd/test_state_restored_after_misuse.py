@@ -428,3 +428,18 @@ def test_function_forms_left_by_an_exception(switch):
         with switch():
             raise ValueError("inside")
     assert_pristine_sync()
+
+
+def test_multithreading_switch_as_torchs_test():
+    """torch's test_set_multithreading_enabled_as_context_manager_and_function, on ag.autograd."""
+    with ag.autograd.set_multithreading_enabled(False):
+        assert not ag.autograd.is_multithreading_enabled()
+    assert ag.autograd.is_multithreading_enabled()
+    with ag.autograd.set_multithreading_enabled(False):
+        ag.autograd.set_multithreading_enabled(True)
+        assert ag.autograd.is_multithreading_enabled()
+    assert ag.autograd.is_multithreading_enabled()
+    ag.autograd.set_multithreading_enabled(False)
+    assert not ag.autograd.is_multithreading_enabled()
+    ag.autograd.set_multithreading_enabled(True)
+    assert_pristine_sync()
