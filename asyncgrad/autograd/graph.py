@@ -537,17 +537,77 @@ def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -
     return _MultiHandle(handles)
 
 
-_mutation_context: list = [None]
+mutation_context: list = [None]
+"""The open ``allow_mutation_on_saved_tensors`` block's state, or None: while one is open, every
+in-place write asks ``before_write`` first (Note [Mutation on saved tensors])."""
+
+_ALLOW_MUTATION_OUTSIDE = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+                           "in which the graph was originally recorded.")
+
+
+class _Handle:
+    """What the graph keeps for one tensor saved inside the block: the block's maps hold it weakly,
+    so its entries go when the graph that saved it goes."""
+
+    __slots__ = ("__weakref__",)
 
 
 class _AllowMutationOnSavedContext:
-    """The state of one ``allow_mutation_on_saved_tensors`` block: the saved originals."""
+    """The state of one ``allow_mutation_on_saved_tensors`` block, in torch's maps: ``original`` and
+    ``cloned`` (by handle, weakly), ``tid_to_weakhandle`` (a saved tensor, by object, counter and
+    version, to its handle) and ``sid_to_tid`` (the saved tensors of one counter and version)."""
 
     def __init__(self) -> None:
-        self.saved: dict[int, Any] = {}
+        self.cloned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.original: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self.sid_to_tid: dict[tuple, set] = {}
 
     def clear(self) -> None:
-        self.saved.clear()
+        self.cloned.clear()
+        self.original.clear()
+        self.tid_to_weakhandle.clear()
+        self.sid_to_tid.clear()
+
+    def pack(self, tensor: Any) -> _Handle:
+        vc = tensor._vc
+        sid = (id(vc), vc[0])
+        tid = (id(tensor),) + sid
+        self.sid_to_tid.setdefault(sid, set()).add(tid)
+        handle = self.tid_to_weakhandle.get(tid)
+        if handle is None:  # the same tensor at the same version saved again shares its handle
+            handle = self.tid_to_weakhandle[tid] = _Handle()
+            self.original[handle] = tensor
+        return handle
+
+    def unpack(self, handle: _Handle) -> Any:
+        if mutation_context[0] is None:
+            raise AssertionError(_ALLOW_MUTATION_OUTSIDE)
+        cloned = self.cloned.get(handle)
+        if cloned is not None:
+            return cloned
+        original = self.original.get(handle)
+        if original is None:  # another block's graph: this block never saw the tensor
+            raise AssertionError(_ALLOW_MUTATION_OUTSIDE)
+        return original
+
+    def before_write(self, tensor: Any) -> None:
+        """``tensor`` is about to be written in place: every saved tensor that shares its memory (its
+        version counter) at its current version is cloned first, once."""
+        vc = tensor._vc
+        for tid in self.sid_to_tid.get((id(vc), vc[0]), ()):
+            handle = self.tid_to_weakhandle.get(tid)
+            if handle is None or handle in self.cloned:  # saved, then freed by its backward; or cloned already
+                continue
+            original = self.original.pop(handle)
+            self.cloned[handle] = original.detach().clone()
+
+
+def before_write(tensor: Any) -> None:
+    """Called by every in-place write while a block is open (Note [Mutation on saved tensors])."""
+    ctx = mutation_context[0]
+    if ctx is not None:
+        ctx.before_write(tensor)
 
 
 @contextlib.contextmanager
@@ -555,31 +615,23 @@ def allow_mutation_on_saved_tensors() -> Generator[_AllowMutationOnSavedContext,
     """Tensors saved for backward inside may be changed in place: the backward sees the values
     they had when saved. Forward and backward must both run inside the block (torch's rule).
 
-    Note [Mutation on saved tensors]: torch clones a saved tensor when an in-place op is about to
-    change it (a dispatch mode watches every write); asyncgrad copies each tensor saved inside
-    the block when it is saved (through a pack hook), which costs the copies up front but gives
-    the backward the same values.
+    Note [Mutation on saved tensors]: as torch's, each tensor saved inside the block is kept as
+    itself (a pack hook: ``original``, by a handle the graph holds), and is cloned only when an
+    in-place op is about to write its memory at the version it was saved at: ``apply_inplace`` and
+    the other in-place writers (``resize_``, ``set_``) call ``before_write`` first while a block is
+    open, and the fast untracked writes step aside for them. The backward gets the clone, or the
+    tensor itself when nothing wrote it. The maps hold handles weakly, so what a graph saved goes
+    with the graph, and the block's exit clears them: a backward after it, or in another block,
+    is refused with torch's AssertionError. Blocks do not nest (torch's RuntimeError), and a
+    refused inner block leaves the outer one open.
     """
     ctx = _AllowMutationOnSavedContext()
-
-    def pack(tensor: Any) -> int:
-        key = len(ctx.saved)
-        ctx.saved[key] = tensor.detach().clone()
-        return key
-
-    def unpack(key: int) -> Any:
-        error_msg = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
-                     "in which the graph was originally recorded.")
-        if _mutation_context[0] is not ctx or key not in ctx.saved:
-            raise AssertionError(error_msg)
-        return ctx.saved[key]
-
-    with saved_tensors_hooks(pack, unpack):
-        if _mutation_context[0] is not None:  # the open block stays open (torch's ends it too)
+    with saved_tensors_hooks(ctx.pack, ctx.unpack):
+        if mutation_context[0] is not None:
             raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
-        _mutation_context[0] = ctx
+        mutation_context[0] = ctx
         try:
             yield ctx
         finally:
             ctx.clear()
-            _mutation_context[0] = None
+            mutation_context[0] = None

@@ -26,7 +26,7 @@ from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.function import install_view_rebase
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
 from asyncgrad.autograd.graph import RELEASED as RELEASED_VALUES
-from asyncgrad.autograd.graph import Edge, Node, hooks_in_use, saved_hooks
+from asyncgrad.autograd.graph import Edge, Node, before_write, hooks_in_use, mutation_context, saved_hooks
 from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.ops import _node
@@ -54,6 +54,8 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
     if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
         raise RuntimeError(INFERENCE_INPLACE)  # before anything is written (Note [Inference tensors])
+    if mutation_context[0] is not None:  # Note [Mutation on saved tensors] in autograd/graph.py
+        before_write(x)
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
     if grad_mode and base is not None and x._extra.creation is not None and (
@@ -186,7 +188,8 @@ def _untracked(x: Tensor, args: tuple, backend: Any) -> bool:
     """Whether an in-place op on ``x`` with ``args`` records nothing and may be refused by nothing
     but the overlap checks: a float tensor of a backend with ``into``, not an inference tensor
     outside inference mode, not a view in grad mode (Note [View creation] in _node.py)."""
-    if not backend.into_ufuncs or x._data.dtype.kind not in "fc" or x._vc.__class__ is InferenceVersion:
+    if not backend.into_ufuncs or x._data.dtype.kind not in "fc" or x._vc.__class__ is InferenceVersion \
+            or mutation_context[0] is not None:  # Note [Mutation on saved tensors]: the general path clones first
         return False
     return not grad_enabled.get() or not (
         x._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)

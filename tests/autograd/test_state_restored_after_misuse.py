@@ -43,7 +43,7 @@ import pytest
 
 import asyncgrad as ag
 from asyncgrad.autograd import grad_mode
-from asyncgrad.autograd.graph import _mutation_context, _outer_hooks, saved_hooks, saved_hooks_disabled
+from asyncgrad.autograd.graph import _outer_hooks, mutation_context, saved_hooks, saved_hooks_disabled
 from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
 
 hooks_cls = ag.autograd.graph.saved_tensors_hooks
@@ -61,7 +61,7 @@ def _state() -> dict:
         "recorder": current_recorder.get(),
         "profiling": list(PROFILING),
         "ranges": open_ranges.get(),
-        "allow mutation": _mutation_context[0],
+        "allow mutation": mutation_context[0],
         "dtype": ag.get_default_dtype(),
     }
 
@@ -397,7 +397,7 @@ def test_allow_mutation_left_by_an_exception_and_nested():
         with pytest.raises(RuntimeError, match="cannot be nested"):
             with ag.autograd.graph.allow_mutation_on_saved_tensors():
                 pass
-        assert _mutation_context[0] is not None
+        assert mutation_context[0] is not None
     assert_pristine_sync()
 
 
