@@ -135,3 +135,14 @@ async def test_index_fill_value_gradient_counts_each_position_once(torch, shape,
 async def test_index_fill_with_a_number(torch):
     await _check(lambda t: t.index_fill(-1, ag.tensor([4, 3, 3, 4, 0]), -2.0),
                  lambda t: t.index_fill(-1, torch.tensor([4, 3, 3, 4, 0]), -2.0), [RNG.randn(3, 5)], torch)
+
+
+@pytest.mark.parametrize("op,index_shape", [("gather", (0,)), ("gather", (2, 0)), ("scatter", (0,)),
+                                            ("scatter_add", (0,))])
+async def test_empty_index_of_any_dtype(torch, op, index_shape):
+    """torch checks the dtype and dims of an index with elements only (gather's OpInfo samples)."""
+    calls = {"gather": lambda lib, x, i: lib.gather(x, 0, i),
+             "scatter": lambda lib, x, i: x.scatter(0, i, 1.0),
+             "scatter_add": lambda lib, x, i: x.scatter_add(0, i, lib.zeros(index_shape, dtype=x.dtype))}
+    await _check(lambda x: calls[op](ag, x, ag.zeros(index_shape)),
+                 lambda x: calls[op](torch, x, torch.zeros(index_shape, dtype=torch.float32)), [RNG.randn(5)], torch)
