@@ -24,7 +24,6 @@ not restore a value recorded at some earlier enter.
 from __future__ import annotations
 
 import contextvars
-from typing import Any
 
 
 def leave(var: contextvars.ContextVar, tokens: list) -> bool:
@@ -53,8 +52,3 @@ def restore(var: contextvars.ContextVar, token: contextvars.Token) -> None:
         var.reset(token)
     except (ValueError, RuntimeError):
         pass
-
-
-def default_of(var: contextvars.ContextVar) -> Any:
-    """The value ``var`` has in a context that never set it."""
-    return contextvars.Context().run(var.get)
