@@ -105,6 +105,17 @@ def _quiet_copy(manager: detect_anomaly) -> detect_anomaly:
     return copy
 
 
+def report_failure(node: Any, exc: BaseException) -> None:
+    """torch's ``print_stack`` for a node that failed in anomaly mode: the warning, with the forward's
+    traceback when the node was recorded in anomaly mode (also kept as a note on the error), or
+    saying that there is none."""
+    trace = node._metadata.get("traceback_") if node._metadata else None
+    warn_error_detected(node.name(), trace)
+    if trace is not None:
+        exc.add_note(f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                     + trace)
+
+
 def warn_error_detected(node_name: str, forward_trace: str | None) -> None:
     """torch's warning when a node fails in anomaly mode; the error itself is raised as it was. A node
     recorded outside anomaly mode has no forward trace: torch's warning then says so.

@@ -64,7 +64,7 @@ import weakref
 from heapq import heappush
 from typing import Any, Callable
 
-from asyncgrad.autograd.anomaly import anomaly_enabled, warn_error_detected
+from asyncgrad.autograd.anomaly import anomaly_enabled, report_failure
 from asyncgrad.autograd.grad_mode import multithreading_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node, portal_needed
 from asyncgrad.autograd.hook_calls import run_tensor_pre
@@ -168,12 +168,8 @@ class Engine:
             return
         if node is not None and isinstance(exc, Exception):
             exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
-            if graph_task.anomaly:  # torch warns, then raises; without a forward trace it says so
-                trace = node._metadata.get("traceback_") if node._metadata else None
-                warn_error_detected(node.name(), trace)
-                if trace is not None:
-                    exc.add_note(f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused "
-                                 f"the error:\n" + trace)
+            if graph_task.anomaly:
+                report_failure(node, exc)  # torch warns, then raises
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
         self.abort(graph_task)
