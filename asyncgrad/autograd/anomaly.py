@@ -29,6 +29,13 @@ it is off without reading ``anomaly_enabled`` (Note [Anomaly mode read once it w
 # nodes by the counter's bound ``__next__``: 26,892 -> 26,287 instructions per node.
 
 
+anomaly_parent: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_anomaly_parent", default=None)
+"""Note [Anomaly parents]: while a custom Function's backward runs in anomaly mode, its node; a
+custom Function recorded meanwhile (a double backward) keeps it as ``metadata["parent_"]``, so that
+when the new node fails, torch's warning names the forward call that induced it too. Only custom
+backwards set it: the engine does not say which built-in node is running."""
+
+
 def _switch_on() -> None:
     ANOMALY_USED[0] = True
 
@@ -114,6 +121,16 @@ def report_failure(node: Any, exc: BaseException) -> None:
     if trace is not None:
         exc.add_note(f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
                      + trace)
+    parent = node._metadata.get("parent_") if node._metadata else None
+    while parent is not None:  # Note [Anomaly parents]
+        metadata = parent._metadata or {}
+        trace = metadata.get("traceback_")
+        if trace is None:
+            warn_error_detected(parent.name(), None)
+        else:
+            _warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that induced "
+                  f"the previous calculation:\n{trace}")
+        parent = metadata.get("parent_")
 
 
 def warn_error_detected(node_name: str, forward_trace: str | None) -> None:
@@ -128,6 +145,10 @@ def warn_error_detected(node_name: str, forward_trace: str | None) -> None:
                 "forward pass for more information.")
     else:
         text = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}"
+    _warn(text)
+
+
+def _warn(text: str) -> None:
     try:
         warnings.warn(text, UserWarning, stacklevel=2)
     except Exception:  # noqa: BLE001 - any filter action that raises: torch prints the warning

@@ -26,10 +26,11 @@ from typing import Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.anomaly import ANOMALY_USED, anomaly_enabled, anomaly_parent, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
+from asyncgrad.autograd.switches import restore
 from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
 from asyncgrad.devices.streams import note_forward
@@ -162,10 +163,21 @@ class FunctionNode(FunctionCtx, Node):
         backward = self._function._user_backward()
         if self._function._async_backward:
             return self._apply_async(backward, grads, create_graph)
+        if ANOMALY_USED[0] and anomaly_enabled.get()[0]:  # Note [Anomaly parents] in anomaly.py
+            token = anomaly_parent.set(self)
+            try:
+                return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
+            finally:
+                restore(anomaly_parent, token)
         return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
 
     async def _apply_async(self, backward: Callable, grads: list, create_graph: bool) -> list:
-        return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
+        token = anomaly_parent.set(self) if ANOMALY_USED[0] and anomaly_enabled.get()[0] else None
+        try:  # Note [Anomaly parents] in anomaly.py
+            return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
+        finally:
+            if token is not None:
+                restore(anomaly_parent, token)
 
     def __call__(self, *grads: Any) -> Any:
         """``y.grad_fn(g)``: the user's backward on ``g``, as torch's ``grad_fn.apply(g)`` (Note
@@ -266,6 +278,9 @@ class Function:
         result = _wrap_outputs(node, args, (outputs,) if single else outputs, recording)
         if recording and anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
+            parent = anomaly_parent.get()
+            if parent is not None:  # Note [Anomaly parents] in anomaly.py
+                node.metadata["parent_"] = parent
         return result[0] if single else result
 
 
