@@ -443,3 +443,24 @@ def test_multithreading_switch_as_torchs_test():
     assert not ag.autograd.is_multithreading_enabled()
     ag.autograd.set_multithreading_enabled(True)
     assert_pristine_sync()
+
+
+async def test_unpack_hook_that_runs_a_backward_itself():
+    """The unpack hook runs in a copy of the engine's context: a reentrant backward from it (the sync
+    bridge, through the server's portal) still works, and leaves nothing behind."""
+    seen = []
+
+    def unpack(t):
+        a = ag.tensor([1.0, 2.0], requires_grad=True)
+        with ag.enable_grad():
+            (g,) = ag.grad_sync((a * a).sum(), a)
+        seen.append(g.tolist())
+        return t
+
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with hooks_cls(lambda t: t, unpack):
+        y = x.exp().sum()
+    await y.backward()
+    assert seen == [[2.0, 4.0]]
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+    await assert_pristine()
