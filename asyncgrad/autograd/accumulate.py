@@ -19,9 +19,6 @@ from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import Tensor, creation_lock
 
-ACCUMULATE_SEQUENCE_NR = (1 << 64) - 1
-"""torch's ``UINT64_MAX``: every AccumulateGrad's ``sequence_nr`` (Note [AccumulateGrad runs first])."""
-
 
 class AccumulateGrad(Node):
     """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
@@ -47,12 +44,6 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__(())
-        # Note [AccumulateGrad runs first]: as torch's, its sequence number is the largest there is,
-        # so that the ready queue (latest-created first) runs it before any other ready node of its
-        # graph task: a leaf's gradient, and its hooks, land as soon as they are computed, even
-        # when a node that was ready beside it fails afterwards (torch's multithreaded test of
-        # register_multi_grad_hook(mode="any") counts on it).
-        self.sequence_nr = ACCUMULATE_SEQUENCE_NR
         self.variable = variable
         self.lock = threading.Lock()
         self._input_meta = ((variable.shape, numpy_dtype(variable.dtype), variable.device),)  # the array's dtype
