@@ -1,42 +1,7 @@
 """gradcheck / gradgradcheck: analytical gradients against central finite differences, as
 torch's slow mode (``torch/autograd/gradcheck.py``), with its checks and its words.
 
-Both run on any device: inputs are perturbed in place through their device's backend, and
-outputs and gradients are copied to the host (``to_host``) to build float64 Jacobians there.
-
-Note [gradcheck as torch]: what torch's slow gradcheck does, asyncgrad's does, in its order:
-
-* the inputs: a Tensor, a tuple or a list; at least one requiring grad (ValueError), a warning
-  for each one that requires grad and is not float64;
-* the numerical Jacobian calls ``fn`` in the caller's grad mode, as torch does (so a function
-  that registers a hook on an intermediate works), perturbing each element of each input by
-  ``±eps`` in place (no version bump, as torch's ``.data``) and copying the outputs before the
-  next perturbation: an output that aliases its input (``t[:]``, ``t``) would otherwise change
-  under the next perturbation and give a false mismatch;
-* no differentiable output: the numerical Jacobian must be zero ("Numerical gradient for
-  function expected to be zero");
-* per differentiable output, the analytical Jacobian one row at a time (``grad`` with a one-hot
-  ``grad_output``), twice: rows that differ by more than ``nondet_tol`` are "Backward is not
-  reentrant"; wrong gradient sizes (and, with ``check_grad_dtypes``, dtypes) are refused; then
-  each (output, input) pair is compared with ``allclose(analytical, numerical, rtol, atol)``
-  ("Jacobian mismatch for output i with respect to input j", both Jacobians printed as tensors);
-* ``backward`` must be multiplied by ``grad_output`` (zero ``grad_outputs`` give zero gradients);
-* ``check_undefined_grad``: with the outputs' gradients undefined (``None``, an identity Function
-  whose backward returns None), the gradients must be None or zero.
-
-* perturbed by ``-eps`` and by ``+eps``, ``fn`` must return outputs of the same shapes and dtypes
-  (torch's AssertionError, naming the perturbed index), so a function whose output's shape or
-  dtype depends on its input's values is refused, not differenced;
-* ``check_batched_grad``: per differentiable output, the gradients for two random
-  ``grad_outputs`` computed as one batch (``grad(..., is_grads_batched=True)``: torch runs the
-  backward once under vmap, asyncgrad runs the batch through the engine, Note [One Jacobian
-  whatever the strategy] in functional.py) must equal those computed one at a time, stacked; a
-  failure is torch's message with both;
-* ``fast_mode`` is accepted and runs this slow mode, which checks every Jacobian entry that torch's
-  fast mode checks through a random projection.
-
-``raise_exception=False`` turns a GradcheckError into ``False`` (other errors still raise, as
-torch).
+Design: docs/design/gradcheck.md.
 """
 
 from __future__ import annotations
@@ -57,6 +22,39 @@ from asyncgrad.autograd.function import Function
 from asyncgrad.autograd.grad_mode import enable_grad
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
+
+# Note [gradcheck as torch]: what torch's slow gradcheck does, asyncgrad's does, in its order:
+#
+# * the inputs: a Tensor, a tuple or a list; at least one requiring grad (ValueError), a warning
+#   for each one that requires grad and is not float64;
+# * the numerical Jacobian calls ``fn`` in the caller's grad mode, as torch does (so a function
+#   that registers a hook on an intermediate works), perturbing each element of each input by
+#   ``±eps`` in place (no version bump, as torch's ``.data``) and copying the outputs before the
+#   next perturbation: an output that aliases its input (``t[:]``, ``t``) would otherwise change
+#   under the next perturbation and give a false mismatch;
+# * no differentiable output: the numerical Jacobian must be zero ("Numerical gradient for
+#   function expected to be zero");
+# * per differentiable output, the analytical Jacobian one row at a time (``grad`` with a one-hot
+#   ``grad_output``), twice: rows that differ by more than ``nondet_tol`` are "Backward is not
+#   reentrant"; wrong gradient sizes (and, with ``check_grad_dtypes``, dtypes) are refused; then
+#   each (output, input) pair is compared with ``allclose(analytical, numerical, rtol, atol)``
+#   ("Jacobian mismatch for output i with respect to input j", both Jacobians printed as tensors);
+# * ``backward`` must be multiplied by ``grad_output`` (zero ``grad_outputs`` give zero gradients);
+# * ``check_undefined_grad``: with the outputs' gradients undefined (``None``, an identity Function
+#   whose backward returns None), the gradients must be None or zero.
+# * perturbed by ``-eps`` and by ``+eps``, ``fn`` must return outputs of the same shapes and dtypes
+#   (torch's AssertionError, naming the perturbed index), so a function whose output's shape or
+#   dtype depends on its input's values is refused, not differenced;
+# * ``check_batched_grad``: per differentiable output, the gradients for two random
+#   ``grad_outputs`` computed as one batch (``grad(..., is_grads_batched=True)``: torch runs the
+#   backward once under vmap, asyncgrad runs the batch through the engine, Note [One Jacobian
+#   whatever the strategy] in functional.py) must equal those computed one at a time, stacked; a
+#   failure is torch's message with both;
+# * ``fast_mode`` is accepted and runs this slow mode, which checks every Jacobian entry that
+#   torch's fast mode checks through a random projection.
+#
+# ``raise_exception=False`` turns a GradcheckError into ``False`` (other errors still raise, as
+# torch).
 
 
 class GradcheckError(RuntimeError):
