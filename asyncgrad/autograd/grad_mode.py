@@ -298,7 +298,7 @@ class inference_mode:
             INFERENCE_ACTIVE[0] += 1
 
     def __exit__(self, *exc: Any) -> None:
-        # Note [A switch restored where its scope ends]: the two lists grow and shrink together, so
+        # The two lists grow and shrink together (Note [A switch restored where its scope ends]), so
         # the scope ended in one is the scope ended in the other; the count of open blocks goes down
         # once per scope ended, wherever it ends.
         ended = leave(inference_enabled, self.__dict__.get("_tokens", []))
