@@ -119,6 +119,7 @@ user-defined numpy dtype) then ask ``isinstance``."""
 
 
 def get_default_dtype() -> dtype:
+    """The default floating dtype (``float32`` unless ``set_default_dtype`` changed it), as torch's."""
     return _default_float[0]
 
 

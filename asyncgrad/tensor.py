@@ -138,6 +138,14 @@ def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bo
 
 
 class Tensor:
+    """An n-dimensional array on a device, with torch's autograd state.
+
+    Made by ``ag.tensor(...)``, the factories and the ops, not by calling ``Tensor`` directly.
+    It holds its device's array (numpy on ``cpu``), ``requires_grad``, ``grad``, ``grad_fn`` (the
+    ``Node`` that made it) and a version counter for in-place checks. Its operators and methods are
+    torch's; the ones that run the engine, ``backward`` first, return awaitables:
+    ``await loss.backward()``."""
+
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_counter", "_extra",
                  "__weakref__")
     __array_priority__ = 1000

@@ -34,6 +34,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly mode is on in the current context (torch's ``is_anomaly_enabled``)."""
     return anomaly_enabled.get()[0]
 
 

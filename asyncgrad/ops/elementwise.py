@@ -306,6 +306,7 @@ class AddBackward0(OpNode):
 
 
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """``a + alpha * b``, broadcast and promoted as torch's."""
     if alpha == 1 and type(b) in _NUMBERS and type(a) is Tensor and (
             a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
         return record(AddNumberBackward, (a, None), a._data + b, a.device)
@@ -360,6 +361,7 @@ class RsubBackward1(OpNode):
 
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """``a - alpha * b``, broadcast and promoted as torch's."""
     if alpha == 1 and type(b) in _NUMBERS and type(a) is Tensor and (
             a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
         return record(SubNumberBackward, (a, None), a._data - b, a.device)
@@ -411,6 +413,7 @@ class MulBackward0(OpNode):
 
 
 def mul(a: Any, b: Any) -> Tensor:
+    """``a * b``, broadcast and promoted as torch's."""
     if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
         return record(MulNumberBackward, (a, None), a._data * b, a.device, b)
     ta, tb, da, db, dev = operands(a, b, "mul")
@@ -459,6 +462,7 @@ class DivBackward0(OpNode):
 
 
 def div(a: Any, b: Any) -> Tensor:
+    """True division ``a / b`` (integers give the default float dtype), as torch's."""
     if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
         return record(DivNumberBackward, (a, None), a._data / b, a.device, b)
     ta, tb, da, db, dev = operands(a, b, "div")
@@ -556,6 +560,7 @@ class PowBackward2(OpNode):
 
 
 def pow(a: Any, b: Any) -> Tensor:
+    """``a ** b`` with a tensor or a number on either side, as torch's."""
     ta, tb, da, db, dev = operands(a, b, "pow")
     try:
         out = da ** db
@@ -968,10 +973,12 @@ def hypot(a: Tensor, b: Tensor) -> Tensor:
 
 
 def maximum(a: Any, b: Any) -> Tensor:
+    """Elementwise maximum of two tensors (NaN propagates), as torch's; the gradient is split at ties."""
     return _select(MaximumBackward0, a, b, "maximum")
 
 
 def minimum(a: Any, b: Any) -> Tensor:
+    """Elementwise minimum of two tensors (NaN propagates), as torch's; the gradient is split at ties."""
     return _select(MinimumBackward0, a, b, "minimum")
 
 
@@ -1022,6 +1029,9 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------- comparisons (no grad)
+_COMPARISON_SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
 def _compare(op: Callable, name: str) -> Callable:
     def compare(a: Any, b: Any) -> Tensor:
         ta, tb, da, db, dev = operands(a, b, name)
@@ -1033,6 +1043,8 @@ def _compare(op: Callable, name: str) -> Callable:
             return plain(_on_bools(lambda x, y: op(_as_int(x, dev), _as_int(y, dev)), da, db, exc), dev)
 
     compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = (f"``a {_COMPARISON_SYMBOLS[name]} b`` elementwise, broadcast as torch's: a bool tensor, never "
+                       "recorded.")
     return compare
 
 
@@ -1266,6 +1278,7 @@ def clamp_min(x: Tensor, min: Any) -> Tensor:
 
 
 def clamp_max(x: Tensor, max: Any) -> Tensor:
+    """``x`` clamped from above at ``max`` (a number or a tensor), as torch's."""
     return _clamp_side(x, max, False)
 
 

@@ -108,6 +108,7 @@ def _check(a: Tensor, b: Tensor) -> None:
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product with torch's rules for 1-D, 2-D and batched operands (broadcast batch dimensions)."""
     if not isinstance(a, Tensor):
         raise UnsupportedOperand(f"matmul(): argument 'input' (position 1) must be Tensor, not {type_label(a)}")
     if not isinstance(b, Tensor):
@@ -161,6 +162,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors, as torch's."""
     tensor_arg(a, "dot", "input", 1)
     tensor_arg(b, "dot", "tensor", 2)
     if a.ndim != 1 or b.ndim != 1:
@@ -169,6 +171,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 
 def mv(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix-vector product of an (n, m) matrix and an (m,) vector, as torch's."""
     tensor_arg(a, "mv", "input", 1)
     tensor_arg(b, "mv", "vec", 2)
     if a.ndim != 2 or b.ndim != 1:

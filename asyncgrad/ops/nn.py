@@ -48,6 +48,7 @@ class MmBackward0(_Linear):
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` (torch's ``F.linear``): ``weight`` is (out_features, in_features)."""
     tensor_arg(input, "linear", "input", 1)
     tensor_arg(weight, "linear", "weight", 2)
     same_device(input, weight)
@@ -125,6 +126,7 @@ def _weight(weight: Tensor | None, classes: int, fn: str) -> None:
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or ``reduction="sum"``/``"none"``) squared difference of ``input`` and ``target``, as torch's."""
     tensor_arg(input, "mse_loss", "input", 1)
     tensor_arg(target, "mse_loss", "target", 2)
     if reduction not in _REDUCTIONS:
