@@ -334,10 +334,18 @@ def _contract(g: Any, cols: Any) -> Any:
 
 def convolution(kind: str, a: Any, b: Any, shape: tuple[int, ...] | None, params: Params) -> Any:
     """One of the three bilinear maps of a convolution (Note [Three convolutions] in conv.py):
-    ``"forward"`` conv(x=a, w=b), ``"input"`` its adjoint in x (g=a, w=b, x's ``shape``),
+    ``"forward"`` conv(x=a, w=b) (cut to ``shape``'s spatial size where one is given), ``"input"``
+    its adjoint in x (g=a, w=b, x's ``shape``),
     ``"weight"`` its adjoint in w (x=a, g=b, w's ``shape``)."""
     if kind == "forward":
-        return conv_forward(a, b, params)
+        y = conv_forward(a, b, params)
+        if shape is not None and tuple(y.shape[2:]) != tuple(shape[2:]):
+            # the adjoint of a transposed convolution whose output_padding is at least its stride
+            # reads trailing windows past the input it came from: those outputs are cut off
+            backend = backend_of(y)
+            return backend.copy(backend.view(y, _at, (slice(None), slice(None)) + tuple(slice(0, n) for n in
+                                                                                        shape[2:])), "C")
+        return y
     if kind == "input":
         return conv_input_grad(a, b, shape, params)  # type: ignore[arg-type]
     return conv_weight_grad(a, b, shape, params)  # type: ignore[arg-type]
