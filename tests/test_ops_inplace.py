@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import helpers
 import numpy as np
 import pytest
 from helpers import ag_tensor, check_gradgrad, check_op
@@ -395,6 +396,9 @@ async def test_asyncgrad_names_of_inplace_nodes():
 async def test_setitem_repeated_indices_follow_torch():
     """The last write wins; like torch, every written value gets the gradient of its target
     (finite differences would give 0 to the overwritten one, so only torch is compared)."""
+    if helpers.DEVICE[0].startswith("cuda"):
+        pytest.skip("on CUDA, which of the repeated writes lands is unspecified, in CuPy as in torch's index_put_")
+
     def fn(x, w):
         y = x * 1
         y[[0, 0, 2]] = w

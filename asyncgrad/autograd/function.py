@@ -30,7 +30,9 @@ from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
+from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
+from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
@@ -338,6 +340,8 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
                 _as_view(out, original)
         metas.append((out.shape, numpy_dtype(out.dtype), out.device))
         if is_diff:
+            if STREAMS_ACTIVE[0] and output_nr == 0:  # Note [Streaming backwards]: its backward runs on this stream
+                note_forward(node, out.device)
             out.grad_fn = node
             out.output_nr = output_nr
             out._requires_grad = True
