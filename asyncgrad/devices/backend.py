@@ -185,6 +185,18 @@ class ArrayBackend:
     def erfinv(self, array: Any) -> Any:
         return self._special(special.erfinv, array)
 
+    def erfcx(self, array: Any) -> Any:
+        return self._special(special.erfcx, array)
+
+    def i0e(self, array: Any) -> Any:
+        return self._special(special.i0e, array)
+
+    def i1(self, array: Any) -> Any:
+        return self._special(special.i1, array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._special(special.i1e, array)
+
     def _special(self, fn: Any, array: Any) -> Any:
         """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back;
         a large array chunk by chunk.
