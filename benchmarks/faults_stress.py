@@ -25,7 +25,7 @@ one *site* (``SITES``). After every trial it counts what issue 8 forbids:
 
 ``back_to_back`` runs 100 faults in a row on one loop then a backward of every kind;
 ``concurrent_trial`` fails one backward among six concurrent ones of other kinds. The same
-functions drive ``tests/test_faults.py`` with small counts; this script runs the long version
+functions drive ``tests/engine/test_faults.py`` with small counts; this script runs the long version
 (``--cancels 500 --errors 50``: trials until 500 cancellations have landed mid-backward, each
 error site 50 times) and prints the counts as JSON (``problems`` sums them: all must be 0).
 RELIABILITY.md has the figures.

@@ -519,7 +519,7 @@ graph task and so runs its final callbacks, where user code may call ``get_engin
 ``RunVar.get`` raises ``NoEventLoopError`` although a loop is running. It also costs 2.6 µs per
 call against 0.47 µs here (measured on the 2-core machine), once per backward. Neither helps a
 kernel thread, which has no running loop: there ``get_engine`` takes the engine its kernel runs
-for from the thread's mark (``_kernel_thread``). tests/test_engine_parts.py checks both cases."""
+for from the thread's mark (``_kernel_thread``). tests/engine/test_engine_parts.py checks both cases."""
 
 
 def get_engine() -> Engine:

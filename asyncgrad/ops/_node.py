@@ -120,7 +120,7 @@ def _node_maker(cls: type) -> Any:
     (read here, at class creation: a class sets it in its body) times the output's elements,
     unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
     Another number of fields than slots goes to ``_some_fields``.
-    Keep the stores in step with Node.__init__ (graph.py; tests/test_speed_record.py checks every
+    Keep the stores in step with Node.__init__ (graph.py; tests/ops/test_record_node_slots.py checks every
     slot is set). W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000): 24,648 -> 23,624
     instructions per node with GC, 21,683 -> 20,678 without; not asking ``out.size`` for a class
     of work 0 (W1's additions) then 23,167 -> 23,097, 20,214 -> 20,148.
@@ -377,7 +377,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         # by its class's own code]), and the node's meta and work are stored once. That took
         # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
         # the hot path] in engine/worker.py), 4% of a W1 node's forward. Keep them in step with
-        # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
+        # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/ops/test_record_node_slots.py checks
         # that every slot of both is set on a recorded result.
         sequence_nr = _next_sequence()
         # Note [An output's meta taken from its input]: an op whose class says ``same_meta`` makes
