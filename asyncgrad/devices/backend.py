@@ -71,6 +71,11 @@ class ArrayBackend:
         ops/inplace.py). Only where ``into_ufuncs``."""
         getattr(np, name)(a, b, out=out)
 
+    def quiet(self) -> Any:
+        """A context where floating-point exceptions pass silently (inf, NaN, underflow), as torch's
+        kernels give them: for ops whose masked branches compute values they then discard."""
+        return np.errstate(all="ignore")
+
     def dtype(self, array: Any) -> np.dtype:
         """asyncgrad's dtype (a numpy dtype) of an array of this backend."""
         return array.dtype

@@ -111,3 +111,17 @@ from asyncgrad.nn.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuff
 
 __all__ += ["AlphaDropout", "Bilinear", "ChannelShuffle", "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d",
             "FeatureAlphaDropout", "LocalResponseNorm", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "RMSNorm"]
+
+# opsB: 3-D and adaptive pooling layers
+from asyncgrad.nn.pooling import (  # noqa: E402
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool3d,
+    MaxPool3d,
+)
+
+__all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+            "AvgPool3d", "MaxPool3d"]

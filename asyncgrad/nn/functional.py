@@ -154,3 +154,17 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+# opsB: 3-D and adaptive poolings
+from asyncgrad.ops.pooling import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    avg_pool3d,
+    max_pool3d,
+)
+
+__all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+            "adaptive_max_pool3d", "avg_pool3d", "max_pool3d"]

@@ -54,15 +54,15 @@ def _info(A: Tensor, probe: Any = None) -> Tensor:
     """LAPACK's ``info`` per matrix of the batch, int32: 0, or what ``probe`` (the backend's
     ``not_positive_definite`` or ``singular_pivot``) finds wrong with that matrix."""
     batch = A.shape[:-2]
-    values = np.zeros(batch, dtype=np.int32)
+    values = [0] * math.prod(batch)
     if probe is not None:
         xp = A.device.xp
         flat = xp.reshape(A.data, (-1,) + A.shape[-2:])
-        out = values.reshape(-1)
-        for i in range(out.shape[0]):
+        for i in range(len(values)):
             found = probe(flat[i, ...])
-            out[i] = 0 if found is None else found[1]
-    return plain(A.device.asarray(values, dtype=np.dtype(np.int32)), A.device)
+            values[i] = 0 if found is None else found[1]
+    info = A.device.asarray(values, dtype=np.dtype(np.int32))
+    return plain(A.device.xp.reshape(info, batch), A.device)
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -144,7 +144,11 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 
 def _eye_like(A: Tensor) -> Tensor:
     n = A.shape[-1]
-    return plain(A.device.asarray(np.eye(n), dtype=A.dtype), A.device)
+    return plain(A.device.asarray(_identity(n), dtype=A.dtype), A.device)
+
+
+def _identity(n: int) -> list[list[float]]:
+    return [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
 
 
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
@@ -229,7 +233,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if driver == "gels":
         rank = plain(dev.backend.zeros((0,), np.dtype(np.int64)), dev)
     else:
-        rank = plain(dev.asarray(np.full(batch, min(m, n), dtype=np.int64), dtype=np.dtype(np.int64)), dev)
+        rank = plain(dev.backend.full(batch, min(m, n), np.dtype(np.int64)), dev)
     if driver in ("gelsd", "gelss"):
         singular_values = linalg.svdvals(A.detach())
     else:
@@ -256,12 +260,13 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
     dev = A.device
-    rows = np.arange(m).reshape(-1, 1)
-    cols = np.arange(n).reshape(1, -1)
-    below = plain(dev.asarray(rows > cols), dev)
-    unit = plain(dev.asarray((rows == cols).astype(np.float64), dtype=A.dtype), dev)
+    xp = dev.xp
+    rows = xp.reshape(dev.backend.arange(m, np.dtype(np.int64)), (-1, 1))
+    cols = xp.reshape(dev.backend.arange(n, np.dtype(np.int64)), (1, -1))
+    below = plain(rows > cols, dev)
+    unit = plain(dev.backend.astype(rows == cols, A.dtype), dev)
     V = where(below, A, 0.0) + unit
-    Q = plain(dev.asarray(np.eye(m), dtype=A.dtype), dev).expand(*(A.shape[:-2] + (m, m)))
+    Q = plain(dev.asarray(_identity(m), dtype=A.dtype), dev).expand(*(A.shape[:-2] + (m, m)))
     if k == 0:  # the identity's first n columns, still part of the graph (its gradient is 0)
         return where(plain(dev.backend.zeros((), np.dtype(np.bool_)), dev), A, Q[..., :, :n])
     for i in range(k):

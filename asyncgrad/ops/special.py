@@ -165,7 +165,7 @@ def _ndtri(p: Any, backend: Any) -> Any:
     asymptote ``erfc(t) ~ exp(-t²) / (t sqrt(pi))`` below, then takes Newton steps on
     ``erfcx(t) - 2 q exp(t²)`` (both exact in the tail), which double its digits each time."""
     xp = backend.xp
-    with np.errstate(all="ignore"):
+    with backend.quiet():
         q = xp.where(p > 0.5, 1 - p, p)
         inside = (q > 0) & (q <= 0.5)
         safe = xp.where(inside, q, xp.full_like(q, 0.25))
@@ -188,7 +188,7 @@ def log_ndtr(input: Tensor) -> Tensor:
     backend = input.device.backend
     xp = input.device.xp
     t = x / math.sqrt(2.0)
-    with np.errstate(all="ignore"):
+    with backend.quiet():
         low = xp.log(backend.erfcx(-t) / 2) - t * t
         high = xp.log1p(-backend.erfc(t) / 2)
         out = xp.where(x < -1.0, low, high)
@@ -200,7 +200,7 @@ def entr(input: Tensor) -> Tensor:
     tensor_arg(input, "special_entr", "input", 1)
     x = _floating(input)
     xp = input.device.xp
-    with np.errstate(all="ignore"):
+    with input.device.backend.quiet():
         positive = -x * xp.log(xp.where(x > 0, x, xp.ones_like(x)))
         out = xp.where(x > 0, positive, xp.where(x == 0, xp.zeros_like(x), xp.full_like(x, -math.inf)))
         out = xp.where(xp.isnan(x), x, out)
@@ -250,7 +250,7 @@ def xlog1py(input: Any, other: Any) -> Tensor:
     if backend.dtype(dx).kind != "f":
         f = np.dtype(dtypes.get_default_dtype())
         dx, dy = backend.astype(dx, f), backend.astype(dy, f)
-    with np.errstate(all="ignore"):
+    with backend.quiet():
         out = xp.where((dx == 0) & ~xp.isnan(dy), xp.zeros_like(dx * dy), dx * xp.log1p(dy))
     x_t = tx if tx is not None else plain(dx, dev)
     y_t = ty if ty is not None else plain(dy, dev)

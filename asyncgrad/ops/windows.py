@@ -463,7 +463,26 @@ def _pool(kind: str, a: Any, info: PoolInfo) -> Any:
     if kind == "avg_backward":     # a: (N, C, *out) gradient -> spread evenly over each window
         share = a / extra
         return fold_slabs(lambda index, offset: share, a, x_shape, kernel, stride, dilation, pads, out)
+    if len(extra) != 2:            # adaptive average in 1 or 3 dims: one averaging matrix per dim
+        return _mode_products(a, extra, kind == "adaptive_forward")
     rows, cols = extra             # adaptive average: y = rows @ x @ cols.T, and its adjoint
     if kind == "adaptive_forward":
         return xp.matmul(rows, xp.matmul(a, xp.matrix_transpose(cols)))
     return xp.matmul(xp.matrix_transpose(rows), xp.matmul(a, cols))
+
+
+def _mode_products(a: Any, matrices: tuple, forward: bool) -> Any:
+    """``a`` ``(N, C, *spatial)`` times one matrix per spatial dim ``j`` (``(out_j, in_j)``; its
+    transpose for the adjoint, ``forward=False``): the dim moved last, a matmul, moved back."""
+    xp = backend_of(a).xp
+    nd = a.ndim
+    for j, m in enumerate(matrices):
+        axis = 2 + j
+        order = tuple(i for i in range(nd) if i != axis) + (axis,)
+        moved = xp.permute_dims(a, order)
+        moved = xp.matmul(moved, xp.matrix_transpose(m) if forward else m)
+        back = [0] * nd
+        for position, i in enumerate(order):
+            back[i] = position
+        a = xp.permute_dims(moved, tuple(back))
+    return a
