@@ -125,3 +125,10 @@ from asyncgrad.nn.pooling import (  # noqa: E402
 
 __all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
             "AvgPool3d", "MaxPool3d"]
+
+# opsB: im2col/col2im, max unpooling and upsampling layers
+from asyncgrad.nn.fold import Fold, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold  # noqa: E402
+from asyncgrad.nn.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+
+__all__ += ["Fold", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Upsample", "UpsamplingBilinear2d",
+            "UpsamplingNearest2d"]

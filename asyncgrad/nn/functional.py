@@ -168,3 +168,8 @@ from asyncgrad.ops.pooling import (  # noqa: E402
 
 __all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
             "adaptive_max_pool3d", "avg_pool3d", "max_pool3d"]
+
+# opsB: im2col/col2im and max unpooling
+from asyncgrad.nn.fold import fold, max_unpool1d, max_unpool2d, max_unpool3d, unfold  # noqa: E402
+
+__all__ += ["fold", "max_unpool1d", "max_unpool2d", "max_unpool3d", "unfold"]
