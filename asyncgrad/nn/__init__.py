@@ -132,3 +132,13 @@ from asyncgrad.nn.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNe
 
 __all__ += ["Fold", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Upsample", "UpsamplingBilinear2d",
             "UpsamplingNearest2d"]
+
+# opsB: bags of embeddings
+from asyncgrad.nn.embedding_bag import EmbeddingBag  # noqa: E402
+
+__all__ += ["EmbeddingBag"]
+
+# opsB: fractional max pooling
+from asyncgrad.nn.fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

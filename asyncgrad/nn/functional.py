@@ -173,3 +173,18 @@ __all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
 from asyncgrad.nn.fold import fold, max_unpool1d, max_unpool2d, max_unpool3d, unfold  # noqa: E402
 
 __all__ += ["fold", "max_unpool1d", "max_unpool2d", "max_unpool3d", "unfold"]
+
+# opsB: bags of embeddings
+from asyncgrad.nn.embedding_bag import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]
+
+# opsB: fractional max pooling
+from asyncgrad.nn.fractional import fractional_max_pool2d, fractional_max_pool3d  # noqa: E402
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d"]
+
+# opsB: sampling at a grid's points
+from asyncgrad.nn.grid_sample import grid_sample  # noqa: E402
+
+__all__ += ["grid_sample"]
