@@ -21,6 +21,7 @@ from asyncgrad.ops.ctc import ctc_loss
 from asyncgrad.ops.elementwise import clamp, minimum, where
 from asyncgrad.ops.linalg import vector_norm
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits, check_reduction
+from asyncgrad.ops.misc import broadcast_tensors
 from asyncgrad.ops.nn import cross_entropy, nll_loss
 from asyncgrad.tensor import Tensor
 
@@ -114,13 +115,17 @@ def _norm(x: Tensor, p: float, dim: int) -> Tensor:
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
-    """input / max(||input||_p, eps) along ``dim``."""
+    """input / max(||input||_p, eps) along ``dim`` (p = 0, inf, -inf: the vector norm's counts and extremes)."""
+    if p == 0 or p in (math.inf, -math.inf):
+        return input / clamp(vector_norm(input, p, dim, True), min=eps)
     return input / clamp(_norm(input, p, dim), min=eps)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum((x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps))) along ``dim``, each normalised first
-    as torch does (the result stays in [-1, 1])."""
+    as torch does (the result stays in [-1, 1]); the two broadcast against each other first."""
+    if tuple(x1.shape) != tuple(x2.shape):
+        x1, x2 = broadcast_tensors(x1, x2)
     return ((x1 / clamp(_norm(x1, 2, dim), min=eps)) * (x2 / clamp(_norm(x2, 2, dim), min=eps))).sum(dim)
 
 

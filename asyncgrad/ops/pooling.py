@@ -137,7 +137,7 @@ def _windows_of(fn: str, input: Tensor, kernel_size: Any, stride: Any, padding: 
                 ceil_mode: bool) -> tuple:
     """Checks (torch's words) and the window layout: kernel, stride, pads (the padding, plus what
     ceil_mode adds after), dilation, the batched input shape, the output size."""
-    if input.ndim not in (3, 4) or input.numel() == 0:
+    if input.ndim not in (3, 4) or any(n == 0 for n in input.shape[-3:]):  # a batch of 0 is allowed
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     kernel = _pair(kernel_size, "kernel_size", fn)
     omitted = stride is None or (not isinstance(stride, int) and len(stride) == 0)
