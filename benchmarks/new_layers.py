@@ -4,7 +4,8 @@ BLAS would be on a busy machine unless ``--torch-threads`` says otherwise).
 
 A step is: a fresh input leaf (untimed), the layer's forward, ``sum()``, the backward (awaited
 for asyncgrad), the weight's gradient read. Each layer is timed over ``--repeats`` steps after
-``--warmup`` untimed ones; the median is reported, with asyncgrad / torch.
+``--warmup`` untimed ones; the best and the median are reported (on a shared machine the best is
+the steadier), with asyncgrad / torch for each.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CASES = {  # name: (layer class name, constructor arguments, input shape)
 }
 
 
-async def _time_asyncgrad(cls: str, kw: dict, x: np.ndarray, repeats: int, warmup: int) -> float:
+async def _time_asyncgrad(cls: str, kw: dict, x: np.ndarray, repeats: int, warmup: int) -> tuple[float, float]:
     layer = getattr(ag.nn, cls)(**kw)
     times = []
     for i in range(warmup + repeats):
@@ -42,10 +43,10 @@ async def _time_asyncgrad(cls: str, kw: dict, x: np.ndarray, repeats: int, warmu
         if i >= warmup:
             times.append(time.perf_counter() - start)
         layer.weight.grad = None
-    return statistics.median(times)
+    return min(times), statistics.median(times)
 
 
-def _time_torch(cls: str, kw: dict, x: np.ndarray, repeats: int, warmup: int) -> float:
+def _time_torch(cls: str, kw: dict, x: np.ndarray, repeats: int, warmup: int) -> tuple[float, float]:
     import torch
 
     layer = getattr(torch.nn, cls)(**kw)
@@ -58,7 +59,7 @@ def _time_torch(cls: str, kw: dict, x: np.ndarray, repeats: int, warmup: int) ->
         if i >= warmup:
             times.append(time.perf_counter() - start)
         layer.weight.grad = None
-    return statistics.median(times)
+    return min(times), statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,13 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     torch.set_num_threads(args.torch_threads)
     rng = np.random.default_rng(0)
-    print(f"| layer (forward + backward, float32, median of {args.repeats}) | asyncgrad ms | torch ms | ratio |")
+    print(f"| layer (forward + backward, float32, {args.repeats} steps) | asyncgrad best / median ms | "
+          "torch best / median ms | ratio best / median |")
     print("| --- | ---: | ---: | ---: |")
     for name, (cls, kw, shape) in CASES.items():
         x = rng.standard_normal(shape).astype(np.float32)
         ours = asyncio.run(_time_asyncgrad(cls, kw, x, args.repeats, args.warmup))
         theirs = _time_torch(cls, kw, x, args.repeats, args.warmup)
-        print(f"| {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ours / theirs:.2f} |")
+        print(f"| {name} | {ours[0] * 1e3:.2f} / {ours[1] * 1e3:.2f} | {theirs[0] * 1e3:.2f} / {theirs[1] * 1e3:.2f} "
+              f"| {ours[0] / theirs[0]:.1f} / {ours[1] / theirs[1]:.1f} |")
     return 0
 
 

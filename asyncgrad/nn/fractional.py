@@ -52,6 +52,12 @@ def _fractional(d: int, fn: str, input: Tensor, kernel_size: Any, output_size: A
             raise RuntimeError(f"{fn}(): pool size {k} too large relative to input size {n} for output size {o}")
     batched = input.ndim == d + 2
     lead = input.shape[:2] if batched else (1,) + input.shape[:1]
+    if input.numel() == 0:  # an empty batch or channel: an empty result, still part of the graph
+        shape = input.shape[:-d] + tuple(sizes)
+        result = plain(input.device.backend.zeros(shape, input.dtype), input.device) + input.sum() * 0
+        if return_indices:
+            return result, plain(input.device.backend.zeros(tuple(result.shape), np.dtype(np.int64)), input.device)
+        return result
     if random_samples is None:
         u = numpy_generator(None, fn).random(lead + (d,))
     else:

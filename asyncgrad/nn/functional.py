@@ -188,3 +188,8 @@ __all__ += ["fractional_max_pool2d", "fractional_max_pool3d"]
 from asyncgrad.nn.grid_sample import grid_sample  # noqa: E402
 
 __all__ += ["grid_sample"]
+
+# opsB: the classifier head's loss in one call
+from asyncgrad.nn.loss import linear_cross_entropy  # noqa: E402
+
+__all__ += ["linear_cross_entropy"]

@@ -22,7 +22,7 @@ from asyncgrad.ops.elementwise import clamp, minimum, where
 from asyncgrad.ops.linalg import vector_norm
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits, check_reduction
 from asyncgrad.ops.misc import broadcast_tensors
-from asyncgrad.ops.nn import cross_entropy, nll_loss
+from asyncgrad.ops.nn import cross_entropy, linear, nll_loss
 from asyncgrad.tensor import Tensor
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss", "L1Loss", "NLLLoss",
@@ -631,3 +631,43 @@ __all__ += ["CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "Mar
             "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
             "multilabel_margin_loss", "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss",
             "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"]
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target)`` (torch's composition);
+    a ``linear_weight`` of more than two dims gives K-dimensional logits. ``options`` selects torch's
+    chunked evaluation, which saves memory and gives the same values: here it changes nothing."""
+    tensor_arg(input, "linear_cross_entropy", "input", 1)
+    tensor_arg(linear_weight, "linear_cross_entropy", "linear_weight", 2)
+    if input.ndim < 1 or input.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.ndim}")
+    batches = tuple(input.shape[:-1])
+    features = input.shape[-1]
+    if features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    classes = linear_weight.shape[0]
+    extra = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *extra):
+        raise RuntimeError(f"expected linear_bias shape {(classes, *extra)}, got {tuple(linear_bias.shape)}")
+    if extra and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires "
+                           f"batched input, (N, {features}), got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*batches, classes, *extra)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    if extra:
+        rows = classes * math.prod(extra)
+        linear_weight = linear_weight.reshape(rows, features)
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(rows)
+    logits = linear(input, linear_weight, linear_bias).reshape(*logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index, label_smoothing=label_smoothing)
+
+
+__all__ += ["linear_cross_entropy"]

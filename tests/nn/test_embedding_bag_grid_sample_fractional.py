@@ -98,3 +98,9 @@ def test_fractional_layers_draw_their_own_samples():
                                                                                                              3)
     with pytest.raises(ValueError, match="requires specifying either an output size, or a pooling ratio"):
         nn.FractionalMaxPool2d(2)
+
+
+def test_fractional_max_pool_of_an_empty_batch():
+    x = ag.zeros(0, 1, 4, 5, 4, device=DEVICE[0], requires_grad=True)
+    out = ag.nn.functional.fractional_max_pool3d(x, (2, 2, 1), output_size=2)
+    assert tuple(out.shape) == (0, 1, 2, 2, 2) and out.requires_grad

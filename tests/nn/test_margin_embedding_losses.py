@@ -151,3 +151,14 @@ async def test_loss_layers():
             np.testing.assert_allclose(out.detach().numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="TripletMarginLoss: expected margin to be greater than 0, got -1"):
         nn.TripletMarginLoss(margin=-1)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+async def test_linear_cross_entropy(reduction):
+    target = np.array([0, 2, 1, 2], dtype=np.int64)
+    await check_op(lambda lib, x, w, b: F(lib).linear_cross_entropy(x, w, lib.tensor(target), linear_bias=b,
+                                                                    reduction=reduction, label_smoothing=0.1),
+                   (4, 5), (3, 5), (3,))
+    k_target = np.array([[0, 1], [2, 2]], dtype=np.int64)  # K-dimensional: a (classes, 2, features) weight
+    await check_op(lambda lib, x, w: F(lib).linear_cross_entropy(x, w, lib.tensor(k_target), reduction=reduction,
+                                                                 ignore_index=1), (2, 4), (3, 2, 4))
