@@ -62,14 +62,17 @@ def expand_copy(input: Tensor, size: Sequence[int], *, implicit: bool = False) -
 
 
 def permute_copy(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """torch.permute_copy: ``input.permute(dims)`` in its own memory."""
     return _materialise(input, "permute_copy", lambda: permute(input, *dims))
 
 
 def transpose_copy(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """torch.transpose_copy: ``input.transpose(dim0, dim1)`` in its own memory."""
     return _materialise(input, "transpose_copy", lambda: transpose(input, dim0, dim1))
 
 
 def t_copy(input: Tensor) -> Tensor:
+    """torch.t_copy: ``input.t()`` in its own memory."""
     return _materialise(input, "t_copy", lambda: t(input))
 
 
@@ -79,18 +82,22 @@ def view_copy(input: Tensor, size: Any) -> Tensor:
 
 
 def squeeze_copy(input: Tensor, dim: Any = None) -> Tensor:
+    """torch.squeeze_copy: ``input.squeeze(dim)`` in its own memory."""
     return _materialise(input, "squeeze_copy", lambda: squeeze(input, dim))
 
 
 def unsqueeze_copy(input: Tensor, dim: int) -> Tensor:
+    """torch.unsqueeze_copy: ``input.unsqueeze(dim)`` in its own memory."""
     return _materialise(input, "unsqueeze_copy", lambda: unsqueeze(input, dim))
 
 
 def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """torch.diagonal_copy: ``input.diagonal(offset, dim1, dim2)`` in its own memory."""
     return _materialise(input, "diagonal_copy", lambda: diagonal(input, offset, dim1, dim2))
 
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """torch.narrow_copy: ``input.narrow(dim, start, length)`` in its own memory (NarrowCopyBackward0)."""
     return _materialise(input, "narrow_copy", lambda: narrow(input, dim, start, length), "NarrowCopyBackward0")
 
 
@@ -101,14 +108,17 @@ def alias_copy(input: Tensor) -> Tensor:
 
 def as_strided_copy(input: Tensor, size: Sequence[int], stride: Sequence[int],
                     storage_offset: int | None = None) -> Tensor:
+    """torch.as_strided_copy: ``input.as_strided(size, stride, storage_offset)`` in its own memory."""
     return _materialise(input, "as_strided_copy", lambda: as_strided(input, size, stride, storage_offset))
 
 
 def unbind_copy(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """torch.unbind_copy: ``input.unbind(dim)``, each slice in its own memory."""
     return _materialise(input, "unbind_copy", lambda: unbind(input, dim))
 
 
 def split_with_sizes_copy(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """torch.split_with_sizes_copy: ``input.split_with_sizes(split_sizes, dim)``, each piece in its own memory."""
     return _materialise(input, "split_with_sizes_copy", lambda: split_with_sizes(input, split_sizes, dim))
 
 
@@ -136,4 +146,5 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 
 def unfold_copy(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """torch.unfold_copy: ``input.unfold(dimension, size, step)`` in its own memory."""
     return _materialise(input, "unfold_copy", lambda: unfold(input, dimension, size, step), "UnfoldBackward0_copy")
