@@ -18,11 +18,6 @@ import asyncgrad as ag
 
 allow_mutation_on_saved_tensors = ag.autograd.graph.allow_mutation_on_saved_tensors
 
-NO_CLONE_MAPS = pytest.mark.xfail(
-    strict=True, reason="allow_mutation_on_saved_tensors' context has no cloned / tid_to_weakhandle maps: "
-    "asyncgrad copies every tensor saved inside the block when it is saved, torch clones at mutation time")
-
-
 def assert_cloned_len_equal(ctx, n):
     assert len(list(ctx.cloned.items())) == n
 
@@ -34,7 +29,6 @@ def assert_tid_map_len_equal(ctx, n):
 MSG = "variables needed for gradient computation has been modified by an inplace"
 
 
-@NO_CLONE_MAPS
 async def test_basic():
     """Port of TestAllowMutationOnSaved.test_basic."""
     a = ag.rand(2, 3, requires_grad=True)
@@ -54,7 +48,6 @@ async def test_basic():
     assert_cloned_len_equal(ctx, 0)
 
 
-@NO_CLONE_MAPS
 async def test_views():
     """Port of TestAllowMutationOnSaved.test_views."""
     a = ag.rand(2, 3, requires_grad=True)
@@ -75,7 +68,6 @@ async def test_views():
     assert ag.allclose(a * 2, da)
 
 
-@NO_CLONE_MAPS
 async def test_save_base_and_modify_view():
     """Port of TestAllowMutationOnSaved.test_save_base_and_modify_view."""
     with allow_mutation_on_saved_tensors() as ctx:
@@ -102,7 +94,6 @@ async def test_save_view_modify_base():
         assert ag.allclose(a * 2, a.grad)
 
 
-@NO_CLONE_MAPS
 async def test_double_backward():
     """Port of TestAllowMutationOnSaved.test_double_backward."""
     with allow_mutation_on_saved_tensors() as ctx:
@@ -117,7 +108,6 @@ async def test_double_backward():
     assert_cloned_len_equal(ctx, 0)
 
 
-@NO_CLONE_MAPS
 async def test_saved_but_not_anymore():
     """Port of TestAllowMutationOnSaved.test_saved_but_not_anymore."""
     with allow_mutation_on_saved_tensors() as ctx:
@@ -135,7 +125,6 @@ async def test_saved_but_not_anymore():
         assert_cloned_len_equal(ctx, 0)
 
 
-@NO_CLONE_MAPS
 async def test_saved_same_tensor_many_times():
     """Port of TestAllowMutationOnSaved.test_saved_same_tensor_many_times."""
     with allow_mutation_on_saved_tensors() as ctx:
@@ -148,7 +137,6 @@ async def test_saved_same_tensor_many_times():
         assert_cloned_len_equal(ctx, 0)
 
 
-@NO_CLONE_MAPS
 async def test_saved_same_tensor_different_versions():
     """Port of TestAllowMutationOnSaved.test_saved_same_tensor_different_versions."""
     with allow_mutation_on_saved_tensors() as ctx:
@@ -164,7 +152,6 @@ async def test_saved_same_tensor_different_versions():
         assert_cloned_len_equal(ctx, 0)
 
 
-@NO_CLONE_MAPS
 async def test_with_out_variant():
     """Port of TestAllowMutationOnSaved.test_with_out_variant."""
     with allow_mutation_on_saved_tensors() as ctx:

@@ -592,7 +592,6 @@ async def test_cdist_gradgrad():
                     assert await ag.gradgradcheck(fn, (x1, x2))
 
 
-@_xfail("asyncgrad.nn.functional has no pdist")
 async def test_pdist_gradgrad():
     """Port of TestAutogradDeviceType.test_pdist_gradgrad (dtype double)."""
     for p in [1.0, 1.5, 2.0, 2.5, 3.0, inf]:

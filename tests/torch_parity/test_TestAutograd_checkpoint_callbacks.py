@@ -127,8 +127,6 @@ async def test_checkpointing_without_reentrant_detached_tensor(use_reentrant):
             await out.sum().backward()
 
 
-@_xfail("a non-reentrant checkpoint unpacks a new Tensor object for a saved tensor that did not require "
-        "grad; torch returns the same object")
 async def test_checkpointing_without_reentrant_saved_object_identity():
     """Port of TestAutograd.test_checkpointing_without_reentrant_saved_object_identity."""
     x_backward = None

@@ -533,10 +533,6 @@ async def test_not_implemented_grad():
         await y.backward()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'a saved_tensors_hooks context exited from an unpack hook during backward: ValueError (Token created '
-    'in a different Context)'
-))
 async def test_saved_tensor_hooks_extra_exit_during_bw_no_crash():
     """Port of TestAutograd.test_saved_tensor_hooks_extra_exit_during_bw_no_crash (the last check,
     which registers hooks on a raw saved result, here: a fresh graph sees no hooks left installed)."""
@@ -562,10 +558,6 @@ async def test_saved_tensor_hooks_extra_exit_during_bw_no_crash():
     await y.backward()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'a saved_tensors_hooks context entered again from an unpack hook during backward: ValueError (Token '
-    "created in a different Context) at the with block's exit"
-))
 async def test_saved_tensor_hooks_extra_enter_during_bw_no_leak():
     """Port of TestAutograd.test_saved_tensor_hooks_extra_enter_during_bw_no_leak."""
     async def scope():

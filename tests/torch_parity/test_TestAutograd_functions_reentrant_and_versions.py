@@ -407,8 +407,6 @@ async def test_inplace_version_error_shows_forward_op_name():
         await c.backward(ag.ones(5))
 
 
-@_xfail("increment_version on an inference tensor outside inference_mode raises (Inplace update to "
-        "inference tensor outside InferenceMode is not allowed) where torch bumps nothing and does not raise")
 async def test_increment_version():
     """Port of TestAutograd.test_increment_version."""
     a = ag.rand(5, requires_grad=True)

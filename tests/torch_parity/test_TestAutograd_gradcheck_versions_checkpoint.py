@@ -35,8 +35,7 @@ def _xfail(reason):
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-NO_FAST_MODE = _xfail("gradcheck has no fast_mode (torch's randomized-projection check)")
-FAST_MODE = pytest.mark.parametrize("fast_mode", [pytest.param(True, marks=NO_FAST_MODE), False])
+FAST_MODE = pytest.mark.parametrize("fast_mode", [True, False])
 
 
 def _fast(fast_mode):
@@ -51,11 +50,7 @@ def Variable(x, requires_grad=False):
 checkpoint = ag.checkpoint
 
 
-@pytest.mark.parametrize("fast_mode", [
-    pytest.param(True, marks=NO_FAST_MODE),
-    pytest.param(False, marks=_xfail("gradcheck gives no error when the output's shape or dtype changes under "
-                                     "perturbation (torch: 'return outputs with the same shape/dtype when inputs "
-                                     "are perturbed')"))])
+@FAST_MODE
 async def test_gradcheck_output_shape_or_dtype_depend_on_values(fast_mode):
     """Port of TestAutograd.test_gradcheck_output_shape_or_dtype_depend_on_values."""
     def fn(x):

@@ -615,8 +615,6 @@ async def _test_setitem_tensor(size, index):
     assert x.size() == x.grad.size()
 
 
-@_xfail("Tensor.new(x[index].size()) makes a one-element tensor holding the size's value, not a tensor "
-        "of that size, so the assigned value's gradient differs")
 async def test_setitem():
     """Port of TestAutograd.test_setitem."""
     await _test_setitem((5, 5), 1)
@@ -642,8 +640,6 @@ async def test_setitem():
     await _test_setitem_tensor((5, 5, 5), (Variable(ag.tensor([1, 3]), requires_grad=False), [2, 4], slice(None)))
 
 
-@_xfail("Tensor.new(x[index].size()) makes a one-element tensor holding the size's value, not a tensor "
-        "of that size, so the assigned value's gradient differs")
 async def test_setitem_mask():
     """Port of TestAutograd.test_setitem_mask (the Bernoulli mask drawn as ``rand(5, 5) < 0.5``)."""
     mask = ag.rand(5, 5) < 0.5

@@ -293,8 +293,6 @@ async def test_autograd_inplace_views_creation_meta():
     run_tests(lambda v: v.swapaxes_(0, 0))
 
 
-@_xfail("a view made in no_grad and modified in place there prints grad_fn=<Error> where torch prints "
-        "grad_fn=<Invalid>")
 async def test_autograd_print_tensor():
     """Port of TestAutograd.test_autograd_print_tensor (asyncgrad prints its tensors as torch does)."""
     a = ag.ones(1, requires_grad=True)
@@ -475,8 +473,6 @@ async def test_autograd_python_custom_function_inplace():
         fn(a, b)
 
 
-@_xfail("mark_dirty on a view of an intermediate: asyncgrad asks for the view as first argument where "
-        "torch says 'received a tensor that was not an input.'")
 async def test_custom_function_mark_output_view_of_intermediate():
     """Port of TestAutograd.test_custom_function_mark_output_view_of_intermediate."""
     class Func(Function):
@@ -496,8 +492,6 @@ async def test_custom_function_mark_output_view_of_intermediate():
         Func.apply(a_clone)
 
 
-@_xfail("a dirty input that is an output of split_with_sizes: asyncgrad raises the view-of-a-leaf error "
-        "where torch says it is the 'output of a function that returns multiple views'")
 async def test_custom_function_inplace_on_non_default_view():
     """Port of TestAutograd.test_custom_function_inplace_on_non_default_view."""
     class Func(Function):

@@ -279,8 +279,6 @@ def test_preserve_backtrace():
         pytest.fail("the backward did not raise")
 
 
-@_xfail("asyncgrad.autograd has no set_multithreading_enabled / is_multithreading_enabled (only "
-        "asyncgrad.autograd.grad_mode.set_multithreading_enabled)")
 def test_set_multithreading_enabled_as_context_manager_and_function():
     """Port of TestMultithreadAutograd.test_set_multithreading_enabled_as_context_manager_and_function."""
     autograd = ag.autograd

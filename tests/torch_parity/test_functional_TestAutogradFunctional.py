@@ -33,18 +33,8 @@ autogradF = ag.autograd.functional
 gradcheck = ag.gradcheck
 gradgradcheck = ag.gradgradcheck
 
-NO_FORWARD_AD = pytest.mark.xfail(
-    strict=True, reason='strategy="forward-mode" needs forward-mode AD (dual tensors), which asyncgrad does not have')
-NO_VMAP = pytest.mark.xfail(
-    strict=True, reason="jacobian/hessian(vectorize=True) is refused (NotImplementedError: needs vmap); "
-    "torch computes it")
-NO_GRAD_CREATE_GRAPH = pytest.mark.xfail(
-    strict=True, reason="called under no_grad with create_graph=True the results have no grad_fn; torch's functional "
-    "API records the graph then (it enables grad inside when create_graph)")
-VECTORIZE = pytest.mark.parametrize("vectorize", [pytest.param(True, marks=NO_VMAP), False])
-STRATEGIES = pytest.mark.parametrize(
-    "test_forward_ad", [pytest.param(False, marks=NO_VMAP), pytest.param(True, marks=NO_FORWARD_AD)],
-    ids=["reverse", "forward"])
+VECTORIZE = pytest.mark.parametrize("vectorize", [True, False])
+STRATEGIES = pytest.mark.parametrize("test_forward_ad", [False, True], ids=["reverse", "forward"])
 
 
 async def test_vjp_err_check():
@@ -105,7 +95,6 @@ async def test_vjp_err_check_strict():
     assert_equal(res[1], v)
 
 
-@NO_GRAD_CREATE_GRAPH
 async def test_vjp_no_grad():
     """Port of TestAutogradFunctional.test_vjp_no_grad."""
     def reducer(x):
@@ -290,7 +279,6 @@ async def test_jvp_err_check_strict():
     assert_equal(res[1], v)
 
 
-@NO_GRAD_CREATE_GRAPH
 async def test_jvp_no_grad():
     """Port of TestAutogradFunctional.test_jvp_no_grad."""
     def reducer(x):
@@ -429,13 +417,11 @@ async def _test_vectorize_raises_no_warnings(api):
     assert len(wa) == 0
 
 
-@NO_VMAP
 async def test_jacobian_vectorize_raises_no_warnings():
     """Port of TestAutogradFunctional.test_jacobian_vectorize_raises_no_warnings."""
     await _test_vectorize_raises_no_warnings(autogradF.jacobian)
 
 
-@NO_VMAP
 async def test_hessian_vectorize_raises_no_warnings():
     """Port of TestAutogradFunctional.test_hessian_vectorize_raises_no_warnings."""
     await _test_vectorize_raises_no_warnings(autogradF.hessian)
@@ -508,7 +494,6 @@ async def test_jacobian_err_check_strict_vectorize():
         await autogradF.jacobian(foo, inp, strict=True, vectorize=True)
 
 
-@NO_GRAD_CREATE_GRAPH
 async def test_jacobian_no_grad():
     """Port of TestAutogradFunctional.test_jacobian_no_grad."""
     def exp_reducer(x):
@@ -694,7 +679,6 @@ async def test_jacobian_vectorize_correctness_zero_dim(test_forward_ad):
     await _check_jacobian_vectorize_correctness(h, (x, y), test_forward_ad)
 
 
-@NO_VMAP
 async def test_jacobian_vectorize_correctness_different_dtype():
     """Port of TestAutogradFunctional.test_jacobian_vectorize_correctness_different_dtype."""
     def f(x, y):
@@ -833,7 +817,6 @@ async def test_hessian_err_check_strict_vectorize():
         await autogradF.hessian(foo, inp, strict=True, vectorize=True)
 
 
-@NO_GRAD_CREATE_GRAPH
 async def test_hessian_no_grad():
     """Port of TestAutogradFunctional.test_hessian_no_grad."""
     def pow_reducer(x):
