@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad.devices import special
+from asyncgrad.devices import bessel, gamma, special
 from asyncgrad.devices.buffers import CACHE, owns_slab
 
 _SPECIAL_CHUNK = 16384
@@ -184,6 +184,29 @@ class ArrayBackend:
 
     def erfinv(self, array: Any) -> Any:
         return self._special(special.erfinv, array)
+
+    # the gamma and Bessel functions (Note [Gamma functions to double precision] in gamma.py, Note
+    # [Bessel functions to double precision] in bessel.py), in the array's float dtype
+    def lgamma(self, array: Any) -> Any:
+        return self._special(gamma.lgamma, array)
+
+    def digamma(self, array: Any) -> Any:
+        return self._special(gamma.digamma, array)
+
+    def polygamma(self, n: int, array: Any) -> Any:
+        return self._special(lambda xp, a: gamma.polygamma(xp, n, a), array)
+
+    def i0(self, array: Any) -> Any:
+        return self._special(bessel.i0, array)
+
+    def i0e(self, array: Any) -> Any:
+        return self._special(bessel.i0e, array)
+
+    def i1(self, array: Any) -> Any:
+        return self._special(bessel.i1, array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._special(bessel.i1e, array)
 
     def _special(self, fn: Any, array: Any) -> Any:
         """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back;
@@ -654,6 +677,32 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
         from cupyx.scipy import special as cupy_special
 
         return cupy_special.erfinv(array)
+
+    def _cupyx_special(self, name: str, *args: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return getattr(cupy_special, name)(*args)
+
+    def lgamma(self, array: Any) -> Any:
+        return self._cupyx_special("gammaln", array)
+
+    def digamma(self, array: Any) -> Any:
+        return self._cupyx_special("digamma", array)
+
+    def polygamma(self, n: int, array: Any) -> Any:
+        return self._cupyx_special("polygamma", n, array)
+
+    def i0(self, array: Any) -> Any:
+        return self._cupyx_special("i0", array)
+
+    def i0e(self, array: Any) -> Any:
+        return self._cupyx_special("i0e", array)
+
+    def i1(self, array: Any) -> Any:
+        return self._cupyx_special("i1", array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._cupyx_special("i1e", array)
 
     def fmod(self, a: Any, b: Any) -> Any:
         return self.cupy.fmod(a, b)

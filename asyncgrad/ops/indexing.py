@@ -7,6 +7,7 @@ rules, which the standard does not have, are the backend's (``getitem``/``setite
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -370,9 +371,17 @@ def _as_vector(fn: Any, x: Tensor, dim: Any, index: Any, *args: Any, **kwargs: A
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """torch's ``gather``: ``out[i][j][k] = x[i][index[i][j][k]][k]`` along ``dim`` (Note [Indices along a dim])."""
     tensor_arg(x, "gather")
-    if x.ndim == 0:
-        return _as_vector(gather, x, dim, index)
+    if x.ndim == 0:  # the one-element vector's gather, shaped as the index (torch's result)
+        normalize_dim(dim, 0, "gather")
+        tensor_arg(index, "gather", "index", 3)
+        vector_index = reshape(index, (1,)) if index.ndim == 0 else index
+        return reshape(gather(reshape(x, (1,)), 0, vector_index), tuple(index.shape))
     axis = normalize_dim(dim, x.ndim, "gather")
+    if isinstance(index, Tensor) and index.numel() == 0 and index.dtype.kind in "iu":
+        # torch takes an empty index of any integer dtype and shape: an empty result of its shape
+        dev = x.device
+        key = tuple(dev.backend.zeros(tuple(index.shape), np.dtype(np.int64)) for _ in range(x.ndim))
+        return record(GatherBackward0, (x,), dev.backend.getitem(x.data, key), dev, x.shape, key)
     _index_arg(index, "gather", 2, "gather(): Expected dtype int32/int64 for index")
     _check_along("gather", x, index, axis)
     dev = x.device
@@ -704,3 +713,40 @@ def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
     if x.ndim == 0:
         return plain(dev.backend.zeros((where[0].shape[0], 0), np.int64), dev)
     return plain(xp.stack(where, axis=1), dev)
+
+
+# --------------------------------------------------------------------------- take
+class TakeBackward0(OpNode):
+    """``take``: the gradient added back at the flat positions it was read from (repeats add up)."""
+
+    __slots__ = ("shape", "positions")
+
+    def backward(self, F, g):
+        flat = F.index_add((math.prod(self.shape),), (self.positions, False), F.reshape(g, (-1,)))
+        return (F.reshape(flat, self.shape),)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """torch's ``take``: the elements of ``input`` at the flat positions ``index`` (negative count
+    from the end), shaped as ``index``."""
+    tensor_arg(input, "take", "input", 1)
+    tensor_arg(index, "take", "index", 2)
+    if index.dtype != np.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {scalar_type_name(index.dtype)}")
+    dev = input.device
+    if index.device is not dev:
+        same_device(input, index)
+    backend = dev.backend
+    xp = dev.xp
+    n = input.numel()
+    positions = xp.reshape(index.data, (-1,))
+    if positions.shape[0]:
+        low, high = int(xp.min(positions)), int(xp.max(positions))
+        if n == 0:
+            raise IndexError("take(): tried to take from an empty tensor")
+        if low < -n or high >= n:
+            bad = high if high >= n else low
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    positions = xp.where(positions < 0, positions + n, positions)
+    out = xp.reshape(backend.getitem(xp.reshape(input.data, (-1,)), positions), index.shape)
+    return record(TakeBackward0, (input,), out, dev, input.shape, positions)

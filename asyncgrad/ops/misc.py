@@ -527,14 +527,15 @@ class IndexFillBackward0(OpNode):
 
 
 class IndexFillBackward1(OpNode):
-    """index_fill with a 0-d tensor value: the value gets the sum of the filled slices' gradient."""
+    """index_fill with a 0-d tensor value: the value gets the sum of the filled slices' gradient,
+    each slice once however often the index repeats it (``unique``: the key of the distinct ones)."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "unique")
     work_per_element = 1
 
     def backward(self, F, g):
         return (F.index_put(g, self.key, 0.0) if self.needs(0) else None,
-                F.sum(F.index(g, self.key)) if self.needs(1) else None)
+                F.sum(F.index(g, self.unique)) if self.needs(1) else None)
 
 
 def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, tuple]:
@@ -558,6 +559,9 @@ def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, t
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """``input`` with the slices ``index`` along ``dim`` set to ``value`` (a number or a 0-d tensor)."""
     tensor_arg(input, "index_fill")
+    if input.ndim == 0:  # a 0-d input: its one-element vector's, reshaped back
+        normalize_dim(dim, 0, "index_fill")
+        return shape_ops.reshape(index_fill(shape_ops.reshape(input, (1,)), 0, index, value), ())
     axis, idx, key = _index_dim(input, dim, index, "index_fill")
     dev = input.device
     out = dev.xp.asarray(input.data, copy=True)
@@ -566,7 +570,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.ndim} dimension(s).")
         dev.backend.setitem(out, key, dev.backend.astype(_on_device(input, value), input.dtype))
-        return record(IndexFillBackward1, (input, value), out, dev, _owned(dev.backend, key))
+        unique = key[:-1] + (dev.xp.unique_values(idx),)
+        return record(IndexFillBackward1, (input, value), out, dev, _owned(dev.backend, key), unique)
     dev.backend.setitem(out, key, value)
     return record(IndexFillBackward0, (input,), out, dev, _owned(dev.backend, key))
 
@@ -586,6 +591,10 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """``input`` with ``source``'s slices copied to the positions ``index`` along ``dim``."""
     tensor_arg(input, "index_copy")
     tensor_arg(source, "index_copy", "source", 3)
+    if input.ndim == 0:  # a 0-d input (and source): their one-element vectors', reshaped back
+        normalize_dim(dim, 0, "index_copy")
+        vector = shape_ops.reshape(source, (1,)) if source.ndim == 0 else source
+        return shape_ops.reshape(index_copy(shape_ops.reshape(input, (1,)), 0, index, vector), ())
     axis, idx, key = _index_dim(input, dim, index, "index_copy")
     n = int(idx.shape[0])
     src_n = source.shape[axis] if source.ndim > axis else 1
