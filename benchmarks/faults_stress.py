@@ -253,7 +253,7 @@ def grads_match(case: Case) -> bool:
 
 def slots_in_use() -> int:
     """Executor slots counted in flight, plus workers waiting for one, on this loop: 0 once any
-    backward has returned, raised or been cancelled (Note [Wind-down] in engine.py). A worker
+    backward has returned, raised or been cancelled (Note [Wind-down] in engine/scope.py). A worker
     whose slot was freed but that has not resumed yet is not waiting."""
     return sum(w.in_flight + (w._slot is not None and not w._slot.done()) for w in ag.get_engine().workers.values())
 

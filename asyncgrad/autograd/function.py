@@ -10,7 +10,7 @@ stalling its device's queue: a suspended server has a helper serve it meanwhile.
 
 When the backward call it belongs to is cancelled or fails, an ``async def`` backward gets
 ``CancelledError`` at its ``await``, and the caller sees the exception only once it has ended
-(Note [Wind-down] in engine/engine.py): let it propagate. A plain one running in a kernel
+(Note [Wind-down] in engine/scope.py): let it propagate. A plain one running in a kernel
 thread is abandoned and finishes into the void; a ``backward_sync`` it calls afterwards raises
 (Note [Cancellation]). Any exception a backward raises reaches the caller as it was raised.
 """

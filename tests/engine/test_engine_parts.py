@@ -12,7 +12,7 @@ from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.engine.engine import compute_dependencies, init_to_execute
 from asyncgrad.engine.graph_task import GraphTask
 from asyncgrad.engine.input_buffer import accumulate
-from asyncgrad.engine.ready_queue import ReadyQueue
+from asyncgrad.engine.ready_queue import GRAPH_TASK, NODE, ReadyQueue
 
 
 def graph_task(depth=0):
@@ -33,9 +33,9 @@ def test_ready_queue_order_depth_then_sequence():
     queue.push(deep, early.grad_fn, [])
     queue.push(deep, early.grad_fn, [])  # a tie on depth and sequence_nr: the counter decides
     order = [heappop(queue.heap) for _ in range(len(queue.heap))]
-    # entries are (-depth, -sequence_nr, count, graph_task, node, inputs)
-    assert [e[3] for e in order[:2]] == [deep, deep] and order[0][2] < order[1][2]
-    assert [e[4] for e in order[2:]] == [late.grad_fn, early.grad_fn]
+    # entries are (-depth, -sequence_nr, count, graph_task, node, inputs): ready_queue.node_task
+    assert [e[GRAPH_TASK] for e in order[:2]] == [deep, deep] and order[0][2] < order[1][2]
+    assert [e[NODE] for e in order[2:]] == [late.grad_fn, early.grad_fn]
 
 
 async def test_a_waiting_queue_wakes_on_push_and_on_wake():

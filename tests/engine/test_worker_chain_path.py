@@ -1,4 +1,4 @@
-"""The cpu worker's own chain path and its clock budget (Note [Chains routed in the worker] and
+"""The cpu worker's own chain path and its clock budget (Note [One evaluate path] and
 Note [Reading the clock] in engine/worker.py).
 
 The worker applies a one-edge node and hands its consumer on itself, without ``call_function`` or
