@@ -223,8 +223,8 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     rows = list(choose(range(n), r))
     columns = []
     for j in range(r):
-        index = input.device.backend.from_host(np.array([row[j] for row in rows], dtype=np.int64))
-        columns.append(indexing.getitem(input, Tensor._make(index, input.device, False, None, 0, [0])))
+        index = _index_array(input, [row[j] for row in rows])
+        columns.append(indexing.getitem(input, index))
     return shape_ops.stack(columns, 1)
 
 
@@ -271,9 +271,8 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     (a number or one count per element), by ``index_select``; ``repeat_interleave(counts)`` alone
     gives the indices themselves."""
     if repeats is None:  # repeat_interleave(repeats): the index of each repeated position
-        counts = np.asarray(tensor_arg(input, "repeat_interleave", "repeats", 1).cpu().numpy())
-        data = input.device.backend.from_host(np.repeat(np.arange(counts.shape[0]), counts).astype(np.int64))
-        return Tensor._make(data, input.device, False, None, 0, [0])
+        counts = tensor_arg(input, "repeat_interleave", "repeats", 1).reshape(-1).tolist()
+        return _index_array(input, [i for i, c in enumerate(counts) for _ in range(c)])
     tensor_arg(input, "repeat_interleave", "input", 1)
     if dim is None:
         input = shape_ops.reshape(input, -1)
@@ -287,19 +286,21 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
         grown = tuple(input.shape[:dim + 1]) + (count,) + tuple(input.shape[dim + 1:])
         copied = shape_ops.clone(shape_ops.expand(shape_ops.unsqueeze(input, dim + 1), grown))
         return shape_ops.view(copied, tuple(input.shape[:dim]) + (n * count,) + tuple(input.shape[dim + 1:]))
-    if isinstance(repeats, Tensor):
-        counts = np.asarray(repeats.cpu().numpy()).reshape(-1)
-        if counts.shape[0] == 1:
-            counts = np.repeat(counts, n)
-    else:
-        counts = np.full(n, int_arg(repeats, "repeat_interleave", "repeats", 2), dtype=np.int64)
-    if counts.shape[0] != n:
+    counts = [int(c) for c in repeats.reshape(-1).tolist()]
+    if len(counts) == 1:
+        counts = counts * n
+    if len(counts) != n:
         raise RuntimeError("repeats must have the same size as input along dim, but got repeats.size(0) = "
-                           f"{counts.shape[0]} and input.size(0) = {n}")
-    if (counts < 0).any():
+                           f"{len(counts)} and input.size(0) = {n}")
+    if any(c < 0 for c in counts):
         raise RuntimeError("repeats can not be negative")
-    positions = input.device.backend.from_host(np.repeat(np.arange(n), counts).astype(np.int64))
-    return indexing.index_select(input, dim, Tensor._make(positions, input.device, False, None, 0, [0]))
+    positions = _index_array(input, [i for i, c in enumerate(counts) for _ in range(c)])
+    return indexing.index_select(input, dim, positions)
+
+
+def _index_array(like: Tensor, positions: list[int]) -> Tensor:
+    """An int64 index tensor (no grad) on ``like``'s device, from host positions."""
+    return Tensor._make(like.device.asarray(positions, dtype=np.dtype(np.int64)), like.device, False, None, 0, [0])
 
 
 def H(input: Tensor) -> Tensor:  # noqa: N802  (torch's attribute name)

@@ -879,6 +879,6 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     # the matrices' dims go to d1 and d2, the batch dims keep their order in the others
     others = iter(range(len(batch)))
     order = tuple(len(batch) if i == d1 else len(batch) + 1 if i == d2 else next(others) for i in range(ndim))
-    inverse = tuple(int(i) for i in np.argsort(order))
+    inverse = tuple(sorted(range(ndim), key=order.__getitem__))
     out = backend.copy(xp.permute_dims(out, order), "C")
     return record(DiagEmbedBackward0, (input,), out, dev, index, inverse)

@@ -531,7 +531,7 @@ def _scatter_into_copy(cls: type[OpNode], fn: str, input: Tensor, src: Tensor, k
     if flat:
         out = xp.reshape(out, input.shape)
     elif axes is not None:
-        inverse = tuple(int(i) for i in np.argsort(axes))
+        inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
         out = backend.copy(xp.permute_dims(out, inverse), "C")
     return record(cls, (input, src), out, dev, key, axes, inverse, flat, input.shape)
 
