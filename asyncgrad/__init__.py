@@ -345,11 +345,14 @@ from asyncgrad.ops.composites import (  # noqa: E402
     fliplr,
     flipud,
     float_power,
+    gradient,
     hsplit,
     inner,
     meshgrid,
     msort,
     nanmean,
+    nanquantile,
+    quantile,
     ravel,
     repeat_interleave,
     take_along_dim,
@@ -358,7 +361,7 @@ from asyncgrad.ops.composites import (  # noqa: E402
     vsplit,
 )
 from asyncgrad.ops.elementwise import addcdiv, addcmul, fill, frexp  # noqa: E402  # noqa: E402
-from asyncgrad.ops.indexing import take  # noqa: E402
+from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
 from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
 from asyncgrad.ops.shape import diag_embed, rot90  # noqa: E402
 from asyncgrad.ops.sorting import aminmax, cummax, cummin, mode, nanmedian  # noqa: E402

@@ -288,6 +288,12 @@ class ArrayBackend:
         np.multiply.at(out, index, values)
         return out
 
+    def scatter_extreme(self, out: Any, index: Any, values: Any, is_max: bool) -> Any:
+        """``out`` with its entries at the advanced ``index`` raised (``is_max``) or lowered to
+        ``values`` where those are beyond them (repeats take the extreme; NaN wins), in place."""
+        (np.maximum if is_max else np.minimum).at(out, index, values)
+        return out
+
     def argsort(self, array: Any, axis: int, descending: bool) -> Any:
         """Stable argsort along ``axis`` as torch sorts: NaN above every number (last ascending,
         first descending), ties in their original order either way. Descending is the ascending
@@ -541,6 +547,11 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
         NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
         return out
 
+    def scatter_extreme(self, out: Any, index: Any, values: Any, is_max: bool) -> Any:
+        NUMPY.scatter_extreme(out._array, self._index(index), values._array if self.is_array(values) else values,
+                              is_max)
+        return out
+
     def argsort(self, array: Any, axis: int, descending: bool) -> Any:
         return self._wrap(NUMPY.argsort(array._array, axis, descending), device=array.device)
 
@@ -709,6 +720,14 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         return self.cupy.einsum(equation, *arrays)
+
+    def scatter_extreme(self, out: Any, index: Any, values: Any, is_max: bool) -> Any:
+        host = self.to_host(out)
+        host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)
+        NUMPY.scatter_extreme(host, host_index, self.to_host(values) if self.is_array(values) else values, is_max)
+        with out.device:  # Note [The array's own GPU]
+            out[...] = self.cupy.asarray(host)
+        return out
 
     # ---- CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:

@@ -257,6 +257,10 @@ _METHODS.update({
     "select_scatter": views.select_scatter, "slice_scatter": views.slice_scatter,
     "diagonal_scatter": views.diagonal_scatter, "as_strided_scatter": views.as_strided_scatter,
     "unfold": views.unfold, "frexp": elementwise.frexp, "take": indexing.take,
+    "scatter_reduce": indexing.scatter_reduce, "index_reduce": indexing.index_reduce,
+    "scatter_reduce_": _inplace_method(indexing.scatter_reduce, "scatter_reduce_"),
+    "index_reduce_": _inplace_method(indexing.index_reduce, "index_reduce_"),
+    "quantile": composites.quantile, "nanquantile": composites.nanquantile,
     "__rdiv__": _operator(elementwise.rdiv),
     "__rmod__": _operator(lambda self, other: elementwise.remainder(other, self)),
 })

@@ -608,6 +608,12 @@ class ArrayMath:
             return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdim))
         return xp.sum(magnitude ** p, axis=axes, keepdims=keepdim) ** (1 / p)
 
+    @staticmethod
+    def scatter_prod(base: Any, key: tuple, axis: int, index: Any, src: Any) -> Any:
+        """``base`` with ``src``'s entries multiplied in at ``key`` (scatter_reduce's "prod")."""
+        backend = backend_of(base)
+        return backend.scatter_multiply(backend.xp.asarray(base, copy=True), key, src)
+
     # the gamma and Bessel functions' formulas (devices/gamma.py, devices/bessel.py)
     @staticmethod
     def digamma(x: Any) -> Any:

@@ -515,3 +515,177 @@ def float_power(input: Any, exponent: Any) -> Tensor:
         return float(value) if not isinstance(value, bool) else float(value)
 
     return elementwise.pow(as_double(input), as_double(exponent))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool,
+              fn: str) -> Tensor:
+    """torch's quantile algorithm: sort (NaN last), a fractional rank per quantile, then the value at
+    it (``lower``/``higher``/``nearest``) or a ``lerp`` between its two neighbours (``linear``,
+    ``midpoint``); a slice holding NaN gives NaN unless NaNs are ignored (``nanquantile``)."""
+    tensor_arg(input, fn, "input", 1)
+    if input.dtype.kind != "f":
+        raise RuntimeError(f"{fn}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{fn}() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
+                           f"got {interpolation}")
+    if isinstance(q, Tensor):
+        if q.ndim > 1:
+            raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
+        if q.dtype != input.dtype:
+            raise RuntimeError(f"{fn}() q tensor must be same dtype as the input tensor")
+        scalar_q = q.ndim == 0
+        values = [float(v) for v in q.detach().reshape(-1).tolist()]
+        if any(not 0 <= v <= 1 for v in values):
+            raise RuntimeError(f"{fn}() q values must be in the range [0, 1]")
+    else:
+        scalar_q = True
+        values = [float(q)]
+        if not 0 <= values[0] <= 1:
+            raise RuntimeError(f"{fn}() q must be in the range [0, 1] but got {values[0]}")
+    if dim is None:
+        x = shape_ops.reshape(input, -1)
+        kept_shape = (1,) * input.ndim
+    else:
+        axis = normalize_dim(int_arg(dim, fn, "dim", 3), input.ndim, fn)
+        x = views.movedim(input, axis, -1) if input.ndim else shape_ops.reshape(input, 1)
+        kept_shape = tuple(1 if i == axis else s for i, s in enumerate(input.shape))
+    n = x.shape[-1]
+    if n == 0:
+        raise IndexError(f"{fn}() input tensor must be non-empty")
+    batch = tuple(x.shape[:-1])
+    dev = input.device
+    backend = dev.backend
+    xp = dev.xp
+    ordered = sorting.sort(x, -1)[0]
+    nan_count = xp.sum(backend.astype(xp.isnan(ordered.data), np.dtype(np.int64)), axis=-1, keepdims=True)
+
+    def constant(array: Any) -> Tensor:
+        return Tensor._make(array, dev, False, None, 0, [0])
+
+    q_shape = (len(values),) + (1,) * (len(batch) + 1)
+    # the ranks are computed from q itself, so a q that requires grad gets lerp's weight gradient, as torch's
+    q_t = shape_ops.reshape(q, q_shape) if isinstance(q, Tensor) else constant(
+        xp.reshape(dev.asarray(values, dtype=np.dtype(input.dtype)), q_shape))
+    if ignore_nan:  # the last non-NaN rank of each slice (0 for a slice of NaNs, whose value is NaN)
+        ranks_t = elementwise.mul(q_t, constant(backend.astype(xp.clip(n - nan_count - 1, 0, None), input.dtype)))
+    else:
+        ranks_t = elementwise.mul(q_t, float(n - 1))
+        ranks_t = elementwise.where(constant(nan_count > 0), float(n - 1), ranks_t)  # its NaN, sorted last
+    ranks_t = shape_ops.expand(ranks_t, (len(values),) + batch + (1,))
+    ranks = ranks_t.data
+    if interpolation == "lower":
+        below = above = xp.floor(ranks)
+    elif interpolation == "higher":
+        below = above = xp.ceil(ranks)
+    elif interpolation == "nearest":
+        below = above = xp.round(ranks)
+    else:
+        below, above = xp.floor(ranks), xp.ceil(ranks)
+    expanded = shape_ops.expand(shape_ops.unsqueeze(ordered, 0), (len(values),) + batch + (n,))
+
+    low = indexing.gather(expanded, -1, constant(backend.astype(below, np.dtype(np.int64))))
+    if interpolation in ("lower", "higher", "nearest"):
+        result = low
+    else:
+        high = indexing.gather(expanded, -1, constant(backend.astype(above, np.dtype(np.int64))))
+        weights = constant(xp.full_like(ranks, 0.5)) if interpolation == "midpoint" else elementwise.sub(
+            ranks_t, constant(below))
+        result = elementwise.lerp(low, high, weights)
+    result = shape_ops.squeeze(result, -1)  # (quantiles,) + batch
+    if keepdim:
+        result = shape_ops.reshape(result, (len(values),) + kept_shape)
+    elif dim is None:
+        result = shape_ops.reshape(result, (len(values),))
+    return shape_ops.squeeze(result, 0) if scalar_q else result
+
+
+def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """torch's ``quantile``: the ``q``-th quantiles (a number or a 1-d tensor) of all elements or along ``dim``."""
+    return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
+
+
+def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """torch's ``nanquantile``: ``quantile`` of the values that are not NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1) -> tuple[Tensor, ...]:
+    """torch's ``gradient``: second-order central differences inside, one-sided differences of
+    order ``edge_order`` at the ends, along each of ``dim`` (all by default), with a uniform
+    ``spacing`` (a number, or one per dim) or coordinates (one 1-d tensor per dim)."""
+    tensor_arg(input, "gradient", "input", 1)
+    if dim is None:
+        dims = list(range(input.ndim))
+    elif isinstance(dim, (list, tuple)):
+        dims = [normalize_dim(int_arg(d, "gradient", "dim", 3), input.ndim, "gradient") for d in dim]
+    else:
+        dims = [normalize_dim(int_arg(dim, "gradient", "dim", 3), input.ndim, "gradient")]
+    if spacing is None:
+        spacing = 1.0
+    steps = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(steps) != len(dims):
+        raise RuntimeError("torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                           f"arguments to have the same length, but got a spacing argument of length {len(steps)} "
+                           f"and a dim argument of length {len(dims)}.")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    out = []
+    for axis, step in zip(dims, steps):
+        n = input.shape[axis]
+        if n < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+
+        def part(start: int, stop: int, axis: int = axis) -> Tensor:
+            return views.narrow(input, axis, start, stop - start)
+
+        if isinstance(step, Tensor):
+            out.append(_gradient_along_coordinates(input, axis, step, edge_order, part))
+            continue
+        h = float(step)
+        inner = elementwise.div(elementwise.sub(part(2, n), part(0, n - 2)), 2.0 * h)
+        if edge_order == 1:
+            first = elementwise.div(elementwise.sub(part(1, 2), part(0, 1)), h)
+            last = elementwise.div(elementwise.sub(part(n - 1, n), part(n - 2, n - 1)), h)
+        else:
+            first = elementwise.div(part(0, 1) * -1.5 + part(1, 2) * 2.0 - part(2, 3) * 0.5, h)
+            last = elementwise.div(part(n - 3, n - 2) * 0.5 - part(n - 2, n - 1) * 2.0 + part(n - 1, n) * 1.5, h)
+        out.append(shape_ops.cat([first, inner, last], axis))
+    return tuple(out)
+
+
+def _gradient_along_coordinates(input: Tensor, axis: int, x: Tensor, edge_order: int, part: Any) -> Tensor:
+    """gradient along ``axis`` at the coordinates ``x`` (non-uniform central differences, numpy's weights)."""
+    n = input.shape[axis]
+    if x.ndim != 1 or x.shape[0] != n:
+        raise RuntimeError("torch.gradient expected each tensor to be on the same device and to have the size of "
+                           f"the dimension it spaces, {n}")
+    shape = [1] * input.ndim
+    shape[axis] = -1
+
+    def along(t: Tensor) -> Tensor:
+        return shape_ops.reshape(t, tuple(shape))
+
+    dx = diff(x)
+    dx1, dx2 = along(views.narrow(dx, 0, 0, n - 2)), along(views.narrow(dx, 0, 1, n - 2))
+    total = dx1 + dx2
+    a = -dx2 / (dx1 * total)
+    b = (dx2 - dx1) / (dx1 * dx2)
+    c = dx1 / (dx2 * total)
+    inner = a * part(0, n - 2) + b * part(1, n - 1) + c * part(2, n)
+    if edge_order == 1:
+        first = (part(1, 2) - part(0, 1)) / along(views.narrow(dx, 0, 0, 1))
+        last = (part(n - 1, n) - part(n - 2, n - 1)) / along(views.narrow(dx, 0, n - 2, 1))
+    else:
+        d1, d2 = along(views.narrow(dx, 0, 0, 1)), along(views.narrow(dx, 0, 1, 1))
+        s = d1 + d2
+        first = (-(2.0 * d1 + d2) / (d1 * s)) * part(0, 1) + (s / (d1 * d2)) * part(1, 2) - (d1 / (d2 * s)) * part(2, 3)
+        d1, d2 = along(views.narrow(dx, 0, n - 3, 1)), along(views.narrow(dx, 0, n - 2, 1))
+        s = d1 + d2
+        last = (d2 / (d1 * s)) * part(n - 3, n - 2) - (s / (d1 * d2)) * part(n - 2, n - 1) + (
+            (2.0 * d2 + d1) / (d2 * s)) * part(n - 1, n)
+    return shape_ops.cat([first, inner, last], axis)

@@ -318,7 +318,7 @@ def _cast_first(x: Tensor, dtype: Any, fn: str) -> Tensor:
     return x if x.dtype == dtype else shape_ops.to_dtype(x, dtype)
 
 
-def softmax(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def softmax(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """torch's ``softmax`` along ``dim``, computed in ``dtype`` when given (the input cast first)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "softmax")
@@ -343,7 +343,7 @@ class LogSoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node
         return (g - F.exp(y) * F.sum(g, self.dim, True),)
 
 
-def log_softmax(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def log_softmax(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """torch's ``log_softmax`` along ``dim``, computed in ``dtype`` when given (the input cast first)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "log_softmax")

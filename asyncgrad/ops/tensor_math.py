@@ -95,6 +95,11 @@ class TensorMath:
     # pointwise math
     trunc = staticmethod(elementwise.trunc)
     floor = staticmethod(elementwise.floor)
+    @staticmethod
+    def scatter_prod(base: Tensor, key: tuple, axis: int, index: Any, src: Tensor) -> Tensor:
+        return indexing.scatter_reduce(base, axis, Tensor._make(index, base.device, False, None, 0, [0]), src,
+                                       "prod")
+
     rot90 = staticmethod(shape_ops.rot90)
     vector_norm = staticmethod(linalg.vector_norm)
     abs = staticmethod(elementwise.abs)

@@ -131,3 +131,59 @@ def test_errors_in_torchs_words():
     ]
     for fn, exc, match in cases:
         check_raises(fn, exc, match)
+
+
+# --------------------------------------------------------------------------- quantiles, gradient
+QUANTILES = {
+    "quantile": (lambda lib, x: lib.quantile(x, 0.3), [(4, 5)]),
+    "quantile q tensor dim": (lambda lib, x, q: lib.quantile(x, q.sigmoid(), dim=1, keepdim=True), [(3, 5), (2,)]),
+    "quantile lower": (lambda lib, x: x.quantile(0.7, 0, interpolation="lower"), [(5, 2)]),
+    "quantile higher": (lambda lib, x: lib.quantile(x, 0.7, -1, interpolation="higher"), [(2, 5)]),
+    "quantile midpoint": (lambda lib, x: lib.quantile(x, 0.45, interpolation="midpoint"), [(7,)]),
+    "quantile nearest": (lambda lib, x: lib.quantile(x, 0.55, 0, True, interpolation="nearest"), [(6, 2)]),
+    "nanquantile": (lambda lib, x: lib.nanquantile(x, 0.25, dim=0), [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", list(QUANTILES))
+async def test_quantiles(case):
+    fn, inputs = QUANTILES[case]
+    await check_op(fn, *inputs, fd="lower" not in case and "higher" not in case and "nearest" not in case)
+
+
+def test_quantiles_with_nans(torch):
+    x = np.array([[1.0, np.nan, 3.0, 2.0], [np.nan, np.nan, np.nan, np.nan], [4.0, 0.5, 2.0, 8.0]])
+    for fn in (lambda lib, t: lib.quantile(t, 0.4, dim=1), lambda lib, t: lib.nanquantile(t, 0.4, dim=1),
+               lambda lib, t: lib.nanquantile(t, lib.tensor([0.0, 0.5, 1.0], dtype=t.dtype), dim=1)):
+        assert_close(fn(AG, ag_tensor(x)), fn(torch, torch.tensor(x)), 1e-15, 0, "quantiles")
+
+
+GRADIENTS = {
+    "gradient": (lambda lib, x: lib.gradient(x)[0], [(5,)]),
+    "gradient spacing": (lambda lib, x: _sum(lib.gradient(x, spacing=[2.0, 0.5])), [(4, 5)]),
+    "gradient edge_order 2": (lambda lib, x: _sum(lib.gradient(x, dim=[0, -1], edge_order=2)), [(4, 3, 5)]),
+    "gradient coordinates": (lambda lib, x, c: lib.gradient(x, spacing=[c.cumsum(0)], dim=1)[0], [(2, 4), (4,)]),
+    "gradient coordinates edge_order 2": (
+        lambda lib, x, c: lib.gradient(x, spacing=[c.exp().cumsum(0)], dim=0, edge_order=2)[0], [(5, 2), (5,)]),
+}
+
+
+def _sum(grads):
+    return sum(g.sum() for g in grads)
+
+
+@pytest.mark.parametrize("case", list(GRADIENTS))
+async def test_gradient(case):
+    fn, inputs = GRADIENTS[case]
+    await check_op(fn, *inputs)
+
+
+def test_quantile_and_gradient_errors():
+    check_raises(lambda lib: lib.quantile(lib.tensor([1.0]), 1.5), RuntimeError,
+                 r"quantile\(\) q must be in the range \[0, 1\] but got 1.5")
+    check_raises(lambda lib: lib.quantile(lib.tensor([1, 2]), 0.5), RuntimeError,
+                 r"quantile\(\) input tensor must be either float or double dtype")
+    check_raises(lambda lib: lib.quantile(lib.tensor([1.0]), 0.5, interpolation="cubic"), RuntimeError,
+                 r"quantile\(\) interpolation must be one of linear, lower, higher, midpoint or nearest, but got cubic")
+    check_raises(lambda lib: lib.gradient(lib.tensor([1.0, 2.0]), edge_order=2), RuntimeError,
+                 "torch.gradient expected each dimension size to be at least edge_order\\+1")

@@ -100,3 +100,70 @@ def test_errors_in_torchs_words():
     ]
     for fn, exc, match in cases:
         check_raises(fn, exc, match)
+
+
+# --------------------------------------------------------------------------- scatter_reduce, index_reduce
+SCATTER_INDEX = np.array([[0, 1, 0, 2], [2, 2, 1, 0]])
+SLICE_INDEX = np.array([0, 2, 0])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+async def test_scatter_reduce(reduce, include_self):
+    fn = lambda lib, x, s: lib.scatter_reduce(x, 1, lib.tensor(SCATTER_INDEX), s, reduce,  # noqa: E731
+                                              include_self=include_self)
+    await check_op(fn, (2, 3), (2, 4), name="ScatterReduceBackward0", fd=reduce not in ("amax", "amin"))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+async def test_index_reduce(reduce, include_self):
+    fn = lambda lib, x, s: x.index_reduce(-1, lib.tensor(SLICE_INDEX), s, reduce,  # noqa: E731
+                                          include_self=include_self)
+    await check_op(fn, (2, 4), (2, 3), name="IndexReduceBackward0", fd=reduce not in ("amax", "amin"))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean"])
+async def test_reducing_scatters_second_order(reduce):
+    await check_gradgrad(lambda lib, x, s: lib.scatter_reduce(x, 1, lib.tensor(SCATTER_INDEX), s, reduce),
+                         (2, 3), (2, 4), fd_rtol=1e-4)
+
+
+def test_scatter_reduce_reads_the_index_block_of_a_larger_src():
+    """src larger than the index: its other entries take no part and get zeros (torch's backward
+    refuses this shape; its forward is the same)."""
+    x = ag.zeros(2, 3, dtype=ag.float64, requires_grad=True)
+    s = ag.arange(10.0, dtype=ag.float64).reshape(2, 5).requires_grad_()
+    out = ag.scatter_reduce(x, 1, ag.tensor(SCATTER_INDEX), s, "sum")
+    assert out.tolist() == [[2.0, 1.0, 3.0], [8.0, 7.0, 11.0]]
+    (g,) = ag.grad_sync(out.sum(), [s])
+    assert g.tolist() == [[1.0, 1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0, 0.0]]
+
+
+def test_scatter_reduce_prod_with_zeros_and_ties(torch):
+    """prod's gradient where one or two members are zero, amax's where the maximum is shared."""
+    x = np.array([[2.0, 0.0, 3.0], [1.0, 5.0, 5.0]])
+    src = np.array([[0.0, 4.0, 0.0, 2.0], [5.0, 1.0, 5.0, 0.0]])
+    for reduce in ("prod", "amax", "amin", "mean"):
+        for include_self in (True, False):
+            a, s = ag_tensor(x, requires_grad=True), ag_tensor(src, requires_grad=True)
+            ta, ts = torch.tensor(x, requires_grad=True), torch.tensor(src, requires_grad=True)
+            out = ag.scatter_reduce(a, 1, ag_tensor(SCATTER_INDEX), s, reduce, include_self=include_self)
+            tout = torch.scatter_reduce(ta, 1, torch.tensor(SCATTER_INDEX), ts, reduce, include_self=include_self)
+            assert_close(out, tout, 0, 0, f"{reduce} {include_self}")
+            v = np.arange(1.0, 7.0).reshape(2, 3)
+            grads = ag.grad_sync(out, [a, s], ag_tensor(v))
+            tgrads = torch.autograd.grad(tout, [ta, ts], torch.tensor(v))
+            for g, tg in zip(grads, tgrads):
+                assert_close(g, tg, 1e-14, 0, f"{reduce} {include_self} gradient")
+
+
+def test_reducing_scatters_errors():
+    check_raises(lambda lib: lib.scatter_reduce(lib.tensor([1.0, 2.0]), 0, lib.tensor([0]), lib.tensor([1.0]),
+                                                "median"),
+                 RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin, got median")
+    # torch takes max and min for amax and amin
+    assert ag.scatter_reduce(ag.tensor([1.0, 2.0]), 0, ag.tensor([0]), ag.tensor([5.0]), "max").tolist() == [5.0, 2.0]
+    check_raises(lambda lib: lib.tensor([1.0, 2.0]).index_reduce(0, lib.tensor([0]), lib.tensor([1.0]), "sum"),
+                 RuntimeError,
+                 "index_reduce\\(\\): Expected reduce to be one of prod, mean, amax or amin but got sum.")
