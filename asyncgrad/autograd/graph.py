@@ -35,6 +35,12 @@ if TYPE_CHECKING:  # Note [The public graph module]: installed here by autograd/
     from asyncgrad.autograd.accumulate import get_gradient_edge  # noqa: F401  (re-exported)
     from asyncgrad.engine.graph_task import GraphTask
 
+__all__ = [  # the public graph module: torch.autograd.graph's names, and asyncgrad's Edge, GraphRoot, handles
+    "Edge", "GradientEdge", "GraphRoot", "Node", "RemovableHandle", "allow_mutation_on_saved_tensors",
+    "disable_saved_tensors_hooks", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
+    "save_on_cpu", "saved_tensors_hooks",
+]
+
 current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
     "asyncgrad_current_graph_task", default=None
 )
@@ -139,6 +145,7 @@ def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
 
 
 def hook_name(fn: Callable) -> str:
+    """The name a hook is shown under in errors and profiles: its ``__name__``, or its class's."""
     return getattr(fn, "__name__", type(fn).__name__)
 
 class NodeHooks:

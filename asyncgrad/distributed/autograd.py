@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from asyncgrad.tensor import Tensor
 
+__all__ = ["context", "get_gradients"]
+
 if TYPE_CHECKING:
     from asyncgrad.distributed.remote import Cluster, RemoteModule
 
@@ -59,6 +61,8 @@ def context() -> _Context:
 
 
 def note_cluster(ctx_id: int, cluster: Cluster) -> None:
+    """Record that the distributed autograd context ``ctx_id`` sent work to ``cluster``, so that leaving
+    the context frees what that cluster's workers hold for it."""
     clusters = _clusters.get(ctx_id)
     if clusters is not None and cluster not in clusters:
         clusters.append(cluster)

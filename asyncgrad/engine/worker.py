@@ -33,7 +33,7 @@ from asyncgrad.engine.ready_queue import GRAPH_TASK, INPUTS, NODE, ReadyQueue, n
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
     from asyncgrad.devices import Device
-    from asyncgrad.engine.engine import Engine
+    from asyncgrad.engine.roles import EngineRole
 
 CHAIN_STEP = True
 """Whether the cpu worker takes its chain step (Note [One evaluate path]); False only in the test
@@ -192,7 +192,7 @@ _PORTAL_FILES = tuple(
 class DeviceWorker:
     __slots__ = ("engine", "device", "queue", "task", "helpers", "in_flight", "blocked", "_slot")
 
-    def __init__(self, engine: Engine, device: Device) -> None:
+    def __init__(self, engine: EngineRole, device: Device) -> None:
         self.engine = engine
         self.device = device
         self.queue = ReadyQueue()
