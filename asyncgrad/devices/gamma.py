@@ -12,7 +12,7 @@ Note [Gamma functions to double precision]
   so a large negative ``x`` loses no digits. Poles (0, -1, -2, ...) give +inf, and 1 and 2 exactly
   0, as torch.
 * ``digamma``: the recurrence ``ψ(x) = ψ(x + 1) - 1/x`` lifts every ``x`` to at least 10, where the
-  asymptotic series ``log x - 1/(2x) - Σ B_2k / (2k x^2k)`` (seven terms) is exact to rounding;
+  asymptotic series ``log x - 1/(2 x) - Σ B_2k / (2k x^2k)`` (seven terms) is exact to rounding;
   ``x < 0`` reflects, ``ψ(x) = ψ(1 - x) - π / tan(πx)``. torch's values at the poles: ``ψ(±0) = ∓inf``,
   NaN at the negative integers.
 * ``polygamma(n, x) = (-1)^(n+1) n! ζ(n + 1, x)`` for ``n >= 1``, with Hurwitz's zeta summed directly

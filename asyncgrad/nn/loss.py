@@ -12,6 +12,7 @@ from asyncgrad._validate import tensor_arg
 from asyncgrad.nn.module import Module
 from asyncgrad.ops.ctc import ctc_loss
 from asyncgrad.ops.elementwise import clamp, where
+from asyncgrad.ops.linalg import vector_norm
 from asyncgrad.ops.loss import binary_cross_entropy, binary_cross_entropy_with_logits, check_reduction
 from asyncgrad.ops.nn import cross_entropy, nll_loss
 from asyncgrad.tensor import Tensor
@@ -107,7 +108,9 @@ def _norm(x: Tensor, p: float, dim: int) -> Tensor:
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
-    """input / max(||input||_p, eps) along ``dim``."""
+    """input / max(||input||_p, eps) along ``dim`` (p = 0 counts the nonzero elements, as torch's norm)."""
+    if p == 0:
+        return input / clamp(vector_norm(input, 0, dim, True), min=eps)
     return input / clamp(_norm(input, p, dim), min=eps)
 
 

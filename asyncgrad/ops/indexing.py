@@ -825,8 +825,8 @@ class IndexReduceBackward0(_ReduceScatter):
 
 def _reduce_scatter(cls: type[OpNode], fn: str, x: Tensor, axis: int, idx: Any, src: Tensor, reduce: str,
                     include_self: bool) -> Tensor:
-    """Note [Reducing scatters]: ``idx`` a device array of indices along ``axis``, shaped as (a
-    leading block of) ``src``."""
+    """One reducing scatter (Note [Reducing scatters]): ``idx`` a device array of indices along
+    ``axis``, shaped as (a leading block of) ``src``."""
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # torch's older names, still taken
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")

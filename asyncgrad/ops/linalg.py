@@ -1684,9 +1684,10 @@ class QrResult(NamedTuple):
 
 
 class LinalgQrBackward0(_MultiOutput):
-    """A = QR with m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ`` with
-    M = R gRᵀ - gQᵀ Q, copyltu(M) the symmetric matrix of M's lower triangle (torch's
-    linalg_qr_backward). A wide A (m < n) with a gradient for Q is refused, never wrong."""
+    """A = QR (torch's linalg_qr_backward). m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ``
+    with M = R gRᵀ - gQᵀ Q, copyltu(M) the symmetric matrix of M's lower triangle. m < n: with
+    A = [X | Y] and R = [U | V] (X = QU square, Y = QV), ``gY = Q gV`` and ``gX`` is the square
+    formula of (gQ + Y gVᵀ, gU) with U for R."""
 
     __slots__ = ("mode",)
 
@@ -1698,25 +1699,47 @@ class LinalgQrBackward0(_MultiOutput):
                                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
                                "linalg.qr.")
         m, n = tuple(Q.shape)[-2], tuple(R.shape)[-1]
-        if m < n:
-            raise NotImplementedError("the derivative of linalg.qr of a wide matrix (more columns than rows) is not "
-                                      "implemented in asyncgrad")
-        if self.mode == "complete" and m > n:
-            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
-        k = tuple(R.shape)[-2]
-        lower = _const(F, R, k, k, lambda i, j: i >= j)
-        strict = _const(F, R, k, k, lambda i, j: i > j)
-        M = None
+        if m >= n:
+            if self.mode == "complete" and m > n:
+                raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > "
+                                   "ncols.")
+            return (_qr_backward_tall(F, gQ, gR, Q, R),)
+        U = F.index(R, (Ellipsis, slice(None), slice(0, m)))
+        V = F.index(R, (Ellipsis, slice(None), slice(m, n)))
+        gU = gV = None
         if gR is not None:
-            M = R @ F.mT(gR)
-        if gQ is not None:
-            term = F.mT(gQ) @ Q
-            M = -term if M is None else M - term
-        if M is None:
+            gU = F.index(gR, (Ellipsis, slice(None), slice(0, m)))
+            gV = F.index(gR, (Ellipsis, slice(None), slice(m, n)))
+        if gV is not None:
+            extra = (Q @ V) @ F.mT(gV)
+            gQ = extra if gQ is None else gQ + extra
+        gX = _qr_backward_tall(F, gQ, gU, Q, U)
+        gY = None if gV is None else Q @ gV
+        if gX is None and gY is None:
             return (None,)
-        copy = M * lower + F.mT(M * strict)
-        left = Q @ copy if gQ is None else gQ + Q @ copy
-        return (F.mT(F.solve(R, F.mT(left))),)
+        if gX is None:
+            gX = F.zeros_like(U)
+        if gY is None:
+            gY = F.zeros_like(V)
+        return (F.cat([gX, gY], -1),)
+
+
+def _qr_backward_tall(F: Any, gQ: Any, gR: Any, Q: Any, R: Any) -> Any:
+    """linalg_qr_backward for m ≥ n: ``(gQ + Q copyltu(R gRᵀ - gQᵀ Q)) R⁻ᵀ`` (None without gradients)."""
+    k = tuple(R.shape)[-2]
+    lower = _const(F, R, k, k, lambda i, j: i >= j)
+    strict = _const(F, R, k, k, lambda i, j: i > j)
+    M = None
+    if gR is not None:
+        M = R @ F.mT(gR)
+    if gQ is not None:
+        term = F.mT(gQ) @ Q
+        M = -term if M is None else M - term
+    if M is None:
+        return None
+    copy = M * lower + F.mT(M * strict)
+    left = Q @ copy if gQ is None else gQ + Q @ copy
+    return F.mT(F.solve(R, F.mT(left)))
 
 
 def qr(A: Tensor, mode: str = "reduced") -> QrResult:

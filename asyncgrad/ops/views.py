@@ -473,8 +473,10 @@ def unsafe_chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 # read, so each is one index ``key`` of the copy: ``src``'s gradient is the gradient read at
 # ``key``, ``input``'s the gradient with zeros written there (torch's derivatives.yaml). The
 # diagonal is addressed with the two dims moved last (``axes``, undone by ``inverse``); the
-# strided view through flat positions (a contiguous copy's storage, Note [as_strided's storage]).
+# strided view through flat positions of a contiguous copy (its storage, as torch's requires).
 class _ScatterIntoCopy(OpNode):
+    """The scatters' shared backward (Note [Scatters into a copy])."""
+
     __slots__ = ("key", "axes", "inverse", "flat", "shape")
 
     def backward(self, F, g):
