@@ -289,7 +289,7 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var,
     var_mean,
 )
-from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+from asyncgrad.ops.sorting import argsort, kthvalue, median, nanmedian, sort, topk, unique  # noqa: E402
 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402
@@ -330,6 +330,12 @@ from asyncgrad.factories import empty_strided  # noqa: E402
 
 # opt: addcmul and addcdiv (ops/elementwise.py)
 # isort: split
+from asyncgrad.ops.elementwise import addcdiv, addcmul  # noqa: E402
+
+# opsB: ag.masked, ag.special, the *_copy variants of the views (ops/view_copies.py)
+# isort: split
+from asyncgrad import masked, special  # noqa: E402
+
 # the rest of torch's differentiable ops (issue 29): composites, products, scans, scatters
 from asyncgrad.ops.composites import (  # noqa: E402
     broadcast_to,
@@ -360,9 +366,25 @@ from asyncgrad.ops.composites import (  # noqa: E402
     tensordot,
     vsplit,
 )
-from asyncgrad.ops.elementwise import addcdiv, addcmul, fill, frexp  # noqa: E402  # noqa: E402
+from asyncgrad.ops.elementwise import fill, frexp  # noqa: E402
 from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
 from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
 from asyncgrad.ops.shape import diag_embed, rot90  # noqa: E402
-from asyncgrad.ops.sorting import aminmax, cummax, cummin, mode, nanmedian  # noqa: E402
+from asyncgrad.ops.sorting import aminmax, cummax, cummin, mode  # noqa: E402
+from asyncgrad.ops.view_copies import (  # noqa: E402
+    alias_copy,
+    as_strided_copy,
+    diagonal_copy,
+    expand_copy,
+    narrow_copy,
+    permute_copy,
+    split_with_sizes_copy,
+    squeeze_copy,
+    t_copy,
+    transpose_copy,
+    unbind_copy,
+    unfold_copy,
+    unsqueeze_copy,
+    view_copy,
+)
 from asyncgrad.ops.views import as_strided_scatter, diagonal_scatter, select_scatter, slice_scatter  # noqa: E402
