@@ -52,7 +52,6 @@ def make_tensor(shape, dtype=ag.double, requires_grad=False):
     return t.detach().requires_grad_(requires_grad)
 
 
-@_xfail("asyncgrad has no aminmax (min, max, median and nanmedian pass)")
 async def test_min_max_aminmax_median_backprops_to_all_values():
     """Port of TestAutogradDeviceType.test_min_max_aminmax_median_backprops_to_all_values."""
     for f in [ag.min, ag.max, ag.median, ag.nanmedian]:
@@ -83,7 +82,6 @@ async def test_min_max_aminmax_median_backprops_to_all_values():
     assert_equal(x.grad, ag.tensor([0.5, 0.5, 0.5, 0.5]))
 
 
-@_xfail("asyncgrad has no scatter_reduce")
 async def test_scatter_index_reduce_amin_amax_aminmax_backprops_to_all_values():
     """Port of TestAutogradDeviceType.test_scatter_index_reduce_amin_amax_aminmax_backprops_to_all_values."""
     fns = (ag.scatter_reduce, ag.index_reduce)
