@@ -6,7 +6,7 @@ by ``asyncgrad.factories``, and ``backward``/``backward_sync`` by ``asyncgrad.au
 A type checker cannot follow ``setattr``, so this stub declares everything that exists after
 ``import asyncgrad``, grouped as the runtime groups it.
 
-Kept in sync by ``tests/test_typing.py``: a name added to (or removed from) the runtime class
+Kept in sync by ``tests/docs_and_examples/test_typing.py``: a name added to (or removed from) the runtime class
 and not to this file fails that test, and so does a method whose positional parameter names
 differ from the runtime's. Parameter names follow the runtime functions (``add(self, b)``),
 since those are the names a keyword call must use.

@@ -25,7 +25,7 @@ one *site* (``SITES``). After every trial it counts what issue 8 forbids:
 
 ``back_to_back`` runs 100 faults in a row on one loop then a backward of every kind;
 ``concurrent_trial`` fails one backward among six concurrent ones of other kinds. The same
-functions drive ``tests/test_faults.py`` with small counts; this script runs the long version
+functions drive ``tests/engine/test_faults.py`` with small counts; this script runs the long version
 (``--cancels 500 --errors 50``: trials until 500 cancellations have landed mid-backward, each
 error site 50 times) and prints the counts as JSON (``problems`` sums them: all must be 0).
 RELIABILITY.md has the figures.
@@ -253,7 +253,7 @@ def grads_match(case: Case) -> bool:
 
 def slots_in_use() -> int:
     """Executor slots counted in flight, plus workers waiting for one, on this loop: 0 once any
-    backward has returned, raised or been cancelled (Note [Wind-down] in engine.py). A worker
+    backward has returned, raised or been cancelled (Note [Wind-down] in engine/scope.py). A worker
     whose slot was freed but that has not resumed yet is not waiting."""
     return sum(w.in_flight + (w._slot is not None and not w._slot.done()) for w in ag.get_engine().workers.values())
 

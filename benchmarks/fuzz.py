@@ -274,7 +274,7 @@ def compare_value(name: str, vt: Any, va: Any, full: bool, born: tuple[int, int]
 # Note [known differences]
 # Open asyncgrad differences the fuzzer finds whose fix lies outside the op modules (the engine,
 # autograd/api.py) or is not done yet: (label, what differed, a regex on the failing statement,
-# a regex on the detail). A campaign counts them apart; tests/test_fuzz.py fails on any other.
+# a regex on the detail). A campaign counts them apart; tests/torch_parity/test_fuzz.py fails on any other.
 # Remove an entry when its cause is fixed.
 KNOWN: list[tuple[str, str, str, str]] = [
     # torch's own limitation: its engine writes in place into a ZeroTensor it made (a known-zero

@@ -4,7 +4,7 @@
     python notebooks/run_all.py 03 05      # those whose name starts so
 
 The notebooks are committed with their outputs so that a reader sees every picture without
-running anything; this script is how those outputs are made. ``tests/test_notebooks.py``
+running anything; this script is how those outputs are made. ``tests/docs_and_examples/test_notebooks.py``
 executes them through the same :func:`execute`, so what the suite checks is what gets saved.
 """
 

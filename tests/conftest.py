@@ -30,7 +30,7 @@ def _freeze_new_imports() -> None:
     took most of the suite's time: 36.8 s of gc.collect() in a 47 s run of ten test files with
     torch, 9.2 s of 14 s without. Frozen, a collection walks only what tests made since. Called
     right after a collection, so no garbage is frozen; again whenever a test imported something
-    new. tests/test_stalls.py empties the permanent generation around each of its tests.
+    new. tests/engine/test_stalls.py empties the permanent generation around each of its tests.
     """
     if len(sys.modules) != _modules_frozen[0]:
         _modules_frozen[0] = len(sys.modules)

@@ -7,7 +7,7 @@ Note [A namespace over the low layers]: this package is also home to the lowest 
 submodules. Importing the front door here at import time would make loading ``graph.py`` load
 the engine, the ops and ``Tensor`` first: a cycle through ``tensor.py``. So the public names
 are loaded on first use, by the module-level ``__getattr__`` below (PEP 562), through ordinary
-import statements, which ``tests/test_import_cycles.py`` and ``tools/import-cycles.py`` count
+import statements, which ``tests/structure/test_import_cycles.py`` and ``tools/import-cycles.py`` count
 like any other: they are edges from this package module to the layers above, and no module
 imports this package module itself (``from asyncgrad.autograd import graph`` resolves to the
 submodule), so they close no cycle. Each name is then kept in this module's globals, so

@@ -10,7 +10,7 @@ stalling its device's queue: a suspended server has a helper serve it meanwhile.
 
 When the backward call it belongs to is cancelled or fails, an ``async def`` backward gets
 ``CancelledError`` at its ``await``, and the caller sees the exception only once it has ended
-(Note [Wind-down] in engine/engine.py): let it propagate. A plain one running in a kernel
+(Note [Wind-down] in engine/scope.py): let it propagate. A plain one running in a kernel
 thread is abandoned and finishes into the void; a ``backward_sync`` it calls afterwards raises
 (Note [Cancellation]). Any exception a backward raises reaches the caller as it was raised.
 """
@@ -30,7 +30,9 @@ from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
+from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
+from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
@@ -338,6 +340,8 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
                 _as_view(out, original)
         metas.append((out.shape, numpy_dtype(out.dtype), out.device))
         if is_diff:
+            if STREAMS_ACTIVE[0] and output_nr == 0:  # Note [Streaming backwards]: its backward runs on this stream
+                note_forward(node, out.device)
             out.grad_fn = node
             out.output_nr = output_nr
             out._requires_grad = True

@@ -56,14 +56,19 @@ class Device:
 
     def asarray(self, array: Any, dtype: np.dtype | None = None, copy: bool | None = None) -> Any:
         """Bring ``array`` (host data, or an array of any device) onto this device: an explicit transfer."""
-        if (not isinstance(array, np.ndarray) and hasattr(array, "__array_namespace__")
-                and not self.backend.is_array(array)):
+        # Another device's array leaves it through its own backend's to_host (CuPy refuses an implicit
+        # conversion; array_api_strict arrays carry their device): never through this backend's from_host.
+        if not isinstance(array, _HOST_VALUES) and not self.backend.is_array(array):
             array = _host_of(array)
         return self.backend.from_host(array, dtype, copy)
 
     def to_host(self, array: Any) -> np.ndarray:
         """This device's array as a numpy array (a copy unless the device is the host)."""
         return self.backend.to_host(array)
+
+
+_HOST_VALUES = (np.ndarray, np.generic, int, float, bool, complex, list, tuple)
+"""What ``asarray`` takes as host data as it is; anything else may be another device's array."""
 
 
 def _host_of(array: Any) -> np.ndarray:

@@ -322,12 +322,20 @@ def enter(s: Stream) -> tuple:
     device); a token for ``leave``. The engine's form of ``stream(s)``, without a context manager."""
     dev = s.device
     if s._native is not None:
+        # Only what changes is set, and only that is undone (``leave``): the worker enters its
+        # device's stream for every node, and it is usually current already.
         cupy = dev.backend.cupy
         runtime = cupy.cuda.runtime
         previous_device = runtime.getDevice()
-        runtime.setDevice(dev.index)
+        if previous_device == dev.index:
+            previous_device = -1
+        else:
+            runtime.setDevice(dev.index)
         previous = cupy.cuda.get_current_stream()
-        s._native.use()
+        if previous.ptr == s._native.ptr:
+            previous = None
+        else:
+            s._native.use()
         return (dev, previous, previous_device)
     if not ACTIVE[0] and dev.type != "cpu" and s is not _DEFAULTS.get(dev):
         ACTIVE[0] = True  # from now on ``record`` asks which stream is current
@@ -342,9 +350,11 @@ def enter(s: Stream) -> tuple:
 def leave(token: tuple) -> None:
     """Undo ``enter``: the previous current stream (and device) come back."""
     dev, previous, previous_device = token
-    if previous_device is not None:
-        previous.use()  # device ``dev`` is still current: the stream goes back on it
-        dev.backend.cupy.cuda.runtime.setDevice(previous_device)
+    if previous_device is not None:  # cuda: -1 where the device did not change, None where the stream did not
+        if previous is not None:
+            previous.use()  # device ``dev`` is still current: the stream goes back on it
+        if previous_device >= 0:
+            dev.backend.cupy.cuda.runtime.setDevice(previous_device)
         return
     current = _local.streams
     if previous is None:
@@ -396,7 +406,15 @@ def note_forward(node: Any, device: Device) -> None:
         _FORWARD[node] = s
 
 
+def streams_in_use() -> bool:
+    """Whether any live node was recorded on a stream other than its device's default."""
+    return bool(_FORWARD)
+
+
 def forward_stream(node: Any, device: Device) -> Stream:
     """The stream ``node``'s backward runs on: the one its forward ran on (torch's rule)."""
-    found = _FORWARD.get(node)
+    found = _FORWARD.get(node) if _FORWARD else None  # empty until a node is recorded on a side stream
+    if found is not None:
+        return found
+    found = _DEFAULTS.get(device)
     return found if found is not None else default_stream(device)

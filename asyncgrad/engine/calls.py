@@ -5,13 +5,9 @@ Note [One way to run a node]: every node, inline in a device worker (``Engine.ev
 in a kernel thread or as a task of its own, runs through ``call_function`` (``call_function_async``
 for a coroutine ``apply``, the one kind that runs as a task). Its first branch is the common case,
 a node without hooks that is not called on undefined gradients and got at least one: ``apply``,
-then the release of what it saved, with no further call. ``evaluate_function`` once carried its
-own copy of that branch to save the call to ``call_function``; the copy bought 373 instructions
-per node, 1.25% of W1's backward, about 0.08 µs per node (Note [Measuring the hot path] in
-worker.py), so there was one copy, here. The cpu worker's chain path now carries that branch
-again (Note [Chains routed in the worker] in worker.py): with ``route``'s frame gone too, the call
-was 791 instructions per node of a backward that had fallen to 18,347; every other caller runs
-this one, and a change to the branch must be made in both.
+then the release of what it saved, with no further call. The one other copy of that branch is the
+cpu worker's chain step, which must compute exactly what this branch computes: Note [One evaluate
+path] in worker.py, pinned by tests/engine/test_chain_step_matches_route.py.
 """
 
 from __future__ import annotations

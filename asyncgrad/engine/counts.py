@@ -1,12 +1,11 @@
 """Node-keyed maps and sets for huge graphs that never grow in one long step.
 
 Note [Sharded counts]: a dict grows by rebuilding its whole table in one C call, so the
-dependency count of a 10^6-node graph, built a slice at a time (Note [Slices]), still held the
-loop for its last resize alone: about 22 ms at 700k entries, 27 ms measured in a 10^6-node
-backward on a loaded 2-core machine. Past ``SHARD_AT`` entries, ``compute_dependencies`` moves
-the counts into ``SHARDS`` dicts chosen by ``sequence_nr``, so that no single dict holds more
-than 3% of the graph (its resize at 10^6 nodes copies about 20k entries, under a millisecond),
-and the shards' resizes fall at different times. Small graphs keep a plain dict, so the
+dependency count of a huge graph, built a slice at a time (Note [Slices] in engine.py), would
+still hold the loop for its last resize alone, far past ``YIELD_AFTER_S``. Past ``SHARD_AT``
+entries, ``compute_dependencies`` moves the counts into ``SHARDS`` dicts chosen by
+``sequence_nr``, so that no single dict holds more than 3% of the graph, and the shards' resizes
+fall at different times (``python -m benchmarks.stalls --only huge``). Small graphs keep a plain dict, so the
 common path pays nothing; on a sharded one the engine's ``route`` picks the shard itself (Note
 [Shards picked inline] in engine.py). ``init_to_execute`` shards its ``exec_info`` and its visited
 set the same way.
@@ -24,14 +23,12 @@ SPREAD = SHARDS * (SHARDS + 1) // 2
 SHARD_OF = tuple(i for i in range(SHARDS) for _ in range(i + 1))
 """``SHARD_OF[node.sequence_nr % SPREAD]``: shard ``i`` takes ``i + 1`` parts in ``SPREAD`` of the
 nodes. Equal shards would fill in step and all resize within the same few dozen insertions,
-which costs as much as one big resize (18 ms measured); unequal ones resize at different times."""
+which costs as much as one big resize; unequal ones resize at different times."""
 SHARD_AT = 1 << 14
 """Entries past which ``compute_dependencies`` shards its counts. Sharding costs every lookup a
-Python-level call: 1 us a node on W1's 10,000-node chain backward when this was 1 << 13 (6.05 ->
-5.1-5.5 us/node, in-process min of 7), so a graph of that size keeps a plain dict. Not higher: the
-move into shards copies every entry in one step, and at 1 << 16 that held the loop 10 ms in a
-10^6-node backward (``python -m benchmarks.stalls --only huge``: worst 3.6-4.4 ms at 1 << 14,
-3.6-4.9 ms at 1 << 13)."""
+Python-level call, so W1's 10,000-node chain (``python -m benchmarks --only W1``) keeps a plain
+dict. Not higher: the move into shards copies every entry in one step, which must not hold the loop
+much past ``YIELD_AFTER_S`` (``python -m benchmarks.stalls --only huge``)."""
 
 
 class ShardedMap:
@@ -62,7 +59,7 @@ class ShardedMap:
         value = shard.pop(fn, *default)
         if not shard:
             # Freeing a dict walks its whole table (emptied, not shrunk): one shard at a time,
-            # as each runs out, rather than all of them with the graph task (4.4 ms measured).
+            # as each runs out, rather than all of them in one step with the graph task.
             self.shards[i] = {}
         return value
 

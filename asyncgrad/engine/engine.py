@@ -3,56 +3,9 @@
 It knows nodes, edges, gradients and devices, never individual ops. ``execute`` counts
 dependencies, marks what ``grad()``/``inputs=`` need, pushes the root task to its device's
 queue and awaits the graph task's future; device workers (``worker.py``) pop tasks and
-call ``evaluate_function`` (its two steps spelled out on the cpu worker: Note [Evaluation
-inlined] in worker.py), which runs the node with its hooks and routes each output gradient
+call ``evaluate_function`` (its two steps spelled out on the cpu worker: Note [One evaluate
+path] in worker.py), which runs the node with its hooks and routes each output gradient
 into the consumer's input buffer, enqueuing consumers that became ready.
-
-Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
-awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
-starts a child GraphTask with ``reentrant_depth = parent + 1``; so does any plain code the engine
-runs (a hook) calling ``backward_sync``. An ``async def`` backward runs as a task of its own, so
-the worker keeps serving the queue, where the child's deeper tasks sort first; plain code on the
-loop suspends its server in a greenback portal while a helper server serves the queue until the
-child has ended (Note [Servers], Note [Reentrant priority] in worker.py). Nothing grows the
-Python stack with depth. A child started
-from a node of graph task P is registered in ``P.children`` for as long as it runs, so that
-P failing or being cancelled aborts it too, whichever way it was started (an awaited call,
-a greenback portal, or ``backward_sync`` from a kernel thread: Note [Kernel threads]).
-
-Note [Cancellation]: when the task awaiting ``execute`` is cancelled (``task.cancel()``,
-``asyncio.wait_for``, ``anyio.fail_after``), ``execute`` aborts its graph task before the
-``CancelledError`` propagates: the graph task leaves ``live``, its queued nodes are dropped,
-its node tasks and reentrant children are cancelled (a child that a kernel thread had not yet
-started is refused when it tries: its parent ``has_error``), and kernels still running in
-threads are abandoned: they finish into the void, their results dropped when they return
-(only loop code routes and accumulates, and it checks ``has_error`` first). ``execute`` then
-waits for its node tasks and children to settle (Note [Wind-down]). So once the caller sees
-``CancelledError``, nothing of that call writes to any ``.grad`` any more, children included.
-What it accumulated *before* the cancel stays, as a torch backward interrupted by
-KeyboardInterrupt keeps it: each AccumulateGrad runs whole, on the loop, so a leaf that only
-this graph task reaches holds all of this call's gradient or none of it; a leaf that
-reentrant children also accumulate into (checkpointed blocks' parameters, custom backwards
-that run a backward) may hold the contributions of the children that finished before the
-cancel; hooks that ran have run. Other graph tasks are not affected. RELIABILITY.md has the
-figures (``python -m benchmarks.faults_stress``).
-
-Note [Wind-down]: a graph task that ends early (``Engine.fail``, ``Engine.abort``) cancels its
-node tasks and aborts its children at once, but a cancelled task only finishes, and its
-done-callback only frees its executor slot, an iteration or two later. So ``execute`` does not
-hand the exception to its caller until all of them have settled, as a task group would: its
-node tasks (an executor kernel's task ends at once, the thread being abandoned; an ``async
-def`` backward gets ``CancelledError`` at its ``await``) and the calls of its reentrant children
-(a child started from a kernel thread runs in a task of its own, ``GraphTask.runner``). When
-the caller sees the exception, ``live`` holds none of them and no executor slot of theirs is
-counted. Only a kernel *thread* may still run (into the void); an ``async def`` backward that
-swallows ``CancelledError`` delays its caller, as it would in an anyio task group.
-
-Note [Who settles a node task]: a node run as a task of its own (Note [Awaiting nodes] in
-worker.py) is settled by the task's done-callback, ``DeviceWorker._settle``, never by code
-inside the task: a task cancelled before its first step never runs its body, but its
-done-callbacks always run. The callback frees the executor slot, records the profiler event
-and counts the node done (or fails the graph task when the node task was cancelled by
-anyone but this graph task's own abort).
 """
 
 from __future__ import annotations
@@ -64,19 +17,49 @@ import weakref
 from heapq import heappush
 from typing import Any, Callable
 
-from asyncgrad.autograd.anomaly import anomaly_enabled, warn_error_detected
+from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.grad_mode import multithreading_enabled
 from asyncgrad.autograd.graph import Edge, GraphRoot, Node, portal_needed
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedMap, ShardedSet
-from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
-from asyncgrad.engine.ready_queue import ReadyQueue
-from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way, release
+from asyncgrad.engine.ready_queue import ReadyQueue, node_task
+from asyncgrad.engine.scope import GraphTaskScope
+from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+
+# Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
+# awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
+# starts a child GraphTask with ``reentrant_depth = parent + 1``; so does any plain code the engine
+# runs (a hook) calling ``backward_sync``. An ``async def`` backward runs as a task of its own, so
+# the worker keeps serving the queue, where the child's deeper tasks sort first; plain code on the
+# loop suspends its server in a greenback portal while a helper server serves the queue until the
+# child has ended (Note [Servers], Note [Reentrant priority] in worker.py). Nothing grows the
+# Python stack with depth. A child started from a node of graph task P is one of P's scope's
+# ``children`` for as long as it runs (Note [One owner per graph task] in scope.py), so that P failing
+# or being cancelled aborts it too, whichever way it was started (an awaited call, a greenback
+# portal, or ``backward_sync`` from a kernel thread: Note [Kernel threads] in kernels.py).
+
+# Note [Cancellation]: when the task awaiting ``execute`` is cancelled (``task.cancel()``,
+# ``asyncio.wait_for``, ``anyio.fail_after``), ``execute`` aborts its graph task (its scope's
+# ``abort``) before the ``CancelledError`` propagates: the graph task leaves ``live``, its queued nodes are dropped,
+# its node tasks and reentrant children are cancelled (a child that a kernel thread had not yet
+# started is refused when it tries: its parent ``has_error``), and kernels still running in
+# threads are abandoned: they finish into the void, their results dropped when they return
+# (only loop code routes and accumulates, and it checks ``has_error`` first). ``execute`` then
+# waits for its node tasks and children to settle (Note [Wind-down] in scope.py). So once the
+# caller sees ``CancelledError``, nothing of that call writes to any ``.grad`` any more, children included.
+# What it accumulated *before* the cancel stays, as a torch backward interrupted by
+# KeyboardInterrupt keeps it: each AccumulateGrad runs whole, on the loop, so a leaf that only
+# this graph task reaches holds all of this call's gradient or none of it; a leaf that
+# reentrant children also accumulate into (checkpointed blocks' parameters, custom backwards
+# that run a backward) may hold the contributions of the children that finished before the
+# cancel; hooks that ran have run. Other graph tasks are not affected
+# (``python -m benchmarks.faults_stress``; the figures are in RELIABILITY.md).
+#
 
 
 class Engine:
@@ -109,27 +92,18 @@ class Engine:
         """Run backward from ``roots``; return the gradients captured for ``outputs``."""
         parent = current_graph_task.get()
         anomaly, check_nan = anomaly_enabled.get()
+        skip_root = len(roots) == 1
+        graph_root: Node = roots[0][0] if skip_root else GraphRoot(tuple(roots), grad_outputs)
         graph_task = GraphTask(
             asyncio.get_running_loop().create_future(), keep_graph, create_graph,
             0 if parent is None else parent.reentrant_depth + 1, anomaly, anomaly and check_nan,
+            current_recorder.get(), multithreading_enabled.get(), graph_root,
         )
-        graph_task.profile = current_recorder.get()
-        graph_task.threads = multithreading_enabled.get()
-        skip_root = len(roots) == 1
-        graph_root: Node = roots[0][0] if skip_root else GraphRoot(tuple(roots), grad_outputs)
-        graph_task.root = graph_root
         min_topo_nr = 0
         if outputs is not None:
             live = [fn.topological_nr for fn, _ in outputs if fn is not None]
             min_topo_nr = min(live) if live else 0
-        graph_task.runner = runner = asyncio.current_task()
-        self.live.add(graph_task)
-        holds = parent is not None and runner in parent.node_tasks  # Note [Reentrant priority] in worker.py
-        if parent is not None:
-            parent.children.add(graph_task)
-            if holds:
-                parent.holds += 1
-        FrozenWhileBusy.enter(graph_task)
+        scope = GraphTaskScope(self, graph_task, parent)  # Note [One owner per graph task] in scope.py
         try:
             if parent is not None and parent.has_error:
                 raise asyncio.CancelledError()  # a node of an aborted graph task is still running
@@ -143,62 +117,16 @@ class Engine:
                 self.push(graph_task, graph_root, new_buffer(graph_root, roots[0][1], grad_outputs[0]))
             else:
                 self.push(graph_task, graph_root, [])
-            return await graph_task.future
+            return await scope.outcome()
         except BaseException:
-            self.abort(graph_task)
-            await _wind_down(graph_task)
+            scope.abort()
+            await scope.wind_down()
             raise
         finally:
-            FrozenWhileBusy.exit(graph_task)
-            if parent is not None:
-                parent.children.discard(graph_task)
-                if holds:
-                    release(parent)
-            if graph_task in self.live:
-                self._retire(graph_task)
-
-    # ------------------------------------------------------------------ how a graph task ends
-    def fail(self, graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
-        """The first error of ``graph_task`` ends it (Note [First error wins]); later ones are dropped.
-
-        Only an ``Exception`` gets a note naming the node: a ``BaseException`` (KeyboardInterrupt,
-        SystemExit, a foreign cancellation) reaches the caller exactly as it was raised.
-        """
-        if graph_task.has_error:
-            return
-        if node is not None and isinstance(exc, Exception):
-            exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
-            if graph_task.anomaly and node._metadata and "traceback_" in node._metadata:
-                warn_error_detected(node.name(), node._metadata["traceback_"])  # torch warns, then raises
-                exc.add_note(
-                    f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                    + node._metadata["traceback_"]
-                )
-        if not graph_task.future.done():
-            graph_task.future.set_exception(exc)
-        self.abort(graph_task)
-
-    def abort(self, graph_task: GraphTask) -> None:
-        """End ``graph_task`` early: nothing of it runs or writes any more (Note [Cancellation])."""
-        if graph_task.has_error:
-            return
-        graph_task.has_error = True
-        for worker in self.workers.values():
-            worker.queue.drop(graph_task)
-        for task in list(graph_task.node_tasks):
-            task.cancel()
-        for child in list(graph_task.children):
-            child.future.cancel()
-            self.abort(child)
-        graph_task.not_ready.clear()
-        graph_task.deferred.clear()
-        self._retire(graph_task)
-
-    def _retire(self, graph_task: GraphTask) -> None:
-        self.live.discard(graph_task)
-        if not self.live:  # Note [Idle workers] in worker.py
-            for worker in self.workers.values():
-                worker.queue.wake()
+            scope.close()
+            # Note [A failed backward frees its graph] in scope.py: this frame is in the traceback
+            # the caller gets, so it holds nothing of the graph
+            del scope, graph_task, graph_root, parent, roots, grad_outputs, outputs
 
     # ------------------------------------------------------------------ running one node
     def evaluate_function(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
@@ -229,28 +157,7 @@ class Engine:
         for that very queue while it is empty is returned as ``(node, inputs)`` instead of pushed,
         for the server to run next (Note [Chains skip the heap] in worker.py); returns None else.
         The returned consumer is not counted in ``outstanding_tasks``: it inherits ``node``'s count,
-        which the server then does not count done (Note [Chains routed in the worker]).
-
-        Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
-        builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself, rather than
-        calling ``new_buffer`` and ``buffer_device`` (input_buffer.py), which begin with the same
-        test: the two calls cost 843 instructions per routed gradient, 2.8% of W1's backward, about
-        0.18 µs per node (Note [Measuring the hot path] in worker.py).
-
-        Note [Routing inlined]: a ready consumer is pushed onto its worker's heap here, with
-        ``ReadyQueue.push``'s two lines, and its worker looked up with ``Engine.worker``'s dict read
-        (started when its task is None, ``ensure_running``'s test): the three calls and a
-        NamedTuple entry cost 3,107 instructions per routed gradient, 9.7% of W1's backward
-        (31,916 -> 28,809 per node; in-process wall time 4.95 -> 4.3 µs per node).
-        ``worker``, ``ensure_running`` and ``push`` stay the one way for every other caller.
-
-        Note [Shards picked inline]: on a graph past ``SHARD_AT`` (Note [Sharded counts] in counts.py),
-        ``route`` picks the consumer's shard itself (``ShardedMap``'s arithmetic, from the shard list
-        ``compute_dependencies`` leaves in ``graph_task.dependency_shards``) and lets an emptied shard go
-        as ``ShardedMap.pop`` does, instead of ``ShardedMap``'s ``__getitem__``, ``__setitem__`` and
-        ``pop``: Python calls per routed gradient. W1's backward at N=30,000: 28,138 -> 24,998
-        instructions per node (-11%); a plain dict pays the slot read and one ``is None`` per edge
-        (N=6,000: 23,368 -> 23,604, +1%).
+        which the server then does not count done (Note [One evaluate path] in worker.py).
         """
         fns = node.edge_fns  # Note [A node's edges are two parallel tuples] in autograd/graph.py
         if graph_task.check_nan:
@@ -262,11 +169,18 @@ class Engine:
             )
         nrs = node.edge_nrs
         dependencies = graph_task.dependencies
+        # Note [Shards picked inline]: on a graph past ``SHARD_AT`` (Note [Sharded counts] in counts.py),
+        # ``route`` picks the consumer's shard itself (``ShardedMap``'s arithmetic, from the shard list
+        # ``compute_dependencies`` leaves in ``graph_task.dependency_shards``) and lets an emptied shard go
+        # as ``ShardedMap.pop`` does; it must stay ``ShardedMap``'s arithmetic
+        # (tests/test_engine_sharded_route.py). What it buys: Python calls per routed gradient on a huge
+        # graph (W1 at N=30,000, ``python -m benchmarks --only W1``); a plain dict pays the slot read and
+        # one ``is None`` per edge.
+        #
         shards = graph_task.dependency_shards  # Note [Shards picked inline]
         not_ready = graph_task.not_ready
         exec_info = graph_task.exec_info
         last_device = heap = counter = queue = chained = None
-        neg_depth = -graph_task.reentrant_depth
         for i, grad in enumerate(outputs):
             fn = fns[i]
             if fn is None:
@@ -299,7 +213,11 @@ class Engine:
                     info = exec_info.get(fn)
                     if info is None or not info.should_execute():
                         continue
-                # Note [One-input buffers inlined]
+                # Note [One-input buffers inlined]: for a consumer with one input (most nodes), ``route``
+                # builds its buffer (``[grad]``) and reads its device (``metas[0][2]``) itself; it must agree
+                # with ``new_buffer`` and ``buffer_device`` (input_buffer.py), which begin with the same test and
+                # serve every other caller. What it buys: two calls per routed gradient on W1's backward
+                # (``python -m benchmarks --only W1``).
                 buffer = [grad] if len(fn._input_meta) == 1 else new_buffer(fn, input_nr, grad)
                 if count:
                     not_ready[fn] = buffer
@@ -311,6 +229,11 @@ class Engine:
                 del not_ready[fn]
             metas = fn._input_meta
             device = metas[0][2] if len(metas) == 1 else buffer_device(fn, cpu)
+            # Note [Routing inlined]: a ready consumer is pushed onto its worker's heap here (its entry made
+            # by ``node_task``, as ``ReadyQueue.push`` makes it), and its worker looked up with
+            # ``Engine.worker``'s dict read (started when its task is None, ``ensure_running``'s test).
+            # ``worker``, ``ensure_running`` and ``push`` stay the one way for every other caller. What it
+            # buys: three calls per routed gradient (``python -m benchmarks --only W1,W2``).
             if device is not last_device:  # Note [Routing inlined]
                 last_device = device
                 worker = self.workers.get(device) or self.worker(device)
@@ -323,38 +246,14 @@ class Engine:
                 chained = (fn, buffer)  # it inherits ``node``'s outstanding count, which the worker keeps
                 continue
             graph_task.outstanding_tasks += 1
-            heappush(heap, (neg_depth, -fn.sequence_nr, next(counter), graph_task, fn, buffer))
+            heappush(heap, node_task(graph_task, fn, buffer, counter))
             if queue.waiters:
                 queue.wake()
         if chained is not None and chain.heap:  # another consumer came after it: the heap orders them
             graph_task.outstanding_tasks += 1
-            heappush(chain.heap, (neg_depth, -chained[0].sequence_nr, next(chain.counter), graph_task, *chained))
+            heappush(chain.heap, node_task(graph_task, chained[0], chained[1], chain.counter))
             return None
         return chained
-
-    def task_done(self, graph_task: GraphTask) -> None:
-        graph_task.outstanding_tasks -= 1
-        if not graph_task.outstanding_tasks and not graph_task.has_error:
-            self.finish(graph_task)
-
-    def finish(self, graph_task: GraphTask) -> None:
-        """All nodes ran (or were skipped): final callbacks, then resolve the future."""
-        token = current_graph_task.set(graph_task)
-        try:
-            callbacks = graph_task.final_callbacks
-            i = 0
-            while i < len(callbacks):
-                callbacks[i]()
-                i += 1
-        except BaseException as exc:
-            self.fail(graph_task, exc, None)
-            return
-        finally:
-            current_graph_task.reset(token)
-        future = graph_task.future
-        if not future.done():
-            future.set_result(graph_task.captured_vars)
-        self._retire(graph_task)
 
     # ------------------------------------------------------------------ callbacks
     def queue_callback(self, callback: Callable[[], None]) -> None:
@@ -372,25 +271,6 @@ class Engine:
             raise TypeError("queue_callback() takes a plain function; an async def callback would never be awaited")
         portal_needed[0] = True  # plain code run by a server: Note [Servers become portals on demand] in worker.py
         graph_task.final_callbacks.append(callback)
-
-
-async def _wind_down(graph_task: GraphTask) -> None:
-    """Wait until every node task of an ended ``graph_task``, and every reentrant child's call, has
-    settled (Note [Wind-down]); a repeated cancel meanwhile changes nothing: the caller gets the
-    exception that ended the call."""
-    current = asyncio.current_task()
-    while True:
-        tasks = set(graph_task.node_tasks)
-        for child in graph_task.children:
-            if child.runner is not None:
-                tasks.add(child.runner)
-        tasks.discard(current)  # never wait for oneself
-        if not tasks:
-            return
-        try:
-            await asyncio.wait(tasks)
-        except asyncio.CancelledError:
-            continue
 
 
 async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: int) -> None:
@@ -423,8 +303,8 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
         steps += 1
         if not steps & _SLICE_MASK:
             if shards is None and len(dependencies) > SHARD_AT:
-                graph_task.dependencies = ShardedMap(dependencies)
-                shards = graph_task.dependency_shards = graph_task.dependencies.shards
+                graph_task.shard_dependencies(ShardedMap(dependencies))
+                shards = graph_task.dependency_shards
             if clock() - started > YIELD_AFTER_S:
                 await _next_slice(graph_task)
                 started = clock()
@@ -448,8 +328,7 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
     maps are sharded (Note [Sharded counts] in counts.py).
     """
     exec_info: dict[Node, ExecInfo] | ShardedMap = {root: ExecInfo()}  # Note [A root that leads to no input]
-    graph_task.exec_info = exec_info
-    graph_task.captured_vars = [None] * len(outputs)
+    graph_task.expect(exec_info, len(outputs))
     for output_idx, (fn, input_nr) in enumerate(outputs):
         if fn is None:
             continue
@@ -485,7 +364,8 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
             if type(visited) is set and len(visited) > SHARD_AT:
                 visited = ShardedSet(visited)
             if type(exec_info) is dict and len(exec_info) > SHARD_AT:
-                exec_info = graph_task.exec_info = ShardedMap(exec_info)
+                exec_info = ShardedMap(exec_info)
+                graph_task.expect(exec_info)
             if clock() - started > YIELD_AFTER_S:
                 await _next_slice(graph_task)
                 started = clock()
@@ -497,10 +377,10 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
 
 
 _SLICE_MASK = 1023
-"""Note [Slices]: preparing a graph of 10^6 nodes takes about a second of pure Python. Every
-1024 steps the walk looks at the clock and, past ``YIELD_AFTER_S``, lets the loop run other
-coroutines, so the engine never holds the loop much longer than that (the figure is in
-RELIABILITY.md). A graph task aborted meanwhile stops there."""
+"""Note [Slices]: preparing a huge graph is a long stretch of pure Python. Every 1024 steps the
+walk looks at the clock and, past ``YIELD_AFTER_S``, lets the loop run other coroutines, so the
+engine never holds the loop much longer than that (``python -m benchmarks.stalls --only huge``;
+the figures are in RELIABILITY.md). A graph task aborted meanwhile stops there."""
 
 
 async def _next_slice(graph_task: GraphTask) -> None:
@@ -516,10 +396,9 @@ the storage behind anyio's ``RunVar`` too (a WeakKeyDictionary keyed by the runn
 ``RunVar`` finds the loop through sniffio, which recognizes asyncio only inside a Task: in a
 plain loop callback (``call_soon``, a done-callback such as ``DeviceWorker._settle``, which ends a
 graph task and so runs its final callbacks, where user code may call ``get_engine()``)
-``RunVar.get`` raises ``NoEventLoopError`` although a loop is running. It also costs 2.6 µs per
-call against 0.47 µs here (measured on the 2-core machine), once per backward. Neither helps a
+``RunVar.get`` raises ``NoEventLoopError`` although a loop is running. Neither helps a
 kernel thread, which has no running loop: there ``get_engine`` takes the engine its kernel runs
-for from the thread's mark (``_kernel_thread``). tests/test_engine_parts.py checks both cases."""
+for from the thread's mark (``_kernel_thread``). tests/engine/test_engine_parts.py checks both cases."""
 
 
 def get_engine() -> Engine:

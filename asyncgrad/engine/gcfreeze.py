@@ -9,30 +9,29 @@ import weakref
 from typing import Any
 
 
+# Note [Frozen while busy]: a full (generation 2) collection walks every object the
+# collector tracks, and a recorded graph is several tracked objects per node (the node, its
+# edges, saved tensors), so with many graphs alive a collection that fires during a backward
+# holds the loop for tens of milliseconds. While any backward of the process runs (a graph
+# task's scope calls ``enter`` as it opens and ``exit`` as it closes), everything that was alive
+# when the first one started sits in the collector's permanent generation (``gc.freeze``, O(1)),
+# so collections during backwards walk only what was allocated since
+# (``python -m benchmarks.stalls --only gc``); when the last one ends, ``gc.unfreeze`` (O(1)) hands it all back to the
+# oldest generation. Frozen objects are still freed by reference counting as usual; only
+# cyclic garbage older than the busy spell waits for its end to be collected.
+#
+# A graph task that never ends (its coroutine left on a loop that stopped and was closed) must
+# not keep the process frozen, and cannot be relied on to be collected (it may be frozen
+# itself). So the count is kept per event loop, and the first backward on a loop that is not
+# busy yet forgets the loops that were closed or collected meanwhile; when that leaves no loop
+# busy, it unfreezes what they left frozen before freezing anew. A program that freezes
+# objects itself (``gc.freeze`` at start-up or after a fork) is left alone: once the engine
+# finds the permanent generation not empty as it would freeze, it never freezes again
+# (``gc.get_freeze_count`` walks the whole generation: asked again at every busy spell, it
+# would cost milliseconds each time in such a program). ``FrozenWhileBusy.enabled = False``
+# turns it off.
 class FrozenWhileBusy:
-    """Note [Frozen while busy]: a full (generation 2) collection walks every object the
-    collector tracks, and a recorded graph is several tracked objects per node (the node, its
-    edges, saved tensors), so with many graphs alive a collection that fires during a backward
-    holds the loop for tens of milliseconds (80-180 ms for 1,000 concurrent backwards of 100
-    nodes each, measured). While any backward of the process runs (``Engine.execute`` calls
-    ``enter`` as its graph task starts and ``exit`` as it ends), everything that was alive when
-    the first one started sits in the collector's permanent generation (``gc.freeze``, O(1)),
-    so collections during backwards walk only what was allocated since (worst pause 3.5-7 ms
-    in the same run); when the last one ends, ``gc.unfreeze`` (O(1)) hands it all back to the
-    oldest generation. Frozen objects are still freed by reference counting as usual; only
-    cyclic garbage older than the busy spell waits for its end to be collected.
-
-    A graph task that never ends (its coroutine left on a loop that stopped and was closed) must
-    not keep the process frozen, and cannot be relied on to be collected (it may be frozen
-    itself). So the count is kept per event loop, and the first backward on a loop that is not
-    busy yet forgets the loops that were closed or collected meanwhile; when that leaves no loop
-    busy, it unfreezes what they left frozen before freezing anew. A program that freezes
-    objects itself (``gc.freeze`` at start-up or after a fork) is left alone: once the engine
-    finds the permanent generation not empty as it would freeze, it never freezes again
-    (``gc.get_freeze_count`` walks the whole generation: asked again at every busy spell, it
-    would cost milliseconds each time in such a program). ``FrozenWhileBusy.enabled = False``
-    turns it off.
-    """
+    """Keeps the collector's full passes short while backwards run (Note [Frozen while busy] above)."""
 
     enabled = True
     _lock = threading.Lock()

@@ -1,20 +1,11 @@
-"""GraphTask: the whole state of one backward call, completed through an asyncio.Future.
+"""GraphTask: the state of one backward call, completed through an asyncio.Future.
 
 Note [Loop-only bookkeeping]: every field here is read and written only by code running on
 the event loop thread (device workers, node tasks, ``Engine.execute``). Kernels that run in
 an executor return their outputs to the loop before any of it is touched, so no field
-needs a lock.
-
-Note [First error wins]: ``Engine.fail`` resolves the future once; later errors of the same
-graph task are dropped. A graph task ends in exactly one of three ways, and each removes it
-from ``Engine.live`` at once: it finishes (``Engine.finish``), it fails (``Engine.fail``: the
-first exception, ``BaseException`` included, goes to the future), or its caller goes away
-(``Engine.abort``, on ``CancelledError``). Failing and aborting drop its queued nodes from every
-ready queue, cancel its node tasks (suspended ``async def`` backwards, portals, executor
-kernels, which are abandoned: their threads finish into the void) and abort its reentrant
-children, so that once the caller has seen the exception nothing of this call writes a
-``.grad`` any more (Note [Cancellation] in engine.py); ``execute`` hands the exception over only
-once those node tasks and children have settled (Note [Wind-down] in engine.py).
+needs a lock. Its life (the future, ``has_error``, its node tasks and reentrant children) is
+its scope's (Note [One owner per graph task] in scope.py); the fields here are what a node's
+evaluation reads and counts.
 """
 
 from __future__ import annotations
@@ -46,45 +37,61 @@ class GraphTask:
     __slots__ = (
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
-        "final_callbacks", "anomaly", "check_nan", "node_tasks", "children", "runner", "profile", "threads",
-        "holds", "deferred", "root", "nodes_in_graph", "dependency_shards", "__weakref__",
+        "final_callbacks", "anomaly", "check_nan", "profile", "threads", "root", "nodes_in_graph",
+        "dependency_shards", "scope", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
-                 anomaly: bool, check_nan: bool) -> None:
+                 anomaly: bool, check_nan: bool, profile: Any = None, threads: bool = True,
+                 root: Node | None = None) -> None:
         self.outstanding_tasks = 0
         self.has_error = False
+        """Set once, by its scope, when it ended early (Note [First error wins] in scope.py)."""
         self.dependencies: dict[Node, int] = {}
         self.dependency_shards: list[dict[Node, int]] | None = None
         """``dependencies.shards`` once they are sharded (Note [Shards picked inline] in engine.py)."""
         self.not_ready: dict[Node, list] = {}
         self.exec_info: dict[Node, ExecInfo] | None = None
         self.captured_vars: list[Any] = []
-        self.future = future
+        self.future: asyncio.Future | None = future
+        """Resolved by its scope; None once the call is over (Note [A failed backward frees its graph])."""
         self.reentrant_depth = reentrant_depth
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.final_callbacks: list[Callable[[], None]] = []
         self.anomaly = anomaly
         self.check_nan = check_nan
-        self.node_tasks: set[asyncio.Task] = set()
-        """Nodes running as tasks of their own; cancelled when this graph task ends early."""
-        self.children: set[GraphTask] = set()
-        """Reentrant graph tasks started by this one's nodes and still running."""
-        self.runner: asyncio.Task | None = None
-        """The task running this graph task's ``Engine.execute`` (Note [Wind-down] in engine.py)."""
-        self.profile: Any = None
-        self.threads = True
+        self.profile: Any = profile
+        self.threads = threads
         """False under ``set_multithreading_enabled(False)``: no node of it runs in a kernel thread."""
-        self.holds = 0
-        """Reentrant children awaited by this graph task's own node tasks and still running: while
-        any is, its ready nodes wait in ``deferred`` (Note [Reentrant priority] in worker.py)."""
-        self.root: Node | None = None
-        """The node the walk starts from (set by ``Engine.execute``)."""
+        self.root: Node | None = root
+        """The node the walk starts from."""
         self.nodes_in_graph: set[Node] | None = None
         """Every node reachable from ``root``, walked on first use only (``will_execute``)."""
-        self.deferred: list[tuple[Any, tuple]] = []
-        """(worker, queue entry) of the nodes set aside while ``holds``; pushed back when it drops to 0."""
+        self.scope: Any = None
+        """Its ``GraphTaskScope`` while the call runs (Note [One owner per graph task] in scope.py)."""
+
+    def shard_dependencies(self, shards: Any) -> None:
+        """The counts moved into ``shards`` (a ``ShardedMap``: Note [Sharded counts] in counts.py)."""
+        self.dependencies = shards
+        self.dependency_shards = shards.shards
+
+    def expect(self, exec_info: Any, captures: int | None = None) -> None:
+        """What ``grad()``/``inputs=`` run (``init_to_execute``), and how many gradients it captures
+        (None: as many as before, the map only sharded)."""
+        self.exec_info = exec_info
+        if captures is not None:
+            self.captured_vars = [None] * captures
+
+    def close(self) -> None:
+        """Let go of the graph and of the outcome (Note [A failed backward frees its graph] in
+        scope.py): only the scope calls this, as the call ends."""
+        self.future = self.root = self.nodes_in_graph = self.exec_info = self.scope = None
+        self.dependencies = {}
+        self.dependency_shards = None
+        self.not_ready = {}
+        self.final_callbacks = []
+        self.captured_vars = []
 
     def will_execute(self, node: Node | None) -> bool:
         """Whether this graph task runs (or ran) ``node``: torch's ``_will_engine_execute_node``, for

@@ -75,20 +75,26 @@ def _serve(jobs: queue.SimpleQueue) -> None:
                     _idle.remove(jobs)
                     return
             continue
-        result = error = None
-        if not future.cancelled():
+        outcome = [future, None, None]  # [future, result, error]
+        del future
+        if not outcome[0].cancelled():
             try:
-                result = context.run(fn, *args)
+                outcome[1] = context.run(fn, *args)
             except BaseException as exc:  # delivered to the awaiting node task as it was raised
-                error = exc
+                outcome[2] = exc
+        # Note [A failed backward frees its graph] in scope.py: nothing of the job stays in this thread
+        # once the loop has it; the loop empties ``outcome`` as it takes it
+        del context, fn, args
         with _lock:  # idle before the loop hears of the result, so its next kernel can come here
             _idle.append(jobs)
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits for it
-            loop.call_soon_threadsafe(_deliver, future, result, error)
-        del loop, future, context, fn, args, result, error
+            loop.call_soon_threadsafe(_deliver, outcome)
+        del loop, outcome
 
 
-def _deliver(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+def _deliver(outcome: list) -> None:
+    future, result, error = outcome
+    outcome.clear()
     if future.cancelled():
         return
     if error is not None:

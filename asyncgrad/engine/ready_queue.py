@@ -14,17 +14,25 @@ from __future__ import annotations
 import asyncio
 import itertools
 from heapq import heapify, heappush
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Iterator, TypeAlias
 
 if TYPE_CHECKING:
     from asyncgrad.autograd.graph import Node
     from asyncgrad.engine.graph_task import GraphTask
 
 NodeTask: TypeAlias = "tuple[int, int, int, GraphTask, Node, list]"
-"""A queued node: ``(-reentrant_depth, -sequence_nr, count, graph_task, node, inputs)``, a plain
-tuple read by index (deeper reentrant backwards first, then later nodes; ``count`` breaks ties).
-Not a NamedTuple: building one costs a second tuple per routed gradient (Note [Routing inlined]
-in engine.py)."""
+"""A queued node, ``(-reentrant_depth, -sequence_nr, count, graph_task, node, inputs)``: built by
+``node_task`` only, read back through the indices below (or unpacked whole). A plain tuple, not a
+NamedTuple, whose construction is a Python-level call building a second tuple: the heap compares
+plain tuples in C."""
+
+GRAPH_TASK, NODE, INPUTS = 3, 4, 5
+"""Where a ``NodeTask`` keeps its graph task, its node and its input buffer."""
+
+
+def node_task(graph_task: GraphTask, node: Node, inputs: list, counter: Iterator[int]) -> NodeTask:
+    """The heap entry of a ready node (Note [Priority]); ``counter`` is its queue's."""
+    return (-graph_task.reentrant_depth, -node.sequence_nr, next(counter), graph_task, node, inputs)
 
 
 class ReadyQueue:
@@ -33,22 +41,22 @@ class ReadyQueue:
     def __init__(self) -> None:
         self.heap: list[NodeTask] = []
         """Popped by the worker with ``heapq.heappop`` directly (Note [Per-node cost] in worker.py),
-        pushed by ``Engine.route`` directly (Note [Routing inlined] in engine.py)."""
+        pushed by ``Engine.route`` directly (Note [Routing inlined] in engine.py), entries always made
+        by ``node_task``."""
         self.counter = itertools.count()
         self.waiters: list[asyncio.Future] = []
         """One future per server waiting on this queue (Note [Servers] in worker.py: a worker's own
         server and its helpers may wait at once)."""
 
     def push(self, graph_task: GraphTask, node: Node, inputs: list) -> None:
-        heappush(self.heap, (-graph_task.reentrant_depth, -node.sequence_nr, next(self.counter), graph_task, node,
-                             inputs))
+        heappush(self.heap, node_task(graph_task, node, inputs, self.counter))
         if self.waiters:
             self.wake()
 
     def drop(self, graph_task: GraphTask) -> None:
         """Forget every queued task of ``graph_task`` (it failed or was cancelled)."""
         heap = self.heap
-        kept = [entry for entry in heap if entry[3] is not graph_task]
+        kept = [entry for entry in heap if entry[GRAPH_TASK] is not graph_task]
         if len(kept) != len(heap):
             heap[:] = kept
             heapify(heap)

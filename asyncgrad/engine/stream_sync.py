@@ -46,7 +46,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad.devices import cpu
-from asyncgrad.devices.streams import Event, Stream, current_stream, enter, forward_stream, leave
+from asyncgrad.devices.streams import Event, Stream, current_stream, enter, forward_stream, leave, streams_in_use
 from asyncgrad.engine.input_buffer import buffer_device
 
 if TYPE_CHECKING:
@@ -88,6 +88,8 @@ def after(graph_task: GraphTask, node: Node, s: Stream) -> None:
         consumer_device = buffer_device(fn, cpu)
         if consumer_device.is_cpu:
             continue  # the gradient came to the host through to_host, which waits for the copy
+        if consumer_device is s.device and not streams_in_use():
+            continue  # no node was recorded on a side stream: producer and consumer share the default
         consumer = forward_stream(fn, consumer_device)
         if consumer == s:
             continue

@@ -185,7 +185,7 @@ _METHODS.update({
     "index_put": misc.index_put, "index_put_": _inplace_method(misc.index_put, "index_put_"),
 })
 
-# torch port, items 121-180 (tests/test_torch_autograd_port_c.py): view queries (ops/views.py)
+# torch port, items 121-180 (tests/torch_parity/test_autograd_sample_121_180.py): view queries (ops/views.py)
 _METHODS.update({"_is_view": views.is_view, "storage_offset": views.storage_offset})
 
 # strides and memory formats (asyncgrad/_layout.py; clone/contiguous/to take memory_format= in ops/shape.py)

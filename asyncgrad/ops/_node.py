@@ -10,6 +10,7 @@ sets ``OpNode.graph_math`` when ``asyncgrad.ops`` imports it, before any op can 
 
 from __future__ import annotations
 
+import linecache
 import weakref
 from typing import Any
 
@@ -48,11 +49,9 @@ class OpNode(Node):
     Note [Cost classes]: the engine runs a BY_COST node inline on the loop when its ``work``
     (``record`` sets it to this times the output's elements, unless the op says otherwise) is
     below the device's inline threshold, so ``work`` must track time, not elements. A node class
-    whose backward calls a transcendental or divides costs several multiplies per element:
-    measured with numpy 2.4 on 150k float32 elements (one multiply = 0.28 ns/element): exp, log,
-    neg 1-2; relu 2 (a branchless select on a random mask: Note [Branchless zero_where]); clamp,
-    sqrt, sigmoid, tanh 3-4; pow, x*y 4; abs 7; sin, cos 8-9; tensor/tensor 9. A backward that
-    only reshapes or passes its gradient on costs 0."""
+    whose backward calls a transcendental or divides costs several multiplies per element (the
+    classes' figures are in benchmarks/HISTORY.md); a backward that only reshapes or passes its
+    gradient on costs 0."""
     saves_result = False
     """True when the backward needs the op's own result: ``record`` saves it last in ``saved`` (or in
     the node's own slots: Note [A saved result kept in its node])."""
@@ -84,8 +83,8 @@ class OpNode(Node):
     own ``__init__`` (edges in, numbering) is for nodes made otherwise; every slot it sets is set by
     ``make`` (Note [A node made by its class's own code]), and the op nodes that inplace.py and
     views.py make by hand call ``Node.__init__`` themselves. Called with arguments, an op node
-    class raises TypeError (torch refuses to make its nodes from Python, in other words). W1
-    forward (N=30,000): 22,235 -> 21,927 instructions per node with GC, 19,280 -> 18,970 without."""
+    class raises TypeError (torch refuses to make its nodes from Python, in other words). What it
+    buys: W1's forward (``python -m benchmarks --only W1``)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -109,33 +108,35 @@ class OpNode(Node):
         return self.edge_fns[index] is not None
 
 
+# Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node
+# it makes. Written in ``record`` itself, each store meets nodes of every class (W1 alternates
+# three), so CPython's specialised slot store misses and takes the generic ``setattr`` path; the
+# op's fields went through a further call (``_set_fields``). This function compiles, once per op
+# class, a function making that class's node: every store in it meets one class (specialised),
+# the fields are one unpacking assignment (``node.a_shape, node.b_shape, node.alpha = fields``,
+# a sixth of a ``setattr`` loop for three), and ``work`` is the class's ``work_per_element``
+# (read here, at class creation: a class sets it in its body) times the output's elements,
+# unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
+# Another number of fields than slots goes to ``_some_fields``.
+# The stores must be those of Node.__init__ (graph.py; tests/ops/test_record_node_slots.py checks
+# every slot is set). It is compiled with ``exec`` because the specialisation is per code object:
+# one shared function or closure would meet every class again (W1's forward, ``python -m
+# benchmarks --only W1``: the figures are in benchmarks/HISTORY.md). Its source is kept where
+# tracebacks find it (Note [A generated make_node shows its source]).
+#
+# Note [The result made with its node]: the compiled ``make`` also builds the result Tensor
+# (Tensor._make's stores, as ``record`` did) and keeps the saved result, with the class's
+# ``saves_result`` and ``keeps_result`` read here, once: in ``record`` each was a read of a class
+# attribute on classes that vary from node to node (CPython 3.11 does not specialise those), and
+# ``node.result``/``node.result_vc`` were stores on nodes of many classes. ``same_meta`` comes
+# with ``make`` in one read (``_recipe``). A class's tensors in ``saved`` go through
+# ``_save_inputs``, as before (saved-tensor hooks, views and a numpy scalar result as before: the
+# same tests, in the same order). A number of fields other than the slots' is handled by
+# ``_some_fields`` (the first ones, as ``zip`` pairs them; TypeError for too many), so a
+# ValueError from a pack hook is never taken for one. What it buys: W1's forward
+# (``python -m benchmarks --only W1``).
 def _node_maker(cls: type) -> Any:
-    """Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node
-    it makes. Written in ``record`` itself, each store meets nodes of every class (W1 alternates
-    three), so CPython's specialised slot store misses and takes the generic ``setattr`` path; the
-    op's fields went through a further call (``_set_fields``). This function compiles, once per op
-    class, a function making that class's node: every store in it meets one class (specialised),
-    the fields are one unpacking assignment (``node.a_shape, node.b_shape, node.alpha = fields``,
-    a sixth of a ``setattr`` loop for three), and ``work`` is the class's ``work_per_element``
-    (read here, at class creation: a class sets it in its body) times the output's elements,
-    unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
-    Another number of fields than slots goes to ``_some_fields``.
-    Keep the stores in step with Node.__init__ (graph.py; tests/test_speed_record.py checks every
-    slot is set). W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000): 24,648 -> 23,624
-    instructions per node with GC, 21,683 -> 20,678 without; not asking ``out.size`` for a class
-    of work 0 (W1's additions) then 23,167 -> 23,097, 20,214 -> 20,148.
-
-    Note [The result made with its node]: the compiled ``make`` also builds the result Tensor
-    (Tensor._make's stores, as ``record`` did) and keeps the saved result, with the class's
-    ``saves_result`` and ``keeps_result`` read here, once: in ``record`` each was a read of a class
-    attribute on classes that vary from node to node (CPython 3.11 does not specialise those), and
-    ``node.result``/``node.result_vc`` were stores on nodes of many classes. ``same_meta`` comes
-    with ``make`` in one read (``_recipe``). A class's tensors in ``saved`` go through
-    ``_save_inputs``, as before (saved-tensor hooks, views and a numpy scalar result as before: the
-    same tests, in the same order). A number of fields other than the slots' is handled by
-    ``_some_fields`` (the first ones, as ``zip`` pairs them; TypeError for too many), so a
-    ValueError from a pack hook is never taken for one. W1 forward (N=30,000): 22,686 -> 22,391
-    instructions per node with GC, 19,778 -> 19,445 without."""
+    """The compiled ``make_node`` of ``cls`` (Note [A node made by its class's own code] above)."""
     names = cls.fields
     per_element = cls.work_per_element
     if names:
@@ -195,8 +196,18 @@ def _node_maker(cls: type) -> Any:
     namespace: dict = {"_new": _new, "cls": cls, "_some_fields": _some_fields, "_ndarray": _ndarray,
                        "_np_generic": _np_generic, "_make": _make, "Tensor": Tensor, "_save_inputs": _save_inputs,
                        "hooks_in_use": hooks_in_use, "saved_hooks": saved_hooks, "SavedTensor": SavedTensor}
-    exec(source, namespace)
+    # Note [A generated make_node shows its source]: the source is kept, under a file name that says
+    # whose it is, where tracebacks, pdb and ``inspect.getsource`` read source lines (linecache), and
+    # ``make_node_source(cls)`` returns it.
+    filename = f"<asyncgrad.ops._node make_node of {cls.__module__}.{cls.__qualname__}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    exec(compile(source, filename, "exec"), namespace)
     return namespace["make_node"]
+
+
+def make_node_source(cls: type[OpNode]) -> str:
+    """The source of ``cls``'s generated ``make_node`` (Note [A node made by its class's own code])."""
+    return "".join(linecache.getlines(cls._recipe[1].__code__.co_filename))
 
 
 def _some_fields(node: OpNode, fields: tuple) -> None:
@@ -253,10 +264,8 @@ class SavesResult(OpNode):
     made, so those paths and torch's error texts are as for any node. Release empties both slots.
     The unary table's ops that save their result are of this class (``_generate`` in
     elementwise.py), and so are softmax's and log_softmax's nodes; a hand-written node that saves
-    its result beside other tensors keeps SavedTensors. W1 forward at N=30,000: 26,357 -> 25,589
-    instructions per node (cachegrind, with GC), and the collector's passes 0.38 -> 0.27 µs per
-    node (``gc.callbacks``, wall time: the collector's walk is bound by memory, so its time falls
-    more than its instruction count).
+    its result beside other tensors keeps SavedTensors. What it buys: W1's forward and the
+    collector's passes over a recorded graph (``python -m benchmarks --only W1``).
     """
 
     __slots__ = ("result", "result_vc")
@@ -338,9 +347,8 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             nrs = (na, nb) if na or nb else (0, 0)
             # Note [Topological numbers without a loop]: each input node's topological_nr read once
             # (the nodes are of many classes, so each read takes CPython's generic path: Note [A
-            # node made by its class's own code]), and no loop over the edges for one or two inputs.
-            # W1 forward (N=30,000): 21,927 -> 21,255 instructions per node with GC, 18,970 -> 18,304
-            # without.
+            # node made by its class's own code]), and no loop over the edges for one or two inputs
+            # (W1's forward, ``python -m benchmarks --only W1``).
             topo = 0 if fn is None else fn.topological_nr + 1
             if fb is not None:
                 edge_topo = fb.topological_nr
@@ -373,25 +381,19 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         fns = None
     if fns is not None:
         # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out, as they would
-        # run: both in the class's own compiled ``make`` (Note [A node made
-        # by its class's own code]), and the node's meta and work are stored once. That took
-        # ``record`` for ``t * 2.0`` from 17,885 to 16,613 instructions (cachegrind, Note [Measuring
-        # the hot path] in engine/worker.py), 4% of a W1 node's forward. Keep them in step with
-        # Node.__init__ (graph.py) and Tensor._make (tensor.py); tests/test_speed_record.py checks
-        # that every slot of both is set on a recorded result.
+        # run: both in the class's own compiled ``make`` (Note [A node made by its class's own
+        # code]), and the node's meta and work are stored once (W1's forward, ``python -m benchmarks
+        # --only W1``). They must store what Node.__init__ (graph.py) and Tensor._make (tensor.py)
+        # store; tests/ops/test_record_node_slots.py checks that every slot of both is set on a
+        # recorded result.
         sequence_nr = _next_sequence()
         # Note [An output's meta taken from its input]: an op whose class says ``same_meta`` makes
         # an output of its first input's shape on its device; when that input is output 0 of a
         # one-output node and the dtypes are the same object, that node's interned meta is the
         # output's, and building and hashing a key is skipped. A leaf input (its AccumulateGrad's
-        # meta is not interned), another output, or another dtype object takes the lookup. W1
-        # forward (cachegrind, /work/wt/cntf.sh, N=6000): 26,287 -> 26,129 instructions per node
-        # with GC. Comparing the dtype with the one in the input's meta (``meta[0][1] is dtype``)
-        # instead of the input array's measured ~90 more, with and without GC. The loop over the
-        # edges above once reused ``fn`` as its variable, leaving it None for an op with a number
-        # (inputs ``(a, None)``), which then always took the lookup: named apart, W1 forward went
-        # 23,624 -> 23,167 with GC, 20,678 -> 20,214 without (N=30,000). Reading the input node's
-        # meta and topological_nr once each (not twice): 23,000 -> 22,686, 20,080 -> 19,766.
+        # meta is not interned), another output, or another dtype object takes the lookup. ``fn``
+        # must still be the first input's node here (an op with a number has inputs ``(a, None)``).
+        # What it buys: W1's forward (``python -m benchmarks --only W1``).
         same_meta, make = cls._recipe
         meta = (fn._input_meta if same_meta and not na and fn is not None and fn is a.grad_fn
                 and out.dtype is a._data.dtype else None)

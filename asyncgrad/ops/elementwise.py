@@ -769,7 +769,7 @@ assert set(_FORWARDS) == {"neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "t
 # piecewise-linear ops (relu, abs, clamp, where, minimum/maximum, max/min) need nothing special:
 # their formulas select the gradient with a constant mask, so a second derivative through them is
 # connected exactly where torch's is (relu through its result, abs through sign), and
-# tests/test_torch_behaviours.py checks that against torch.
+# tests/torch_parity/test_torch_behaviours.py checks that against torch.
 class ThresholdBackwardBackward0(OpNode):
     """relu's gradient as a function of the gradient and relu's result, as torch's threshold_backward:
     under create_graph it requires grad when the result does (its derivative there is zero)."""

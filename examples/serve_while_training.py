@@ -1,0 +1,201 @@
+"""An HTTP server that keeps answering while a model trains in the same process.
+
+``python examples/serve_while_training.py --engine asyncgrad`` trains the demo's CNN (scikit-learn's
+8x8 digits) with ``await loss.backward()`` on the server's own event loop, while a load generator in
+another process sends ``GET /status`` at a fixed rate; it prints the requests' latency percentiles
+beside the training speed. ``--engine torch`` trains the same model with torch, its blocking
+``backward()`` in a worker thread (``asyncio.to_thread``), the usual way to keep a loop free with
+torch; ``--engine none`` serves with nothing training (the floor). ``--engine all`` runs the three.
+
+Needs aiohttp and scikit-learn (``pip install '.[examples]'``), and torch for ``--engine torch``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import socket
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _load(port: int, rate: float, seconds: float, warmup: float, results: Any) -> None:
+    """The load generator (its own process, so its delays are not the server's): an open-loop schedule
+    of ``rate`` requests per second; latency counts from the scheduled send time, so a stalled server
+    is charged for the requests that queued behind the stall too."""
+    import aiohttp
+
+    async def run() -> list[float]:
+        latencies: list[float] = []
+        async with aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{port}/status"
+            for _ in range(200):  # wait for the server
+                try:
+                    async with session.get(url) as r:
+                        await r.read()
+                    break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(warmup)
+            start, pending = time.perf_counter(), []
+
+            async def one(due: float) -> None:
+                async with session.get(url) as r:
+                    await r.read()
+                latencies.append(time.perf_counter() - due)
+
+            n = int(rate * seconds)
+            for k in range(n):
+                due = start + k / rate
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                pending.append(asyncio.ensure_future(one(due)))
+            await asyncio.gather(*pending)
+        return latencies
+
+    results.put(asyncio.run(run()))
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.images / 16.0).astype(np.float32)[:, None, :, :], d.target.astype(np.int64)
+
+
+def _asyncgrad_trainer(state: dict, stop: asyncio.Event, batch: int) -> Any:
+    import asyncgrad as ag
+    from asyncgrad import nn, optim
+    from asyncgrad.__main__ import build_model
+
+    images, labels = _digits()
+    ag.manual_seed(0)
+    model, loss_fn = build_model(), nn.CrossEntropyLoss()
+    opt = optim.Adam(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(0)
+
+    async def train() -> None:
+        while not stop.is_set():
+            rows = rng.integers(0, len(labels), batch)
+            opt.zero_grad()
+            loss = loss_fn(model(ag.tensor(images[rows])), ag.tensor(labels[rows]))
+            await loss.backward()  # the engine yields to the loop between slices of work
+            opt.step()
+            state["steps"] += 1
+            state["loss"] = loss.item()
+            await asyncio.sleep(0)  # the optimizer step and the forward do not yield: let requests in
+
+    return train()
+
+
+def _torch_trainer(state: dict, stop: asyncio.Event, batch: int) -> Any:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    images, labels = _digits()
+    images, labels = torch.from_numpy(images), torch.from_numpy(labels)
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 2 * 2, 10),
+    )
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def step() -> float:
+        rows = torch.randint(0, len(labels), (batch,))
+        opt.zero_grad()
+        loss = loss_fn(model(images[rows]), labels[rows])
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    async def train() -> None:
+        while not stop.is_set():
+            state["loss"] = await asyncio.to_thread(step)
+            state["steps"] += 1
+
+    return train()
+
+
+async def serve(engine: str, rate: float, seconds: float, batch: int) -> dict:
+    from aiohttp import web
+
+    state: dict = {"steps": 0, "loss": float("nan")}
+
+    async def status(request: web.Request) -> web.Response:
+        return web.json_response({"steps": state["steps"], "loss": state["loss"]})
+
+    app = web.Application()
+    app.router.add_get("/status", status)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = _free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+
+    warmup = 1.0
+    results: Any = mp.get_context("spawn").Queue()
+    client = mp.get_context("spawn").Process(target=_load, args=(port, rate, seconds, warmup, results))
+    client.start()
+    stop = asyncio.Event()
+    trainer, t_start = None, time.perf_counter()
+    if engine == "asyncgrad":
+        trainer = asyncio.ensure_future(_asyncgrad_trainer(state, stop, batch))
+    elif engine == "torch":
+        trainer = asyncio.ensure_future(_torch_trainer(state, stop, batch))
+    loop = asyncio.get_running_loop()
+    latencies = await loop.run_in_executor(None, results.get)  # the client's whole run, warm-up included
+    steps_at_end, t_end = state["steps"], time.perf_counter()
+    stop.set()
+    if trainer is not None:
+        await trainer
+    await loop.run_in_executor(None, client.join)
+    await runner.cleanup()
+    ms = sorted(x * 1e3 for x in latencies)
+    return {
+        "engine": engine,
+        "requests": len(ms),
+        "p50_ms": statistics.median(ms),
+        "p99_ms": ms[min(len(ms) - 1, int(0.99 * len(ms)))],
+        "max_ms": ms[-1],
+        "steps": steps_at_end,
+        "steps_per_s": steps_at_end / (t_end - t_start),
+        "loss": state["loss"],
+    }
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--engine", choices=("asyncgrad", "torch", "none", "all"), default="asyncgrad")
+    parser.add_argument("--rate", type=float, default=200.0, help="requests per second (default 200)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds of load (default 10)")
+    parser.add_argument("--batch", type=int, default=64, help="training batch size (default 64)")
+    args = parser.parse_args(argv)
+    engines = ("none", "asyncgrad", "torch") if args.engine == "all" else (args.engine,)
+    rows = []
+    print(f"{'engine':<10} {'requests':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'train steps/s':>14}")
+    for engine in engines:
+        row = asyncio.run(serve(engine, args.rate, args.seconds, args.batch))
+        rows.append(row)
+        print(f"{row['engine']:<10} {row['requests']:>8} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} "
+              f"{row['max_ms']:>8.2f} {row['steps_per_s']:>14.1f}")
+        sys.stdout.flush()
+    return rows
+
+
+if __name__ == "__main__":
+    main()
