@@ -24,9 +24,9 @@ from asyncgrad.autograd.grad_mode import (
     grad_enabled,
     inference_enabled,
 )
-from asyncgrad.autograd.graph import Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
+from asyncgrad.graph.node import Node, RemovableHandle, add_hook
 
 creation_lock = threading.Lock()
 """Guards the lazy creation of a leaf's extras and AccumulateGrad against threads racing."""

@@ -56,7 +56,7 @@ from typing import Any, Coroutine, Generator, TypeVar
 
 import sniffio
 
-from asyncgrad.autograd.graph import current_graph_task
+from asyncgrad.graph.node import current_graph_task
 
 _get_running_loop = asyncio._get_running_loop
 _getframe = sys._getframe

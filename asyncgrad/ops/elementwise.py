@@ -34,9 +34,9 @@ from asyncgrad._validate import (
     type_label,
 )
 from asyncgrad.autograd.grad_mode import grad_enabled
-from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.node import RELEASED, SECOND_BACKWARD
 from asyncgrad.ops._node import ArrayMath, OpNode, SavesResult, SavesVariables, plain, record, recording, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
