@@ -100,7 +100,7 @@ from asyncgrad.ops.elementwise import (
     where,
 )
 from asyncgrad.ops.linalg import matmul
-from asyncgrad.ops.out import accepts_out
+from asyncgrad.ops.out import accepts_out as _accepts_out
 from asyncgrad.ops.reduction import argmax, argmin, log_softmax, max, mean, min, softmax, sum
 
 # views and shape ops (ops/views.py, ops/shape.py)
@@ -150,7 +150,7 @@ from asyncgrad.tensor import Tensor
 
 # out= (Note [out= arguments] in ops/out.py): the top-level functions take torch's out=, the methods do not
 (abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,
- sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack) = map(accepts_out, (
+ sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack) = map(_accepts_out, (
     abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,
     sigmoid, sign, sin, sqrt, sub, tanh, where, matmul, argmax, argmin, mean, sum, cat, stack))
 detach = Tensor.detach

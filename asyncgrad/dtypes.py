@@ -1,22 +1,4 @@
-"""asyncgrad's dtypes: torch's dtype objects over numpy dtypes; the names and the default float dtype.
-
-Note [Dtypes are numpy dtypes underneath]: ``ag.float32`` is a ``dtype`` object with torch's
-attributes (``is_floating_point``, ``is_complex``, ``is_signed``, ``itemsize``, ``to_real()``,
-``to_complex()``, repr ``asyncgrad.float32``) that stands for one numpy dtype, its ``.dtype``:
-
-* it equals that numpy dtype both ways (``ag.float32 == np.float32``, ``np.dtype('f4') ==
-  ag.float32``) and hashes as it, so a dict keyed by either finds the other;
-* numpy takes it anywhere a dtype goes (numpy reads a ``.dtype`` attribute: ``np.zeros(2,
-  dtype=ag.float32)``, ``a.astype(ag.int64)``, ``np.dtype(ag.bool)``);
-* numpy's own attributes (``kind``, ``char``, ``name``, ``type``, ``str``) read through;
-* there is one object per dtype (``intern``), so ``t.dtype is ag.float32`` holds on every device:
-  ``Tensor.dtype`` maps its array's dtype (numpy's, or a backend's own, which the backend
-  converts to numpy's) to the interned object; it pickles to that object.
-
-Arrays keep numpy's dtypes: internal hot paths (the engine's ``grad.dtype is not meta[1]``, the
-nodes' input metadata) read and store the array's numpy dtype, never this object
-(``numpy_dtype`` turns one into the other where a tensor's dtype meets them).
-"""
+"""asyncgrad's dtypes: torch's dtype objects over numpy dtypes; the names and the default float dtype."""
 
 from __future__ import annotations
 
@@ -24,6 +6,24 @@ import builtins
 from typing import Any
 
 import numpy as np
+
+# Note [Dtypes are numpy dtypes underneath]: ``ag.float32`` is a ``dtype`` object with torch's
+# attributes (``is_floating_point``, ``is_complex``, ``is_signed``, ``itemsize``, ``to_real()``,
+# ``to_complex()``, repr ``asyncgrad.float32``) that stands for one numpy dtype, its ``.dtype``:
+#
+# * it equals that numpy dtype both ways (``ag.float32 == np.float32``, ``np.dtype('f4') ==
+#   ag.float32``) and hashes as it, so a dict keyed by either finds the other;
+# * numpy takes it anywhere a dtype goes (numpy reads a ``.dtype`` attribute: ``np.zeros(2,
+#   dtype=ag.float32)``, ``a.astype(ag.int64)``, ``np.dtype(ag.bool)``);
+# * numpy's own attributes (``kind``, ``char``, ``name``, ``type``, ``str``) read through;
+# * there is one object per dtype (``intern``), so ``t.dtype is ag.float32`` holds on every device:
+#   ``Tensor.dtype`` maps its array's dtype (numpy's, or a backend's own, which the backend
+#   converts to numpy's) to the interned object; it pickles to that object.
+#
+# Arrays keep numpy's dtypes: internal hot paths (the engine's ``grad.dtype is not meta[1]``, the
+# nodes' input metadata) read and store the array's numpy dtype, never this object
+# (``numpy_dtype`` turns one into the other where a tensor's dtype meets them).
+
 
 _BY_NUMPY: dict[Any, dtype] = {}
 """numpy dtype -> the interned asyncgrad dtype (``Tensor.dtype``'s lookup)."""
@@ -110,15 +110,16 @@ bool = intern(np.bool_)
 _default_float = [float32]
 
 NUMPY_DTYPE_CLASSES = frozenset(type(np.dtype(code)) for code in "?bhilqpBHILQPefdgFDGSUVOMm")
-"""The classes of numpy's built-in dtypes. Note [Is it a numpy dtype]: ``dtype.__class__ in
-NUMPY_DTYPE_CLASSES`` answers "is this array's dtype numpy's?" (cpu, cuda) on the hot path for
-about 100 instructions, where ``isinstance(dtype, np.dtype)`` costs about 1,400 (numpy's dtype
-classes have a metaclass, so ``isinstance`` takes the slow ``__instancecheck__`` path; cachegrind,
-Python 3.11, numpy 2.4). Other dtypes (a strict array's, a user-defined numpy dtype) then ask
-``isinstance``."""
+"""The classes of numpy's built-in dtypes.
+
+Note [Is it a numpy dtype]: ``dtype.__class__ in NUMPY_DTYPE_CLASSES`` answers "is this array's
+dtype numpy's?" (cpu, cuda) on the hot path, where ``isinstance(dtype, np.dtype)`` takes the slow
+``__instancecheck__`` path of numpy's dtype metaclass. Other dtypes (a strict array's, a
+user-defined numpy dtype) then ask ``isinstance``."""
 
 
 def get_default_dtype() -> dtype:
+    """The default floating dtype (``float32`` unless ``set_default_dtype`` changed it), as torch's."""
     return _default_float[0]
 
 

@@ -1,13 +1,15 @@
 """Tensor factories, in torch's argument order, and the random samplers.
 
 Every sampler takes ``generator=`` (an ``ag.Generator`` or a numpy Generator; default: the
-global one, asyncgrad/random.py). Note [Random numbers come from the host]: on every device the
-numbers are drawn by that numpy Generator on the host and the sample is transferred with
-``dev.asarray``, so one seed gives the same values on cpu, sim:N and cuda:N (a CuPy device
-would draw on the host too: one stream per ag.Generator, whichever device consumes it, at the
-price of a host-to-device copy). The in-place samplers (``uniform_``, ``normal_``,
-``bernoulli_``) go through ``apply_inplace`` like every in-place op, so they bump the version
-counter and rebase a non-leaf's grad_fn (Note [Random ops and autograd]).
+global one, asyncgrad/random.py).
+
+Note [Random numbers come from the host]: on every device the numbers are drawn by that numpy
+Generator on the host and the sample is transferred with ``dev.asarray``, so one seed gives the
+same values on cpu, sim:N and cuda:N (a CuPy device draws on the host too: one stream per
+ag.Generator, whichever device consumes it, at the price of a host-to-device copy). The in-place
+samplers (``uniform_``, ``normal_``, ``bernoulli_``) go through ``apply_inplace`` like every
+in-place op, so they bump the version counter and rebase a non-leaf's grad_fn (Note [Random ops
+and autograd]).
 """
 
 from __future__ import annotations
@@ -76,14 +78,17 @@ def _filled(fill: str, size: tuple, dtype, device, requires_grad: bool, value: A
 
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros of the given size (``zeros(2, 3)`` or ``zeros((2, 3))``), as torch's."""
     return _filled("zeros", size, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones of the given size (``ones(2, 3)`` or ``ones((2, 3))``), as torch's."""
     return _filled("ones", size, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of the given size, as torch's (its values are whatever the memory held)."""
     return _filled("empty", size, dtype, device, requires_grad)
 
 
@@ -108,6 +113,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 # (``dev.asarray``): numpy's values are the ones the tests check against torch's, so every device
 # gets exactly those, at the price of one host-to-device copy (as for random numbers).
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """The ``n`` x ``m`` identity matrix (``m`` defaults to ``n``), as torch's."""
     n = _validate.int_arg(n, "eye", "n", 1)
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
@@ -121,6 +127,8 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``arange(end)`` or ``arange(start, end, step=1)``: values from ``start`` up to, not including,
+    ``end``; integers give ``int64``, any float the default float dtype, as torch's."""
     if end is None:
         start, end = 0, start
         _validate.number_arg(end, "arange", "end", 1)
@@ -143,6 +151,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 
 
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``steps`` values evenly spaced from ``start`` to ``end``, both included, as torch's."""
     _validate.number_arg(start, "linspace", "start", 1)
     _validate.number_arg(end, "linspace", "end", 2)
     steps = _validate.int_arg(steps, "linspace", "steps", 3)
@@ -178,10 +187,13 @@ def _random(kind: str, size: tuple, dtype, device, requires_grad: bool, fn: str 
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Samples of the standard normal distribution, of the given size; ``generator=`` draws from an
+    ``ag.Generator`` instead of the default one. The numbers are numpy's, not torch's, for one seed."""
     return _random("randn", size, dtype, device, requires_grad, generator=generator)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Samples of the uniform distribution on [0, 1), of the given size; ``generator=`` as ``randn``."""
     return _random("rand", size, dtype, device, requires_grad, generator=generator)
 
 
@@ -232,8 +244,8 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
 
 
 class _ZeroGradNode(OpNode):
-    """Note [Random ops and autograd]: zeros of each input's shape, in the gradient's dtype and
-    on its device, for every input. Each subclass declares the one field, ``shapes`` (the
+    """Zeros of each input's shape, in the gradient's dtype and on its device, for every input
+    (Note [Random ops and autograd]). Each subclass declares the one field, ``shapes`` (the
     inputs' shapes), which ``record`` fills."""
 
     __slots__ = ()
@@ -415,12 +427,14 @@ _PRESERVE = _layout.preserve_format
 
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
                memory_format=_PRESERVE) -> Tensor:
+    """Zeros of ``t``'s shape, dtype and device (each may be overridden), as torch's."""
     shape, dtype, device = _like(t, dtype, device, "zeros_like")
     out = _filled("zeros", shape, dtype, device, requires_grad, fn="zeros_like")
     return _laid_out(out, t, memory_format, "zeros_like")
 
 
 def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, memory_format=_PRESERVE) -> Tensor:
+    """Ones of ``t``'s shape, dtype and device (each may be overridden), as torch's."""
     shape, dtype, device = _like(t, dtype, device, "ones_like")
     return _laid_out(_filled("ones", shape, dtype, device, requires_grad, fn="ones_like"), t, memory_format,
                      "ones_like")
@@ -428,6 +442,7 @@ def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False, *,
               memory_format=_PRESERVE) -> Tensor:
+    """``fill_value`` in ``t``'s shape, dtype and device (each may be overridden), as torch's."""
     shape, dtype, device = _like(t, dtype, device, "full_like")
     _validate.number_arg(fill_value, "full_like", "fill_value", 2)
     out = _filled("full", shape, dtype, device, requires_grad, fill_value, fn="full_like")
@@ -436,6 +451,7 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: boo
 
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
                memory_format=_PRESERVE) -> Tensor:
+    """An uninitialised tensor of ``t``'s shape, dtype and device, as torch's."""
     shape, dtype, device = _like(t, dtype, device, "empty_like")
     out = _filled("empty", shape, dtype, device, requires_grad, fn="empty_like")
     return _laid_out(out, t, memory_format, "empty_like")
@@ -458,6 +474,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool 
 
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None,
                memory_format=_PRESERVE) -> Tensor:
+    """Standard normal samples of ``t``'s shape, dtype and device, as torch's."""
     shape, dtype, device = _like(t, dtype, device, "randn_like")
     out = _random("randn", shape, dtype, device, requires_grad, "randn_like", generator)
     return _laid_out(out, t, memory_format, "randn_like")
@@ -465,6 +482,7 @@ def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, 
 
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None,
               memory_format=_PRESERVE) -> Tensor:
+    """Uniform [0, 1) samples of ``t``'s shape, dtype and device, as torch's."""
     shape, dtype, device = _like(t, dtype, device, "rand_like")
     out = _random("rand", shape, dtype, device, requires_grad, "rand_like", generator)
     return _laid_out(out, t, memory_format, "rand_like")

@@ -1,33 +1,7 @@
 """gradcheck / gradgradcheck: analytical gradients against central finite differences, as
 torch's slow mode (``torch/autograd/gradcheck.py``), with its checks and its words.
 
-Both run on any device: inputs are perturbed in place through their device's backend, and
-outputs and gradients are copied to the host (``to_host``) to build float64 Jacobians there.
-
-Note [gradcheck as torch]: what torch's slow gradcheck does, asyncgrad's does, in its order:
-
-* the inputs: a Tensor, a tuple or a list; at least one requiring grad (ValueError), a warning
-  for each one that requires grad and is not float64;
-* the numerical Jacobian calls ``fn`` in the caller's grad mode, as torch does (so a function
-  that registers a hook on an intermediate works), perturbing each element of each input by
-  ``±eps`` in place (no version bump, as torch's ``.data``) and copying the outputs before the
-  next perturbation: an output that aliases its input (``t[:]``, ``t``) would otherwise change
-  under the next perturbation and give a false mismatch;
-* no differentiable output: the numerical Jacobian must be zero ("Numerical gradient for
-  function expected to be zero");
-* per differentiable output, the analytical Jacobian one row at a time (``grad`` with a one-hot
-  ``grad_output``), twice: rows that differ by more than ``nondet_tol`` are "Backward is not
-  reentrant"; wrong gradient sizes (and, with ``check_grad_dtypes``, dtypes) are refused; then
-  each (output, input) pair is compared with ``allclose(analytical, numerical, rtol, atol)``
-  ("Jacobian mismatch for output i with respect to input j", both Jacobians printed as tensors);
-* ``backward`` must be multiplied by ``grad_output`` (zero ``grad_outputs`` give zero gradients);
-* ``check_undefined_grad``: with the outputs' gradients undefined (``None``, an identity Function
-  whose backward returns None), the gradients must be None or zero.
-
-``raise_exception=False`` turns a GradcheckError into ``False`` (other errors still raise, as
-torch). ``check_batched_grad=True`` needs vmap, which asyncgrad does not have (Note [No vmap, no
-forward mode] in functional.py): computing the batch with a loop would compare each vector-
-Jacobian product with itself and check nothing, so it is refused with a NotImplementedError.
+Design: docs/design/gradcheck.md.
 """
 
 from __future__ import annotations
@@ -47,6 +21,31 @@ from asyncgrad.autograd.awaitable import require_asyncio
 from asyncgrad.autograd.function import Function
 from asyncgrad.autograd.grad_mode import enable_grad
 from asyncgrad.tensor import Tensor
+
+# Note [gradcheck as torch]: what torch's slow gradcheck does, asyncgrad's does, in its order:
+#
+# * the inputs: a Tensor, a tuple or a list; at least one requiring grad (ValueError), a warning
+#   for each one that requires grad and is not float64;
+# * the numerical Jacobian calls ``fn`` in the caller's grad mode, as torch does (so a function
+#   that registers a hook on an intermediate works), perturbing each element of each input by
+#   ``±eps`` in place (no version bump, as torch's ``.data``) and copying the outputs before the
+#   next perturbation: an output that aliases its input (``t[:]``, ``t``) would otherwise change
+#   under the next perturbation and give a false mismatch;
+# * no differentiable output: the numerical Jacobian must be zero ("Numerical gradient for
+#   function expected to be zero");
+# * per differentiable output, the analytical Jacobian one row at a time (``grad`` with a one-hot
+#   ``grad_output``), twice: rows that differ by more than ``nondet_tol`` are "Backward is not
+#   reentrant"; wrong gradient sizes (and, with ``check_grad_dtypes``, dtypes) are refused; then
+#   each (output, input) pair is compared with ``allclose(analytical, numerical, rtol, atol)``
+#   ("Jacobian mismatch for output i with respect to input j", both Jacobians printed as tensors);
+# * ``backward`` must be multiplied by ``grad_output`` (zero ``grad_outputs`` give zero gradients);
+# * ``check_undefined_grad``: with the outputs' gradients undefined (``None``, an identity Function
+#   whose backward returns None), the gradients must be None or zero.
+#
+# ``raise_exception=False`` turns a GradcheckError into ``False`` (other errors still raise, as
+# torch). ``check_batched_grad=True`` needs vmap, which asyncgrad does not have (Note [No vmap, no
+# forward mode] in functional.py): computing the batch with a loop would compare each vector-
+# Jacobian product with itself and check nothing, so it is refused with a NotImplementedError.
 
 
 class GradcheckError(RuntimeError):

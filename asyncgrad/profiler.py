@@ -2,28 +2,7 @@
 (torch's profiler of forward ops and ranges, ``profile`` and ``record_function``, is
 ``ag.autograd.profiler``'s, re-exported here.)
 
-``with ag.profiler.trace() as prof:`` is a plain context manager around awaited work. What it
-records is decided per graph task, not per process:
-
-Note [Recording is per task]: entering a trace sets the context variable
-``engine.graph_task.current_recorder`` (as ``no_grad`` sets grad mode). ``Engine.execute`` reads it
-once when a graph task starts and keeps it as ``GraphTask.profile``; the device worker sets it back
-to its current graph task's whenever it switches graph task, and node tasks and kernel threads
-inherit the worker's context. So a trace records exactly the backward passes started in its
-context, reentrant children started from their nodes included, and nothing that another asyncio
-task runs at the same time. When no trace is active the engine pays one ``ContextVar.get`` per
-graph task, one ``set`` per graph-task switch in a worker, and one ``is not None`` test per node.
-Traces nest: a backward started inside both records into both.
-
-Note [Lanes and tracks]: each event carries the thread its node ran in (``thread_id``,
-``thread``). Inline nodes (plain-def backwards included) and ``async def`` node tasks run on the
-event loop thread; large kernels run in the executor's threads and time themselves there (``trace.timed``), so their
-``start``/``end`` are the kernel's own, without the wait for a thread or for the loop. A lane is
-a (device, thread) pair. Inside a lane, a node that waits (an ``async def`` backward, a
-reentrant ``backward_sync`` from plain code) spans the nodes that run meanwhile, and two such can
-overlap partly; ``_tracks`` splits a lane into tracks in which events nest or are disjoint, as
-Chrome's trace format requires of one thread id, and the timeline draws every track as its own
-row, so bars never paint over each other.
+Design: docs/design/profiler-plumbing.md.
 """
 
 from __future__ import annotations
@@ -37,6 +16,27 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from asyncgrad.autograd.profiler import EventList, FunctionEvent, FunctionEventAvg, profile, record_function
+
+# Note [Recording is per task]: entering a trace sets the context variable
+# ``engine.graph_task.current_recorder`` (as ``no_grad`` sets grad mode). ``Engine.execute`` reads it
+# once when a graph task starts and keeps it as ``GraphTask.profile``; the device worker sets it back
+# to its current graph task's whenever it switches graph task, and node tasks and kernel threads
+# inherit the worker's context. So a trace records exactly the backward passes started in its
+# context, reentrant children started from their nodes included, and nothing that another asyncio
+# task runs at the same time. When no trace is active the engine pays one ``ContextVar.get`` per
+# graph task, one ``set`` per graph-task switch in a worker, and one ``is not None`` test per node.
+# Traces nest: a backward started inside both records into both.
+
+# Note [Lanes and tracks]: each event carries the thread its node ran in (``thread_id``,
+# ``thread``). Inline nodes (plain-def backwards included) and ``async def`` node tasks run on the
+# event loop thread; large kernels run in the executor's threads and time themselves there (``trace.timed``), so their
+# ``start``/``end`` are the kernel's own, without the wait for a thread or for the loop. A lane is
+# a (device, thread) pair. Inside a lane, a node that waits (an ``async def`` backward, a
+# reentrant ``backward_sync`` from plain code) spans the nodes that run meanwhile, and two such can
+# overlap partly; ``_tracks`` splits a lane into tracks in which events nest or are disjoint, as
+# Chrome's trace format requires of one thread id, and the timeline draws every track as its own
+# row, so bars never paint over each other.
+
 
 __all__ = ["Event", "EventList", "FunctionEvent", "FunctionEventAvg", "profile", "record_function", "trace"]
 

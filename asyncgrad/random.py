@@ -107,18 +107,22 @@ def manual_seed(seed: Any) -> Generator:
 
 
 def seed() -> int:
+    """Seed the default generator from the operating system's entropy; returns the seed, as torch's."""
     return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The seed the default generator was last seeded with, as torch's."""
     return default_generator.initial_seed()
 
 
 def get_rng_state() -> Tensor:
+    """The default generator's state, as a ``uint8`` tensor, as torch's (numpy's generator state inside)."""
     return default_generator.get_state()
 
 
 def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from ``get_rng_state()``'s tensor, as torch's."""
     default_generator.set_state(new_state)
 
 

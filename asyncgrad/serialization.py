@@ -1,18 +1,6 @@
 """``ag.save`` / ``ag.load``: tensors and (nested) state dicts in a format that holds no code.
 
-torch.save pickles, and unpickling runs whatever the file says; torch.load now defaults to
-``weights_only=True`` to refuse that. Here there is no pickle at all, so there is nothing to
-refuse: a file is a zip archive with
-
-* ``asyncgrad/structure.json``: the format name and version, and the saved object as tagged
-  JSON (dicts keep their key types and order, tuples stay tuples, tensors are references);
-* ``asyncgrad/data/N.npy``: one array per distinct tensor, read back with
-  ``allow_pickle=False``.
-
-Note [What a save keeps]: values, dtype, device, ``requires_grad`` and whether a tensor was a
-``Parameter``; the same tensor object saved twice (tied weights) comes back as one object.
-Views are saved as copies of what they show: memory shared between *different* tensors is
-not kept. ``OrderedDict`` stays ordered; other dict subclasses (``Counter``) load as ``dict``.
+Design: docs/design/serialization.md.
 """
 
 from __future__ import annotations
@@ -29,6 +17,12 @@ import numpy as np
 from asyncgrad.devices import device as as_device
 from asyncgrad.nn.parameter import Parameter
 from asyncgrad.tensor import Tensor
+
+# Note [What a save keeps]: values, dtype, device, ``requires_grad`` and whether a tensor was a
+# ``Parameter``; the same tensor object saved twice (tied weights) comes back as one object.
+# Views are saved as copies of what they show: memory shared between *different* tensors is
+# not kept. ``OrderedDict`` stays ordered; other dict subclasses (``Counter``) load as ``dict``.
+
 
 FORMAT = "asyncgrad"
 VERSION = 1
@@ -102,7 +96,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], ids: dict[int, int], where: str)
     if isinstance(obj, float):
         return {"float": repr(obj)} if not np.isfinite(obj) else obj
     if isinstance(obj, Tensor):
-        if id(obj) not in ids:
+        if id(obj) not in ids:  # a tensor saved twice is one array (Note [What a save keeps])
             ids[id(obj)] = len(arrays)
             arrays.append(_host_array(obj.device.to_host(obj.data), where))  # an explicit copy off a device
         return {"tensor": ids[id(obj)], "device": str(obj.device), "requires_grad": obj.requires_grad,

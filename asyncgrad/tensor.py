@@ -138,6 +138,14 @@ def _rebuild_tensor(cls: type, array: np.ndarray, device: str, requires_grad: bo
 
 
 class Tensor:
+    """An n-dimensional array on a device, with torch's autograd state.
+
+    Made by ``ag.tensor(...)``, the factories and the ops, not by calling ``Tensor`` directly.
+    It holds its device's array (numpy on ``cpu``), ``requires_grad``, ``grad``, ``grad_fn`` (the
+    ``Node`` that made it) and a version counter for in-place checks. Its operators and methods are
+    torch's; the ones that run the engine, ``backward`` first, return awaitables:
+    ``await loss.backward()``."""
+
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_counter", "_extra",
                  "__weakref__")
     __array_priority__ = 1000
@@ -183,19 +191,16 @@ class Tensor:
 
         Note [A version counter made when first asked for]: a result ``record`` makes starts with no
         counter (``_counter`` None): most results of a long chain are only ever read by the next op,
-        and a list per result was a fourth object per node for Python's cyclic collector to track
-        (~730 instructions each, W1). Every reader of the counter goes through this property,
+        and a list per result was a fourth object per node for Python's cyclic collector to track.
+        Every reader of the counter goes through this property,
         which makes it then (``[0]``, a plain one: the recorded result's, inference or not, as
         ``record`` stored before) and keeps it, so it is the same object from then on, shared by
         whatever asked: a view, a detach, a saved tensor, an in-place op's bump. Nothing can have
         bumped or shared a counter nobody has asked for, so it is at version 0, as a fresh one is.
         Only ``record``, ``Tensor._make`` and ``__init__`` write ``_counter``; everything else
-        reads and writes ``_vc``. W1 forward (N=30,000): 22,391 -> 22,235 instructions per node with
-        GC, 19,445 -> 19,280 without: less than the collector's share suggested, as a chain's results
-        die young (the next op replaces them) and their lists with them, so the collector rarely met
-        them; what is saved is making and freeing the list. A result that keeps its own counter
-        (tanh's, saved in its node) still makes one; making that one an untracked ``{0: 0}`` instead
-        measured 22,214 with GC but 19,395 without, so it was not kept."""
+        reads and writes ``_vc`` (``python -m benchmarks.instructions W1`` shows the forward's
+        per-node cost). A result that keeps its own counter (tanh's, saved in its node) still
+        makes one."""
         vc = self._counter
         if vc is None:
             vc = self._counter = [0]
@@ -588,14 +593,12 @@ def _set_data(tensor: Tensor, value: Any) -> None:
 
     Note [The data slot]: the slot ``_data`` holds the device array; ``data`` is a property over
     it whose getter is the slot's C getter (``member_descriptor.__get__``), so only assignments pay
-    for a Python call. A read through the property still costs about 530 instructions more than
-    a read of the slot (cachegrind: ``y.data`` 744 against ``y._data`` 215 with the statement's
-    own lookups; Python 3.11 specializes a slot read, not a property), so this module and the
-    hottest op paths (the number fast paths of ops/elementwise.py, the unary ops) read ``_data``:
-    ``t * 2.0`` reads it twice. Writes, likewise, assign the slot (``t._data = x``), not the
-    property nor the slot descriptor's ``__set__`` called from Python: that call cost 590
-    instructions more per tensor made (callgrind: 840 against 253 for the statement with its
-    loop), and every op's result is made so."""
+    for a Python call. A read through the property still costs more than a read of the slot
+    (Python 3.11 specializes a slot read, not a property), so this module and the hottest op paths
+    (the number fast paths of ops/elementwise.py, the unary ops) read ``_data``: ``t * 2.0`` reads
+    it twice. Writes, likewise, assign the slot (``t._data = x``), not the property nor the slot
+    descriptor's ``__set__`` called from Python, since every op's result is made so
+    (``python -m benchmarks.instructions W1``)."""
     if isinstance(value, Tensor):
         if value.device is not tensor.device:
             raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "

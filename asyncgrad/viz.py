@@ -21,6 +21,8 @@ from asyncgrad.tensor import Tensor
 if TYPE_CHECKING:
     import graphviz
 
+__all__ = ["draw"]
+
 _ROOT_COLOR = "darkolivegreen1"
 _LEAF_COLOR = "lightblue"
 _SAVED_COLOR = "orange"

@@ -1,5 +1,5 @@
 """`python -m benchmarks`: run the workloads for every framework, print the
-markdown report, optionally splice it into a README."""
+markdown report, optionally splice it into the site's benchmarks page and its summary into the README."""
 
 from __future__ import annotations
 
@@ -29,11 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="measured repeats (default 5; 1 with --quick)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps before them")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per worker process")
-    parser.add_argument("--readme", type=Path, help="replace the bench:start/end section of this file")
+    parser.add_argument("--page", type=Path, help="replace the bench:start/end section of this page with the report "
+                        "(docs/benchmarks.md)")
+    parser.add_argument("--readme", type=Path, help="replace the bench:start/end section of this file with the "
+                        "report's summary (README.md)")
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
-    if args.readme:
-        report.readme_section(args.readme)  # fail before the long run, not after
+    for path in (args.page, args.readme):
+        if path:
+            report.readme_section(path)  # fail before the long run, not after
 
     facts = report.machine_facts()
     skipped: dict[str, str] = {}
@@ -61,8 +65,11 @@ def main(argv: list[str] | None = None) -> int:
 
     markdown = report.render(results, facts, skipped, repeats, args.warmup)
     print(markdown)
+    if args.page:
+        report.splice_readme(args.page, markdown)
     if args.readme:
-        report.splice_readme(args.readme, markdown)
+        page = (args.page or Path("docs/benchmarks.md")).as_posix()
+        report.splice_readme(args.readme, report.summary(markdown, page))
     return 1 if mismatches else 0
 
 

@@ -1,5 +1,9 @@
-"""The markdown report: machine facts, one table per workload, notes; and
-splicing it into a README between markers."""
+"""The markdown report: machine facts, one table per workload, notes; splicing it into a page
+between markers; and the README's summary of it.
+
+``python -m benchmarks --page docs/benchmarks.md --readme README.md`` measures, writes the whole
+report into the site's benchmarks page and its summary into the README; ``python -m benchmarks.report``
+writes the summary again from the page alone (tests/docs_and_examples/test_readme.py checks that the two agree)."""
 
 from __future__ import annotations
 
@@ -114,7 +118,7 @@ def render(
 
 
 def readme_section(path: Path) -> tuple[str, int, int]:
-    """The README's text and where its bench section lies; exits when the markers are missing."""
+    """A page's text and where its bench section lies; exits when the markers are missing."""
     text = path.read_text()
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
@@ -126,3 +130,54 @@ def splice_readme(path: Path, markdown: str) -> None:
     """Replace what lies between the markers in `path` with `markdown`."""
     text, start, end = readme_section(path)
     path.write_text(text[:start] + "\n" + markdown + text[end:])
+
+
+def section(path: Path) -> str:
+    """What lies between the markers in `path`."""
+    text, start, end = readme_section(path)
+    return text[start:end].strip("\n") + "\n"
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def summary(report: str, page: str = "docs/benchmarks.md") -> str:
+    """The README's summary of a whole report: asyncgrad against torch on each workload's first metric,
+    one row per size, under the report's measurement line (its date and machine)."""
+    lines = report.splitlines()
+    measured = next((line for line in lines if line.startswith("Measured ")), "Measured on an unknown machine.")
+    rows = ["| workload | size | metric | asyncgrad | torch | asyncgrad / torch |", "|---|---|---|---|---|---|"]
+    title = metric = ""
+    ours: dict[str, str] = {}
+    for line in lines:
+        if line.startswith("**W"):
+            title, ours = line.split("**")[1], {}
+        elif line.startswith("| ") and "| framework |" in line:
+            metric = _cells(line)[2]
+        elif line.startswith("| ") and title:
+            size, framework, first, *_, ratio = _cells(line)
+            median = first.split(" (")[0]
+            if framework == "asyncgrad":
+                ours[size] = median
+            elif framework == "torch" and size in ours:
+                rows.append(f"| {title} | {size} | {metric} | {ours[size]} | {median} | {ratio} |")
+    return (f"{measured.split(';')[0].rstrip('.')}; medians, float64; the last column below 1 means asyncgrad "
+            f"is faster. The whole report, with the other frameworks and the spread of each cell, is in "
+            f"[{page}]({page}).\n\n" + "\n".join(rows) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.report [--page P] [--readme R]``: the README's summary again, from the page."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=main.__doc__)
+    parser.add_argument("--page", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    args = parser.parse_args(argv)
+    splice_readme(args.readme, summary(section(args.page), args.page.as_posix()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -56,8 +56,11 @@ __all__ = [
 
 def _public() -> dict[str, Any]:
     """The names of ``__all__`` (Note [A namespace over the low layers])."""
+    # submodules as ``import ... as``: ``from asyncgrad.autograd import graph`` asks this module's
+    # ``__getattr__`` for the name before it imports the submodule, which would recurse here
+    import asyncgrad.autograd.graph as graph
+    import asyncgrad.autograd.profiler as profiler
     from asyncgrad import functional
-    from asyncgrad.autograd import graph, profiler
     from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable

@@ -19,12 +19,11 @@ ANOMALY_USED = [False]
 it is off without reading ``anomaly_enabled`` (Note [Anomaly mode read once it was used])."""
 
 # Note [Anomaly mode read once it was used]: every recorded node asks whether anomaly mode is on, to
-# keep the forward's traceback. A context-variable read is ~400 instructions (cachegrind); this list
-# read is ~60, and it stays exact: the flag is set before the first ``anomaly_enabled.set((True, ..))``
-# and never cleared, so a False flag means no context anywhere has the mode on. Whoever switches the
-# mode on must set it (``_switch_on``).
-# W1 forward (cachegrind, /work/wt/cntf.sh, N=6000, with GC), together with ``record`` numbering
-# nodes by the counter's bound ``__next__``: 26,892 -> 26,287 instructions per node.
+# keep the forward's traceback. ``record`` reads this list, much cheaper than the context variable
+# (``python -m benchmarks.instructions W1`` shows the forward's per-node cost), and the answer stays
+# exact: the flag is set before the first ``anomaly_enabled.set((True, ..))`` and never cleared, so a
+# False flag means no context anywhere has the mode on. Whoever switches the mode on must set it
+# (``_switch_on``, called by ``set_detect_anomaly`` and ``detect_anomaly``).
 
 
 def _switch_on() -> None:
@@ -35,6 +34,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly mode is on in the current context (torch's ``is_anomaly_enabled``)."""
     return anomaly_enabled.get()[0]
 
 

@@ -487,12 +487,21 @@ async def call_plain(fn: Callable, *args: Any) -> Any:
 
 def backward_sync(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,
                   create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
+    """The blocking form of ``ag.backward``, for code that cannot await.
+
+    In a plain script (no running loop) it runs the backward at once; inside plain code that the engine
+    runs (a plain ``def`` backward, a hook, a function given to ``gradcheck`` or ``checkpoint``) it reenters
+    the running engine, as torch's reentrant backward does. Elsewhere inside a running loop it raises and
+    says to ``await ag.backward(...)``. Arguments as ``ag.backward``."""
     require_asyncio("backward_sync()")
     run_sync(_backward, tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
 
 
 def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any = None,
               retain_graph: bool | None = None, create_graph: bool = False, **kwargs: Any) -> tuple:
+    """The blocking form of ``ag.grad``, for code that cannot await; returns the tuple of gradients.
+
+    Where it may run is as for ``backward_sync``. Arguments as ``ag.grad``."""
     require_asyncio("grad_sync()")
     if not kwargs.pop("only_inputs", True):
         _warn_only_inputs()

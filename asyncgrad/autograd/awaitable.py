@@ -1,50 +1,4 @@
-"""What ``backward()`` and ``grad()`` return: an awaitable that cannot be silently forgotten.
-
-Note [Await or not]: ``t.backward()``, ``ag.backward()`` and ``ag.grad()`` return an
-``EngineCall``. Awaited, it is the engine's coroutine and nothing more (``await`` drives the
-inner coroutine directly: no task, no future, no wrapper frame per suspension). Not awaited,
-it still never lets a backward be skipped silently:
-
-* No event loop running in this thread (a plain script, a kernel thread), or plain code that a
-  backward runs on the loop (a plain-def backward or a hook, inline in its server, a greenback
-  portal): the call runs to completion at once, as ``backward_sync`` does, and returns an
-  already finished ``EngineCall``; errors are raised by the call itself.
-* Inside a running asyncio loop, an ``EngineCall`` that nobody awaits or hands to a task within
-  two loop iterations is started as a background task (``_promote``). Until then it is
-  *fresh*; from then on it is *in the background* until it finishes. While a fresh, running
-  or failed un-awaited call exists on this loop, the next use of what it should have produced
-  raises a ``RuntimeError`` that says to ``await`` it: ``.grad`` of any tensor, ``Optimizer.step()``
-  and ``zero_grad()``; the next ``backward()``/``grad()`` call raises for one in the background
-  (not for a fresh one: ``asyncio.gather(a.backward(), b.backward())`` creates both before
-  either starts). A fresh call reported that way is closed (it never runs); a failed one is
-  reported once, its exception chained as the cause, and logged through the loop's exception
-  handler the moment it fails so that it is never lost. One whose loop stopped before it
-  finished is reported at the next use anywhere, through the loop's exception handler when
-  the loop's shutdown cancels it (``asyncio.run`` does), and as a ``RuntimeWarning`` at exit
-  if nothing used it since (the loop closed before it ran: no callback is left to say so).
-  Code inside a backward (hooks, nodes) is exempt. Indexing, unpacking or ``len()`` of a call
-  (``ag.grad(...)[0]``) raises a ``TypeError`` that says to await, and closes a fresh call.
-
-The checks cost one truth test of the module-level set ``pending`` (empty unless something is
-pending), so ``.grad`` stays a cheap read.
-
-Two loop iterations, because ``asyncio.gather``/``ensure_future``/``wait_for``/anyio task
-groups wrap the object in a task whose first step is scheduled after our first check: the
-check looks a second time, after that step has started it.
-
-Note [One sweep per loop iteration]: a call does not schedule its own check. A loop has at
-most one ``_sweep`` queued; a call created while none is queued queues one. The sweep gathers
-the calls of its loop still fresh and queues their second look (``_promote_fresh``), which
-promotes those still fresh. A call created while a sweep is queued is seen by that sweep, which
-runs after it was created, and a task that ``gather`` made for it in the same step was queued
-before the sweep queued the second look, so the second look always comes after that task's
-first step. An awaited call leaves ``pending`` in ``__await__``, before any sweep, so a loop
-that awaits backward after backward without yielding queues one sweep in all, not one callback
-per call. Measured with a trivial coroutine in place of the engine's, 100,000 calls without
-yielding: 1.1 µs a call through the wrapper with one sweep, 4.0-5.7 µs with a callback per call,
-0.16 µs awaiting the coroutine itself. A backward that yields pays one sweep, about 2 µs
-(``benchmarks/await_overhead.py`` compares whole backward calls across source trees).
-"""
+"""What ``backward()`` and ``grad()`` return: an awaitable that cannot be silently forgotten."""
 
 from __future__ import annotations
 
@@ -57,6 +11,50 @@ from typing import Any, Coroutine, Generator, TypeVar
 import sniffio
 
 from asyncgrad.graph.node import current_graph_task
+
+# Note [Await or not]: ``t.backward()``, ``ag.backward()`` and ``ag.grad()`` return an
+# ``EngineCall``. Awaited, it is the engine's coroutine and nothing more (``await`` drives the
+# inner coroutine directly: no task, no future, no wrapper frame per suspension). Not awaited,
+# it still never lets a backward be skipped silently:
+#
+# * No event loop running in this thread (a plain script, a kernel thread), or plain code that a
+#   backward runs on the loop (a plain-def backward or a hook, inline in its server, a greenback
+#   portal): the call runs to completion at once, as ``backward_sync`` does, and returns an
+#   already finished ``EngineCall``; errors are raised by the call itself.
+# * Inside a running asyncio loop, an ``EngineCall`` that nobody awaits or hands to a task within
+#   two loop iterations is started as a background task (``_promote``). Until then it is
+#   *fresh*; from then on it is *in the background* until it finishes. While a fresh, running
+#   or failed un-awaited call exists on this loop, the next use of what it should have produced
+#   raises a ``RuntimeError`` that says to ``await`` it: ``.grad`` of any tensor, ``Optimizer.step()``
+#   and ``zero_grad()``; the next ``backward()``/``grad()`` call raises for one in the background
+#   (not for a fresh one: ``asyncio.gather(a.backward(), b.backward())`` creates both before
+#   either starts). A fresh call reported that way is closed (it never runs); a failed one is
+#   reported once, its exception chained as the cause, and logged through the loop's exception
+#   handler the moment it fails so that it is never lost. One whose loop stopped before it
+#   finished is reported at the next use anywhere, through the loop's exception handler when
+#   the loop's shutdown cancels it (``asyncio.run`` does), and as a ``RuntimeWarning`` at exit
+#   if nothing used it since (the loop closed before it ran: no callback is left to say so).
+#   Code inside a backward (hooks, nodes) is exempt. Indexing, unpacking or ``len()`` of a call
+#   (``ag.grad(...)[0]``) raises a ``TypeError`` that says to await, and closes a fresh call.
+#
+# The checks cost one truth test of the module-level set ``pending`` (empty unless something is
+# pending), so ``.grad`` stays a cheap read.
+#
+# Two loop iterations, because ``asyncio.gather``/``ensure_future``/``wait_for``/anyio task
+# groups wrap the object in a task whose first step is scheduled after our first check: the
+# check looks a second time, after that step has started it.
+
+# Note [One sweep per loop iteration]: a call does not schedule its own check. A loop has at
+# most one ``_sweep`` queued; a call created while none is queued queues one. The sweep gathers
+# the calls of its loop still fresh and queues their second look (``_promote_fresh``), which
+# promotes those still fresh. A call created while a sweep is queued is seen by that sweep, which
+# runs after it was created, and a task that ``gather`` made for it in the same step was queued
+# before the sweep queued the second look, so the second look always comes after that task's
+# first step. An awaited call leaves ``pending`` in ``__await__``, before any sweep, so a loop
+# that awaits backward after backward without yielding queues one sweep in all, not one callback
+# per call; a backward that yields pays one sweep (``python -m benchmarks.await_overhead``
+# compares whole backward calls across source trees).
+
 
 _get_running_loop = asyncio._get_running_loop
 _getframe = sys._getframe

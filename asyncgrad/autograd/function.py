@@ -1,18 +1,6 @@
 """Custom autograd functions: ``ag.Function`` with ``forward(ctx, ...)`` and ``backward(ctx, ...)``.
 
-The node recorded for ``MyFn.apply`` is also its ``ctx`` (as in torch, ``MyFnBackward``).
-A backward may be a plain ``def`` or an ``async def``. An ``async def`` backward runs as a
-task of its own on the loop (itself a greenback portal); a plain one runs in the device's
-executor when it is large and a thread is free, and otherwise inline in its device's server,
-which is a greenback portal (Note [Servers] in engine/worker.py). Either kind may run a
-reentrant ``ag.backward``/``ag.grad`` (awaited, or ``*_sync`` from a plain backward) without
-stalling its device's queue: a suspended server has a helper serve it meanwhile.
-
-When the backward call it belongs to is cancelled or fails, an ``async def`` backward gets
-``CancelledError`` at its ``await``, and the caller sees the exception only once it has ended
-(Note [Wind-down] in engine/scope.py): let it propagate. A plain one running in a kernel
-thread is abandoned and finishes into the void; a ``backward_sync`` it calls afterwards raises
-(Note [Cancellation]). Any exception a backward raises reaches the caller as it was raised.
+Design: docs/design/custom-functions.md.
 """
 
 from __future__ import annotations

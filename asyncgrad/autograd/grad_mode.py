@@ -22,6 +22,7 @@ grad_enabled = contextvars.ContextVar("asyncgrad_grad_enabled", default=True)
 
 
 def is_grad_enabled() -> bool:
+    """Whether gradient recording is on in the current context (per asyncio task, unlike torch's per thread)."""
     return grad_enabled.get()
 
 
@@ -228,6 +229,7 @@ inference_enabled = contextvars.ContextVar("asyncgrad_inference_mode", default=F
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether an ``inference_mode()`` block is active in the current context."""
     return inference_enabled.get()
 
 

@@ -9,7 +9,7 @@ names are here too, so that ``from asyncgrad.autograd.graph import Node`` keeps 
 from __future__ import annotations
 
 from asyncgrad.autograd.accumulate import get_gradient_edge
-from asyncgrad.graph.node import (
+from asyncgrad.graph.node import (  # noqa: F401  (the record's other names, at their old import path)
     NO_EDGE,
     RELEASED,
     SECOND_BACKWARD,
@@ -36,10 +36,8 @@ from asyncgrad.graph.node import (
     split_edges,
 )
 
-__all__ = [
-    "NO_EDGE", "RELEASED", "SECOND_BACKWARD", "Edge", "GradientEdge", "GraphRoot", "Node", "NodeHooks", "Placement",
-    "RemovableHandle", "add_hook", "allow_mutation_on_saved_tensors", "current_graph_task",
-    "disable_saved_tensors_hooks", "get_gradient_edge", "hook_name", "hooks_in_use", "increment_version",
-    "portal_needed", "register_multi_grad_hook", "save_on_cpu", "saved_hooks", "saved_hooks_disabled",
-    "saved_tensors_hooks", "split_edges",
+__all__ = [  # the public graph module: torch.autograd.graph's names, and asyncgrad's Edge, GraphRoot, handles
+    "Edge", "GradientEdge", "GraphRoot", "Node", "RemovableHandle", "allow_mutation_on_saved_tensors",
+    "disable_saved_tensors_hooks", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
+    "save_on_cpu", "saved_tensors_hooks",
 ]

@@ -1,40 +1,6 @@
 """``ag.autograd.profiler``: torch.autograd.profiler's shape over asyncgrad's forward ops and backward nodes.
 
-``with ag.autograd.profiler.profile(record_shapes=True, profile_memory=True) as prof:`` records,
-in its context only (Note [Recording is per task] in asyncgrad/profiler.py):
-
-* every forward op, as torch's ``aten::`` name (``aten::mul``), with its node's ``sequence_nr``
-  (-1 when it recorded no node) and, asked for, its inputs' shapes and the bytes its result took
-  (Note [Forward ops reach the profiler through record] in autograd/recorder.py);
-* every factory (``aten::rand``), holding an ``aten::empty`` event for its result's allocation, as
-  torch's factories call ``empty``;
-* every ``record_function("name")`` range, with the memory allocated and freed while it was open;
-* every node run by a backward pass started in the block, named after the node (``MulBackward0``)
-  with the ``sequence_nr`` of the forward op that recorded it.
-
-Note [When a forward op started]: an op reaches the profiler when it returns (``record`` is called
-with its result), and no op pays for a clock read on entry. Its interval ends there and starts
-as long before as the thread's CPU time (``time.thread_time``) grew since the previous event the
-profile saw on that thread (an op, a range's entry or exit, the profile's start), but never before
-that event: Python run between two ops counts in the second, time spent waiting (an awaited sleep,
-the loop idle) counts in none. Intervals on one thread thus nest or are disjoint, as
-``EventList._populate_cpu_children`` requires; times are microseconds from the profile's start.
-
-Memory (``profile_memory=True``): an op that allocates its result (not a view) counts the result's
-bytes, and so does every range open in its context; a result freed while the profile runs counts
-its bytes negatively in the ranges open where it was freed. Only results made during the profile
-are followed; torch's ``[memory]`` events for frees outside any range are not made.
-
-Note [Profiler arguments that record nothing]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-``profile`` takes all of torch's keywords so that torch code runs unchanged, but these change
-nothing: ``with_flops`` (no op counts its FLOPs: every event's ``flops`` stays 0 and the table
-has no FLOPs column; ``EventList`` keeps the flag only to pass it on, as torch's does),
-``with_stack`` and ``with_modules`` (no Python stack or module hierarchy is attached to an
-event), ``use_kineto``, ``experimental_config``, ``acc_events`` and ``custom_trace_id_callback``
-(there is one recorder, no Kineto), and ``use_cpu`` (host events are always recorded; torch
-refuses ``use_cpu=False`` without Kineto). ``use_cuda``/``use_device`` other than ``cpu`` warn
-and are dropped: device kernels are timed only as the host sees them.
+Design: docs/design/autograd-profiler.md.
 """
 
 from __future__ import annotations
@@ -51,6 +17,31 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
+
+# Note [When a forward op started]: an op reaches the profiler when it returns (``record`` is called
+# with its result), and no op pays for a clock read on entry. Its interval ends there and starts
+# as long before as the thread's CPU time (``time.thread_time``) grew since the previous event the
+# profile saw on that thread (an op, a range's entry or exit, the profile's start), but never before
+# that event: Python run between two ops counts in the second, time spent waiting (an awaited sleep,
+# the loop idle) counts in none. Intervals on one thread thus nest or are disjoint, as
+# ``EventList._populate_cpu_children`` requires; times are microseconds from the profile's start.
+#
+# Memory (``profile_memory=True``): an op that allocates its result (not a view) counts the result's
+# bytes, and so does every range open in its context; a result freed while the profile runs counts
+# its bytes negatively in the ranges open where it was freed. Only results made during the profile
+# are followed; torch's ``[memory]`` events for frees outside any range are not made.
+
+# Note [Profiler arguments that record nothing]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``profile`` takes all of torch's keywords so that torch code runs unchanged, but these change
+# nothing: ``with_flops`` (no op counts its FLOPs: every event's ``flops`` stays 0 and the table
+# has no FLOPs column; ``EventList`` keeps the flag only to pass it on, as torch's does),
+# ``with_stack`` and ``with_modules`` (no Python stack or module hierarchy is attached to an
+# event), ``use_kineto``, ``experimental_config``, ``acc_events`` and ``custom_trace_id_callback``
+# (there is one recorder, no Kineto), and ``use_cpu`` (host events are always recorded; torch
+# refuses ``use_cpu=False`` without Kineto). ``use_cuda``/``use_device`` other than ``cpu`` warn
+# and are dropped: device kernels are timed only as the host sees them.
+
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "format_time", "profile",
            "record_function"]

@@ -1,21 +1,7 @@
 """Where the profilers plug into the layers below them: the recorder of the current context, and
 the one flag that ``record`` (ops/_node.py) and the factories test before telling it about an op.
 
-Note [Forward ops reach the profiler through record]: ``ag.autograd.profiler.profile`` records
-the forward ops run in its context as torch's ``aten::`` events. Every differentiable op returns
-through ``record`` and every factory through ``factories._leaf``, so these two places are the
-only ones that report an op; they pay one truth test of ``PROFILING`` (the profiles open
-anywhere in the process) when no profile is open, and only then look up the context's recorder
-(``current_recorder``, the same variable that backward passes record through: Note [Recording is
-per task] in asyncgrad/profiler.py). A recorder is a ``profile`` (``ag.profiler.trace`` is one):
-the engine's ``record`` and ``timed``, and ``record_op``, ``record_factory``, ``open_range``, each
-passed on to the recorder it is nested in. This module imports nothing of asyncgrad: the ops and
-the engine both sit above it.
-
-The test costs 91 instructions under cachegrind (``flag[0]`` would cost 142), against about
-26,000 per op of a 10,000-op chain of ``y * 2.0`` with the cyclic GC off; that chain, measured
-before and after the test went in, differed by less than the 1,000 instructions per op that two
-heap layouts (hash seeds) alone move it by.
+Design: docs/design/profiler-plumbing.md.
 """
 
 from __future__ import annotations
@@ -23,6 +9,18 @@ from __future__ import annotations
 import contextvars
 import re
 from typing import Any
+
+# Note [Forward ops reach the profiler through record]: ``ag.autograd.profiler.profile`` records
+# the forward ops run in its context as torch's ``aten::`` events. Every differentiable op returns
+# through ``record`` and every factory through ``factories._leaf``, so these two places are the
+# only ones that report an op; they pay one truth test of ``PROFILING`` (the profiles open
+# anywhere in the process) when no profile is open, and only then look up the context's recorder
+# (``current_recorder``, the same variable that backward passes record through: Note [Recording is
+# per task] in asyncgrad/profiler.py). A recorder is a ``profile`` (``ag.profiler.trace`` is one):
+# the engine's ``record`` and ``timed``, and ``record_op``, ``record_factory``, ``open_range``, each
+# passed on to the recorder it is nested in. This module imports nothing of asyncgrad: the ops and
+# the engine both sit above it.
+
 
 current_recorder: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_profiler", default=None)
 """The profiler (``asyncgrad.profiler.trace`` or ``ag.autograd.profiler.profile``) that a backward

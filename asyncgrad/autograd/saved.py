@@ -157,7 +157,7 @@ _OUTPUT = object()
 
 
 def _pack(saved: SavedTensor, tensor: Tensor, is_output: bool, hooks: tuple) -> None:
-    """Note [Packed saved tensors]: keep ``pack(tensor)`` instead of the tensor."""
+    """Keep ``pack(tensor)`` instead of the tensor (Note [Packed saved tensors])."""
     pack, unpack = hooks
     version = tensor._vc[0]
     token = grad_enabled.set(False)

@@ -1,39 +1,5 @@
 """Array backends: which array library computes on a device, and the few primitives the
 Python Array API standard has no word for.
-
-Note [One array backend per device]: ops are written against the Array API standard, through
-``device.backend.xp``; the device, not the op, decides which library that is:
-
-* ``cpu``: numpy itself (numpy 2 implements the standard; using the module directly costs
-  nothing on the per-op path, where a compatibility wrapper would).
-* ``sim:N``: ``array_api_strict``, a deliberately minimal implementation with arrays of its
-  own type on devices of its own. An op that calls numpy on device data, uses a numpy-only
-  method (``a.sum()``, ``a.astype``) or mixes numpy scalars in fails on ``sim`` in CI, exactly
-  where it would break on CuPy, which no CI machine has.
-* ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
-
-asyncgrad's dtypes stand for numpy dtypes on every device (``Tensor.dtype`` maps the numpy dtype
-a backend gives to its interned asyncgrad dtype: Note [Dtypes are numpy dtypes underneath] in
-dtypes.py); a backend converts them to its library's dtype objects (``native_dtype``) and back to
-numpy's (``dtype``). Host values enter
-and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
-
-What the standard lacks, each backend supplies in its own library's terms: numpy-style
-indexing (``getitem``/``setitem``: integer arrays mixed with slices, boolean masks),
-scatter-add (``index_add``), and memory: views that share their base's memory (``view``,
-``broadcast_view``), layout-keeping copies (``copy``), strides and addresses for torch's overlap
-checks and for finding a view's elements in its base (``view_index``). The strict backend
-implements them as the simulated device's own kernels, on the numpy array inside its arrays: the
-one place that may look inside.
-
-Note [Views share memory on every device]: a torch view and its base are one memory, so an
-in-place write through either is seen by the other. The standard promises no such thing (an
-array_api_strict operation returns a new array, which may or may not share memory), so view ops
-do not use ``xp.reshape``/``xp.permute_dims`` but ``backend.view(array, fn, *args)``: ``fn`` runs
-on the array's native storage (a numpy ndarray on cpu and inside a strict array, a CuPy ndarray
-on cuda) using only what numpy and CuPy ndarrays share (``reshape``, ``transpose``, ``swapaxes``,
-``T``, basic indexing, the ``shape`` setter), and its result, a numpy/CuPy view, is handed back
-as this device's array over the same memory.
 """
 
 from __future__ import annotations
@@ -45,6 +11,41 @@ import numpy as np
 
 from asyncgrad.devices import special
 from asyncgrad.devices.buffers import CACHE, owns_slab
+
+# Note [One array backend per device]: ops are written against the Array API standard, through
+# ``device.backend.xp``; the device, not the op, decides which library that is:
+#
+# * ``cpu``: numpy itself (numpy 2 implements the standard; using the module directly costs
+#   nothing on the per-op path, where a compatibility wrapper would).
+# * ``sim:N``: ``array_api_strict``, a deliberately minimal implementation with arrays of its
+#   own type on devices of its own. An op that calls numpy on device data, uses a numpy-only
+#   method (``a.sum()``, ``a.astype``) or mixes numpy scalars in fails on ``sim`` in CI, exactly
+#   where it would break on CuPy, which no CI machine has.
+# * ``cuda:N``: CuPy through ``array_api_compat``, inside its own device.
+#
+# asyncgrad's dtypes stand for numpy dtypes on every device (``Tensor.dtype`` maps the numpy dtype
+# a backend gives to its interned asyncgrad dtype: Note [Dtypes are numpy dtypes underneath] in
+# dtypes.py); a backend converts them to its library's dtype objects (``native_dtype``) and back to
+# numpy's (``dtype``). Host values enter
+# and leave a device only through ``from_host`` and ``to_host``: nothing converts silently.
+#
+# What the standard lacks, each backend supplies in its own library's terms: numpy-style
+# indexing (``getitem``/``setitem``: integer arrays mixed with slices, boolean masks),
+# scatter-add (``index_add``), and memory: views that share their base's memory (``view``,
+# ``broadcast_view``), layout-keeping copies (``copy``), strides and addresses for torch's overlap
+# checks and for finding a view's elements in its base (``view_index``). The strict backend
+# implements them as the simulated device's own kernels, on the numpy array inside its arrays: the
+# one place that may look inside.
+
+# Note [Views share memory on every device]: a torch view and its base are one memory, so an
+# in-place write through either is seen by the other. The standard promises no such thing (an
+# array_api_strict operation returns a new array, which may or may not share memory), so view ops
+# do not use ``xp.reshape``/``xp.permute_dims`` but ``backend.view(array, fn, *args)``: ``fn`` runs
+# on the array's native storage (a numpy ndarray on cpu and inside a strict array, a CuPy ndarray
+# on cuda) using only what numpy and CuPy ndarrays share (``reshape``, ``transpose``, ``swapaxes``,
+# ``T``, basic indexing, the ``shape`` setter), and its result, a numpy/CuPy view, is handed back
+# as this device's array over the same memory.
+
 
 _SPECIAL_CHUNK = 16384
 """Elements per chunk of a special function (Note [Special functions in chunks]): 128 KiB of float64."""
@@ -139,11 +140,9 @@ class ArrayBackend:
     # Note [Reductions without numpy's wrappers]: ``np.sum``, ``np.max`` and ``np.any`` are Python
     # functions (``_wrapreduction``) that end in ``np.add.reduce``, ``np.maximum.reduce`` and
     # ``np.logical_or.reduce`` for an ndarray: calling the ufunc's ``reduce`` directly is the same
-    # computation, bit for bit, without 2 µs of Python per call, which on the small arrays of a
-    # loss or a bias gradient is most of the call (np.sum of a (64, 10) array: 3.1 -> 1.0 µs).
-    # W3's cross_entropy on (64, 10) logits (five reductions in the forward): 87 -> 73 µs, in-process
-    # min of 2,000 calls; MLP training step (benchmarks.train_loop), loss phase 171 -> 148 µs, and
-    # four reductions in its backward. The other backends call their namespace's functions.
+    # computation, bit for bit, without the wrapper's Python, which on the small arrays of a loss or
+    # a bias gradient is most of the call (``python -m benchmarks.train_loop`` shows the loss phase).
+    # The other backends call their namespace's functions.
     def sum(self, array: Any, axis: Any = None, keepdims: bool = False) -> Any:
         """``xp.sum(array, axis=axis, keepdims=keepdims)``."""
         return np.add.reduce(array, axis=axis, keepdims=keepdims)
@@ -161,7 +160,7 @@ class ArrayBackend:
 
         Note [Branchless zero_where]: numpy's ``where`` branches per element, so on a mask with no
         pattern (relu's on activations, max pooling's argmax) it mispredicts half the time and runs
-        ~10x slower than a multiply; ``array * ~cond`` is branchless but turns an inf or NaN
+        far slower than a multiply; ``array * ~cond`` is branchless but turns an inf or NaN
         gradient under a false mask into NaN where torch gives 0. So the float's bits are ANDed
         with a mask of all ones (keep) or all zeros (+0.0): exact, and three branchless passes.
         Other backends use ``xp.where`` (on a GPU it does not branch)."""
@@ -193,7 +192,7 @@ class ArrayBackend:
         its argument. Past malloc's thresholds (128 KiB) each one is fresh memory from the kernel,
         page-faulted in and given back: on a (512, 256) array that costs more than the arithmetic.
         Chunks of ``_SPECIAL_CHUNK`` elements keep every temporary, the float64 copy included, in
-        memory malloc reuses (erf of 131072 float32: 5.6 -> 2.7 ms of CPU time)."""
+        memory malloc reuses."""
         dtype = self.dtype(array)
         f64 = np.dtype(np.float64)
         xp = self.xp
@@ -294,7 +293,7 @@ class ArrayBackend:
         into a recycled buffer (Note [Recycled product buffers] in devices/buffers.py)."""
         return CACHE.matmul(a, b)
 
-    # Note [Views share memory on every device]
+    # numpy views share memory already (Note [Views share memory on every device])
     def view(self, array: Any, fn: Any, *args: Any) -> Any:
         """``fn(native, *args)``, a view of this array's native storage, as an array of this device
         sharing the same memory."""

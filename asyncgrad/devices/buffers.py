@@ -1,38 +1,15 @@
 """Recycled buffers for the cpu's large gradient products.
 
-Note [Recycled product buffers]: a training step makes its weight gradients afresh every step, at
-the same sizes: the backward's matrix products (``mT(x) @ g``) make them, AccumulateGrad steals them
-into ``.grad``, and ``zero_grad`` (set to None) or the end of the step frees them. glibc gives a
-freed buffer of that size back to the kernel once the free top of its heap passes its trim
-threshold (Note [Heap trimming and page faults] in devices/allocator.py), so the next step's
-product writes into fresh pages and faults on each of them: W3's backward paid 520 minor faults a
-step in its two weight gradients (1.6 MB and 512 KB), about 1.1 ms of a 2.6 ms backward.
-
-So a product of at least ``MIN_BYTES`` on the cpu is written (``matmul(out=...)``) into a *slab*
-this cache keeps: a ``_Slab`` (a byte array, its own class so that it is told apart by one type
-check) of exactly the product's size, handed out as a plain ndarray view over all of it
-(``np.ndarray(shape, dtype, buffer=slab)``). The cache holds each slab with one reference; the view
-holds one more, and a view of that view holds the view (numpy stops its base chain at a change of
-type), so a slab whose count is the cache's alone is seen by nothing and may be handed out again;
-its pages are already mapped.
-
-* Ownership: the view is not the owner of its memory in numpy's terms, but it is the only user of
-  its slab's; ``owns_slab`` tells gradient stealing (autograd/ownership.py) and ``owns_memory``
-  so, so a recycled gradient is stolen into ``.grad`` as a fresh one is. A view of the view (the
-  user's ``p.grad[0]``) counts on the view, which then is shared, as a plain array would be.
-* Bound: slabs in use and free together stay within ``LIMIT_BYTES``; a product that would pass it
-  first evicts free slabs (least recently handed out first), else is made the plain way. A free
-  slab is memory the process keeps: ``empty_cache()`` hands every free one back, as
-  ``torch.cuda.empty_cache`` does for torch's caching allocator.
-* Threads: a product may be computed on a kernel thread while the loop computes another (Note
-  [Inter-op parallelism] in engine/worker.py); picking a slab and making its view is done under a
-  lock, so one free slab never goes to two products.
-
-Measured, BLAS at 1 thread: W3's backward in-process (medians of 30 steps, the harness's pattern:
-fresh leaves each step, everything dropped after) 2.58 -> 1.61 ms, minor faults 520 -> 0 a step;
-``python -m benchmarks --only W3`` (three runs, two other jobs on the 2 cores) 0.73x, 0.79x, 0.90x
-torch's step, from 1.07-1.34x; ``benchmarks.train_loop --optimizer adam`` faults 889 -> 0 a step
-(min step 0.98x torch's). The pick costs a lock and a count or two per product of 256 KiB or more.
+Note [Recycled product buffers]: a product of at least ``MIN_BYTES`` on the cpu is written
+(``matmul(out=...)``) into a ``_Slab`` this cache keeps, of exactly the product's size, handed out
+as a plain ndarray view over all of it, so a training step's weight gradients reuse mapped pages
+instead of faulting in fresh ones (Note [Heap trimming and page faults] in devices/allocator.py).
+What must hold: a slab whose reference count is the cache's alone is seen by nothing and may be
+handed out again (numpy stops a view's base chain at a change of type, so a view of the view holds
+the view); ``owns_slab`` tells gradient stealing (autograd/ownership.py) that the view is its slab's
+only user; slabs in use and free stay within ``LIMIT_BYTES`` (free ones evicted least recently
+used first, ``empty_cache()`` hands them all back); a slab is picked under a lock, since products
+run on kernel threads too. The reasoning and the measurements: docs/design/cpu-memory.md.
 """
 
 from __future__ import annotations

@@ -29,6 +29,12 @@ backwards: 1.4 ms in threads against 2.5 ms inline).
 
 
 class Device:
+    """A device: ``cpu`` (numpy), ``sim:N`` (a simulated accelerator on ``array_api_strict``) or
+    ``cuda:N`` (CuPy), with its array backend and its engine settings.
+
+    Made by ``ag.device("sim:0")``; ``str(device)`` is its name. ``type`` and
+    ``index`` are torch's; ``xp`` is the device's Array API namespace."""
+
     __slots__ = ("type", "index", "backend", "xp", "inline_threshold", "num_workers", "_name")
 
     def __init__(self, type: str, index: int | None, backend: ArrayBackend) -> None:

@@ -1,43 +1,40 @@
 """erf, erfc and erfinv in Array API terms, to double precision, on every backend's namespace.
 
-The Array API standard has no error function, numpy has none either, and scipy is no dependency
-of asyncgrad; a Python loop over ``math.erf`` would cost microseconds per element. These
-functions are written once against ``xp`` (numpy on cpu, array_api_strict on sim:N) and compute
-in float64; the backends (devices/backend.py) cast back to the input's dtype, and CuPy's backend
-uses cupyx's kernels instead.
-
-Note [erf to double precision]: piecewise approximations, each accurate to an ulp or two:
-
-* ``|x| < 0.5``: ``erf(x) = x * P(x²)``, ``P`` a Chebyshev series of degree 12 in ``u = x²`` on
-  [0, 0.25] (its coefficients fall to 6e-25: the truncation is far below double precision).
-* ``0.5 <= |x| < 8``: ``erfc(|x|) = exp(-x²) * erfcx(|x|)``, ``erfcx(x) = exp(x²) erfc(x)`` a
-  Chebyshev series on each of [0.5, 2] (degree 22), [2, 4] (20) and [4, 8] (22). ``erfcx`` is
-  entire, so the series converge geometrically; each was checked to 2.3e-16 relative on 3001
-  points against 40-digit values.
-* ``|x| >= 8``: ``erfcx`` from its asymptotic series ``1/(x√π) Σ (-1)^n (2n-1)!!/(2x²)^n``, 17
-  terms: the next is below 4e-17 at x = 8 and smaller beyond.
-* each piece computes only on its own elements (boolean masks: data-dependent shapes, which
-  numpy and array_api_strict have), so erf costs about one series per element.
-* ``exp(-x²)`` with ``x² = z² + (x - z)(x + z)``, ``z`` being ``x`` rounded to 1/4096 so ``z²``
-  is exact: a rounded ``x²`` (absolute error up to 1e-14 at x = 8) would cost ``exp`` that much
-  relative accuracy.
-
-erf is then ``1 - erfc`` past 0.5 (erfc < 0.48 there: no digit is lost), erfc is ``1 - erf``
-below 0.5 and ``2 - erfc(-x)`` below -0.5.
-
-The Chebyshev coefficients are ``c_j = (2/N) Σ_k f(x_k) cos(j θ_k)`` at the N = degree + 8
-Chebyshev points ``θ_k = π (k + 1/2) / N`` (``c_0`` halved), ``f`` evaluated with mpmath at 40
-digits, rounded to doubles, and are summed by Clenshaw's recurrence.
-
-erfinv starts from Winitzki's closed form (a few 1e-3 relative error) and takes three Halley
-steps on ``erf(x) = y`` (each cubes the error), written as ``erfc(x) = 1 - y`` where
-``|y| > 0.5`` (``1 - y`` is exact there, and erfc keeps the tail's digits).
+Design: docs/design/special-functions.md.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+# Note [erf to double precision]: piecewise approximations, each accurate to an ulp or two:
+#
+# * ``|x| < 0.5``: ``erf(x) = x * P(x²)``, ``P`` a Chebyshev series of degree 12 in ``u = x²`` on
+#   [0, 0.25] (its coefficients fall to 6e-25: the truncation is far below double precision).
+# * ``0.5 <= |x| < 8``: ``erfc(|x|) = exp(-x²) * erfcx(|x|)``, ``erfcx(x) = exp(x²) erfc(x)`` a
+#   Chebyshev series on each of [0.5, 2] (degree 22), [2, 4] (20) and [4, 8] (22). ``erfcx`` is
+#   entire, so the series converge geometrically; each was checked to 2.3e-16 relative on 3001
+#   points against 40-digit values.
+# * ``|x| >= 8``: ``erfcx`` from its asymptotic series ``1/(x√π) Σ (-1)^n (2n-1)!!/(2x²)^n``, 17
+#   terms: the next is below 4e-17 at x = 8 and smaller beyond.
+# * each piece computes only on its own elements (boolean masks: data-dependent shapes, which
+#   numpy and array_api_strict have), so erf costs about one series per element.
+# * ``exp(-x²)`` with ``x² = z² + (x - z)(x + z)``, ``z`` being ``x`` rounded to 1/4096 so ``z²``
+#   is exact: a rounded ``x²`` (absolute error up to 1e-14 at x = 8) would cost ``exp`` that much
+#   relative accuracy.
+#
+# erf is then ``1 - erfc`` past 0.5 (erfc < 0.48 there: no digit is lost), erfc is ``1 - erf``
+# below 0.5 and ``2 - erfc(-x)`` below -0.5.
+#
+# The Chebyshev coefficients are ``c_j = (2/N) Σ_k f(x_k) cos(j θ_k)`` at the N = degree + 8
+# Chebyshev points ``θ_k = π (k + 1/2) / N`` (``c_0`` halved), ``f`` evaluated with mpmath at 40
+# digits, rounded to doubles, and are summed by Clenshaw's recurrence.
+#
+# erfinv starts from Winitzki's closed form (a few 1e-3 relative error) and takes three Halley
+# steps on ``erf(x) = y`` (each cubes the error), written as ``erfc(x) = 1 - y`` where
+# ``|y| > 0.5`` (``1 - y`` is exact there, and erfc keeps the tail's digits).
+
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 

@@ -1,29 +1,4 @@
-"""Streams and events: the order in which a device runs its work, and how two orders meet.
-
-Note [Streams per device]: torch's CUDA model, on every device type, so the engine has one
-routing and synchronisation code path (Note [Streaming backwards] in engine/stream_sync.py):
-
-* A ``Stream`` is an ordered lane of work on one device. Work issued to one stream runs in
-  issue order; work on two streams is unordered unless an ``Event`` joins them:
-  ``event.record(s1)`` marks the work issued to ``s1`` so far, ``s2.wait_event(event)`` makes
-  everything issued to ``s2`` afterwards wait for it. ``synchronize`` blocks the host.
-* Each host thread has its own current stream per device (``current_stream``, changed by the
-  ``stream(s)`` context manager), as CuPy and CUDA have: a current stream is a per-thread
-  setting, never shared between the loop thread and a kernel thread.
-* ``cuda:N``: CuPy's ``cupy.cuda.Stream``/``cupy.cuda.Event``, the current stream being CuPy's
-  own (``cupy.cuda.get_current_stream()`` with device N current), so CuPy kernels an op
-  launches go where ``current_stream`` says. Entering a stream also makes device N current in
-  the thread (CuPy launches on the current device: a ``cuda:1`` kernel needs device 1).
-* ``sim:N``: a host-side stream: a FIFO lane, one thread of its own that runs the work
-  ``launch``-ed to it in order; an event is a ``threading.Event`` set when the lane reaches the
-  point where it was recorded, and ``wait_event`` puts a wait for it in the lane, so events
-  order work for real. Ops on ``sim`` compute when they are called, in the calling thread:
-  the engine runs a node's kernel in its thread after its stream's queued work (``ready``),
-  which is when a GPU would start it.
-* ``cpu``: one stream that is always idle; events are no-ops. Nothing here costs anything on
-  the cpu path: the engine asks for streams only on non-cpu devices, and ``record`` only once
-  a non-cpu stream was made current or a cuda device exists (``ACTIVE``).
-"""
+"""Streams and events: the order in which a device runs its work, and how two orders meet."""
 
 from __future__ import annotations
 
@@ -42,6 +17,32 @@ from asyncgrad.devices.device import Device, device
 # ``ACTIVE[0]``: whether a non-cpu stream other than the default can be current: set once a
 # ``stream(s)`` context entered a sim stream, or a cuda device was used (CuPy's current stream may be set by
 # CuPy itself). Until then ``record`` does not look for the forward stream (Note [Streams per device]).
+
+
+# Note [Streams per device]: torch's CUDA model, on every device type, so the engine has one
+# routing and synchronisation code path (Note [Streaming backwards] in engine/stream_sync.py):
+#
+# * A ``Stream`` is an ordered lane of work on one device. Work issued to one stream runs in
+#   issue order; work on two streams is unordered unless an ``Event`` joins them:
+#   ``event.record(s1)`` marks the work issued to ``s1`` so far, ``s2.wait_event(event)`` makes
+#   everything issued to ``s2`` afterwards wait for it. ``synchronize`` blocks the host.
+# * Each host thread has its own current stream per device (``current_stream``, changed by the
+#   ``stream(s)`` context manager), as CuPy and CUDA have: a current stream is a per-thread
+#   setting, never shared between the loop thread and a kernel thread.
+# * ``cuda:N``: CuPy's ``cupy.cuda.Stream``/``cupy.cuda.Event``, the current stream being CuPy's
+#   own (``cupy.cuda.get_current_stream()`` with device N current), so CuPy kernels an op
+#   launches go where ``current_stream`` says. Entering a stream also makes device N current in
+#   the thread (CuPy launches on the current device: a ``cuda:1`` kernel needs device 1).
+# * ``sim:N``: a host-side stream: a FIFO lane, one thread of its own that runs the work
+#   ``launch``-ed to it in order; an event is a ``threading.Event`` set when the lane reaches the
+#   point where it was recorded, and ``wait_event`` puts a wait for it in the lane, so events
+#   order work for real. Ops on ``sim`` compute when they are called, in the calling thread:
+#   the engine runs a node's kernel in its thread after its stream's queued work (``ready``),
+#   which is when a GPU would start it.
+# * ``cpu``: one stream that is always idle; events are no-ops. Nothing here costs anything on
+#   the cpu path: the engine asks for streams only on non-cpu devices, and ``record`` only once
+#   a non-cpu stream was made current or a cuda device exists (``ACTIVE``).
+
 
 _local = threading.local()
 """``_local.streams``: this thread's current stream of each sim device (absent: its default)."""

@@ -1,28 +1,6 @@
 """Where workers live: threads of this process (``local``) or Ray actors (``ray``).
 
-Both answer ``call(index, method, args)`` with the worker's ``(ok, payload)`` (``WorkerState.dispatch``)
-and raise ``WorkerDied`` when the worker is gone or goes while the call is in flight, within a
-bounded time, never a hang (Note [Dying workers]).
-
-Note [Dying workers]: ``kill`` ends a worker abruptly. A local worker is marked dead (new calls
-are refused at once), its loop is stopped and what was running on it is cancelled, as a process
-that dies does not finish its work either; once its thread has wound down (bounded: 10 s), every
-call that was in flight is failed, so that the caller sees ``WorkerDied`` only once nothing of
-the worker runs any more. A Ray worker is
-``ray.kill``ed and the calls in flight to it are failed at once here: Ray fails their object refs
-with ``RayActorError`` too (turned into ``WorkerDied``), but on a loaded machine that took longer
-than 30 s in one run, and a worker that crashes on its own is only known through it.
-A worker that raises is not dead: its exception comes back through ``dispatch``.
-``restart`` starts a fresh, empty worker in the same slot: modules built on the old one are
-gone, and their handles say so.
-
-Note [Worker contexts]: a local worker runs each request in a fresh, empty ``contextvars``
-context, as a Ray actor does in its own process. ``call_soon_threadsafe`` would otherwise run it
-in a copy of the *caller's* context, and the caller's context variables would cross the
-boundary: the calling backward's graph task (the worker's backward then registered itself as
-a reentrant child of a graph task of another loop, whose abort waited on that other loop's
-task: a killed worker's caller sat until its next timer, 2 runs in 10, measured), the
-profiler's recorder, grad mode and the distributed autograd context.
+Design: docs/design/distributed.md.
 """
 
 from __future__ import annotations
@@ -36,6 +14,26 @@ import threading
 from typing import Any
 
 from asyncgrad.distributed._worker import WorkerState
+
+# Note [Dying workers]: ``kill`` ends a worker abruptly. A local worker is marked dead (new calls
+# are refused at once), its loop is stopped and what was running on it is cancelled, as a process
+# that dies does not finish its work either; once its thread has wound down (bounded: 10 s), every
+# call that was in flight is failed, so that the caller sees ``WorkerDied`` only once nothing of
+# the worker runs any more. A Ray worker is
+# ``ray.kill``ed and the calls in flight to it are failed at once here: Ray fails their object refs
+# with ``RayActorError`` too (turned into ``WorkerDied``), but on a loaded machine that took longer
+# than 30 s in one run, and a worker that crashes on its own is only known through it.
+# A worker that raises is not dead: its exception comes back through ``dispatch``.
+# ``restart`` starts a fresh, empty worker in the same slot: modules built on the old one are
+# gone, and their handles say so.
+
+# Note [Worker contexts]: a local worker runs each request in a fresh, empty ``contextvars``
+# context, as a Ray actor does in its own process. ``call_soon_threadsafe`` would otherwise run it
+# in a copy of the *caller's* context, and the caller's context variables would cross the
+# boundary: the calling backward's graph task (the worker's backward then registered itself as
+# a reentrant child of a graph task of another loop, whose abort waited on that other loop's
+# task: a killed worker's caller sat until its next timer, 2 runs in 10, measured), the
+# profiler's recorder, grad mode and the distributed autograd context.
 
 
 class WorkerError(RuntimeError):

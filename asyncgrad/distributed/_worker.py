@@ -1,21 +1,6 @@
 """One worker's side of the cluster: its modules, their forward graphs, optimizers and contexts.
 
-The same ``WorkerState`` runs in a thread of this process (the local backend) and in a Ray
-actor (the Ray backend); either way it lives on an event loop of its own and runs asyncgrad's
-engine there. Every request comes through ``dispatch``, which never raises: it answers
-``(True, result)`` or ``(False, (type name, message, traceback))``, so that an exception of
-any kind, picklable or not, reaches the caller as a ``WorkerError`` naming the worker.
-
-Note [Forward graphs on the worker]: a forward run with grad mode on keeps its graph, keyed by
-the call id the caller chose, for as long as the caller's ``RemoteCallBackward`` node may still
-run: its inputs (fresh leaves, requiring grad where the caller's tensors did) and its outputs.
-A backward without ``retain_graph`` frees it, as the engine frees saved tensors; so does the
-caller's node being collected without a backward (``release``). A backward runs asyncgrad's own
-engine on the outputs with the gradients the caller sent: parameters accumulate into their
-``.grad`` here (or, in a distributed autograd context, into the context's store) and the input
-leaves' gradients go back. Backwards through different calls run concurrently on this loop and
-meet only at the parameters' AccumulateGrad, which is exact (Note [One writer per leaf]);
-backwards through the same call (``retain_graph``) take turns, since they share its leaves.
+Design: docs/design/distributed.md.
 """
 
 from __future__ import annotations
@@ -33,6 +18,17 @@ from asyncgrad.graph.node import SECOND_BACKWARD
 from asyncgrad.nn.module import Module
 from asyncgrad.optim.optimizer import Optimizer
 from asyncgrad.tensor import Tensor
+
+# Note [Forward graphs on the worker]: a forward run with grad mode on keeps its graph, keyed by
+# the call id the caller chose, for as long as the caller's ``RemoteCallBackward`` node may still
+# run: its inputs (fresh leaves, requiring grad where the caller's tensors did) and its outputs.
+# A backward without ``retain_graph`` frees it, as the engine frees saved tensors; so does the
+# caller's node being collected without a backward (``release``). A backward runs asyncgrad's own
+# engine on the outputs with the gradients the caller sent: parameters accumulate into their
+# ``.grad`` here (or, in a distributed autograd context, into the context's store) and the input
+# leaves' gradients go back. Backwards through different calls run concurrently on this loop and
+# meet only at the parameters' AccumulateGrad, which is exact (Note [One writer per leaf]);
+# backwards through the same call (``retain_graph``) take turns, since they share its leaves.
 
 
 @dataclass

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 from asyncgrad.tensor import Tensor
 
+__all__ = ["context", "get_gradients"]
+
 
 class RemoteModuleLike(Protocol):
     """What a context asks of remote.py's ``RemoteModule``: remote.py imports this module, so this
@@ -72,6 +74,8 @@ def context() -> _Context:
 
 
 def note_cluster(ctx_id: int, cluster: ClusterLike) -> None:
+    """Record that the distributed autograd context ``ctx_id`` sent work to ``cluster``, so that leaving
+    the context frees what that cluster's workers hold for it."""
     clusters = _clusters.get(ctx_id)
     if clusters is not None and cluster not in clusters:
         clusters.append(cluster)

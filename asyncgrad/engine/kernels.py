@@ -26,7 +26,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from asyncgrad.engine.worker import DeviceWorker
+    from asyncgrad.engine.roles import WorkerRole
 
 IDLE_EXIT_S = 1.0
 """How long a kernel thread waits for work before it ends."""
@@ -103,7 +103,7 @@ def _deliver(outcome: list) -> None:
         future.set_result(result)
 
 
-def run_kernel(worker: DeviceWorker, loop: asyncio.AbstractEventLoop, fn: Callable, *args: Any) -> Any:
+def run_kernel(worker: WorkerRole, loop: asyncio.AbstractEventLoop, fn: Callable, *args: Any) -> Any:
     """Run a kernel in a kernel thread, marked so a reentrant ``*_sync`` call finds its way back."""
     _kernel_thread.worker, _kernel_thread.loop = worker, loop
     try:

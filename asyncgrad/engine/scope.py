@@ -24,7 +24,7 @@ from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task
 
 if TYPE_CHECKING:
-    from asyncgrad.engine.engine import Engine
+    from asyncgrad.engine.roles import EngineRole
     from asyncgrad.graph.node import Node
 
 
@@ -35,7 +35,7 @@ class GraphTaskScope:
     __slots__ = ("engine", "graph_task", "parent", "runner", "node_tasks", "children", "holds", "holding",
                  "deferred", "error")
 
-    def __init__(self, engine: Engine, graph_task: GraphTask, parent: GraphTask | None) -> None:
+    def __init__(self, engine: EngineRole, graph_task: GraphTask, parent: GraphTask | None) -> None:
         self.engine = engine
         self.graph_task = graph_task
         self.parent = parent

@@ -51,8 +51,8 @@ from asyncgrad.engine.input_buffer import buffer_device
 
 if TYPE_CHECKING:
     from asyncgrad.devices import Device
-    from asyncgrad.engine.engine import Engine
     from asyncgrad.engine.graph_task import GraphTask
+    from asyncgrad.engine.roles import EngineRole
     from asyncgrad.graph.node import Node
 
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -122,7 +122,7 @@ def sync_leaves(graph_task: GraphTask) -> None:
         caller.ready()
 
 
-def evaluator(engine: Engine, device: Device) -> Callable[[GraphTask, Node, list], None]:
+def evaluator(engine: EngineRole, device: Device) -> Callable[[GraphTask, Node, list], None]:
     """``engine.evaluate_function`` for a non-cpu device's worker: the node on its forward stream."""
     evaluate = engine.evaluate_function
 
@@ -148,7 +148,7 @@ def on_stream(s: Stream, kernel: Callable, *args: Any) -> Any:
         leave(token)
 
 
-def route(engine: Engine, graph_task: GraphTask, node: Node, outputs: Any, s: Stream) -> None:
+def route(engine: EngineRole, graph_task: GraphTask, node: Node, outputs: Any, s: Stream) -> None:
     """``engine.route`` for a node that ran elsewhere (a kernel thread, a task): on its stream."""
     token = enter(s)
     try:

@@ -32,7 +32,7 @@ from asyncgrad.graph.node import Placement, hooks_in_use, portal_needed
 
 if TYPE_CHECKING:
     from asyncgrad.devices import Device
-    from asyncgrad.engine.engine import Engine
+    from asyncgrad.engine.roles import EngineRole
     from asyncgrad.graph.node import Node
 
 CHAIN_STEP = True
@@ -192,7 +192,7 @@ _PORTAL_FILES = tuple(
 class DeviceWorker:
     __slots__ = ("engine", "device", "queue", "task", "helpers", "in_flight", "blocked", "_slot")
 
-    def __init__(self, engine: Engine, device: Device) -> None:
+    def __init__(self, engine: EngineRole, device: Device) -> None:
         self.engine = engine
         self.device = device
         self.queue = ReadyQueue()

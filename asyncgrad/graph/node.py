@@ -145,6 +145,7 @@ def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
 
 
 def hook_name(fn: Callable) -> str:
+    """The name a hook is shown under in errors and profiles: its ``__name__``, or its class's."""
     return getattr(fn, "__name__", type(fn).__name__)
 
 class NodeHooks:

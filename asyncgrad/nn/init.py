@@ -110,14 +110,17 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill ``tensor`` with ``val`` in place, without recording (torch's ``nn.init.constant_``)."""
     return _fill(tensor, val)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with ones in place, without recording (torch's ``nn.init.ones_``)."""
     return _fill(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with zeros in place, without recording (torch's ``nn.init.zeros_``)."""
     return _fill(tensor, 0.0)
 
 

@@ -43,6 +43,7 @@ def _size(shape: tuple[int, ...]) -> str:
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
             reduction: str = "mean") -> Tensor:
+    """Mean (or ``reduction="sum"``/``"none"``) absolute difference of ``input`` and ``target``, as torch's."""
     _pair(input, target, "l1_loss")
     check_reduction(reduction)
     return _reduce((input - target).abs(), reduction)

@@ -141,7 +141,7 @@ class Module:
         setattr(self, name, tensor)
 
     def _own_buffers(self, persistent_only: bool = False) -> Iterator[tuple[str, Tensor]]:
-        """This module's buffers that hold a tensor, in registration order."""
+        """This module's buffers that hold a tensor, in registration order (Note [Buffers are attributes])."""
         state = vars(self)
         for name, persistent in state.get("_buffer_names", {}).items():
             value = state.get(name)

@@ -151,6 +151,7 @@ class SiluBackward0(OpNode):
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)``, elementwise (torch's ``F.silu``)."""
     _floating(input, "silu", "silu_cpu")
     if inplace:
         return _inplace(input, silu)
@@ -178,6 +179,7 @@ class MishBackward0(OpNode):
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``, elementwise (torch's ``F.mish``)."""
     _floating(input, "mish", "mish_cpu")
     if inplace:
         return _inplace(input, mish)
@@ -218,6 +220,7 @@ def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace:
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` where positive, else ``alpha * (exp(x) - 1)`` (torch's ``F.elu``)."""
     return _elu(input, alpha, 1.0, 1.0, inplace)
 
 
@@ -227,6 +230,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (torch's ``F.celu``)."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _elu(input, alpha, 1.0, 1.0 / alpha, inplace, CeluBackward0)
@@ -245,6 +249,7 @@ class SoftplusBackward0(OpNode):
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold`` (torch's ``F.softplus``)."""
     _floating(input, "softplus", "softplus_cpu")
     xp = input.device.xp
     z = input.data * beta
@@ -263,6 +268,7 @@ class LeakyReluBackward0(OpNode):
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where positive, else ``negative_slope * x`` (torch's ``F.leaky_relu``)."""
     _floating(input, "leaky_relu", "leaky_relu_cpu")
     if inplace:
         return leaky_relu_(input, negative_slope)
@@ -284,6 +290,7 @@ class HardtanhBackward0(OpNode):
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` clamped to ``[min_val, max_val]`` (torch's ``F.hardtanh``)."""
     tensor_arg(input, "hardtanh")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
@@ -296,6 +303,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(0, x), 6)`` (torch's ``F.relu6``)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
@@ -361,6 +369,7 @@ class LogSigmoidBackward0(OpNode):
 
 
 def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, computed stably (torch's ``F.logsigmoid``)."""
     _floating(input, "log_sigmoid_forward", "log_sigmoid_forward_cpu")
     out = -_softplus(ArrayMath, -input.data)
     return record(LogSigmoidBackward0, (input,), out, input.device, saved=(input,))
@@ -474,14 +483,17 @@ def _elu_result(input: Tensor, alpha: float, scale: float, input_scale: float, n
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu`` (torch's ``F.elu_``)."""
     return elu(input, alpha, True)
 
 
 def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu`` (torch's ``F.relu_``)."""
     return input.relu_()
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh`` (torch's ``F.hardtanh_``)."""
     return hardtanh(input, min_val, max_val, True)
 
 
@@ -521,6 +533,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold``: ``x`` where above ``threshold``, else ``value`` (torch's ``F.threshold_``)."""
     tensor_arg(input, "threshold_")
     return apply_inplace(input, _threshold, threshold, value, ThresholdBackward1)
 
@@ -540,6 +553,7 @@ class GluBackward0(OpNode):
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``input`` along ``dim`` (torch's ``F.glu``)."""
     tensor_arg(input, "glu")
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -600,6 +614,7 @@ def _shrink_lambda(input: Tensor, lambd: float) -> None:
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0 (torch's ``F.hardshrink``)."""
     tensor_arg(input, "hardshrink")
     x = input.data
     xp = input.device.xp
@@ -608,6 +623,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0 (torch's ``F.softshrink``)."""
     tensor_arg(input, "softshrink")
     _shrink_lambda(input, lambd)
     x = input.data
@@ -667,5 +683,6 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
            generator: Any = None) -> Tensor:
+    """In-place ``rrelu`` (torch's ``F.rrelu_``)."""
     _floating(input, "rrelu_", "rrelu_with_noise_out_cpu")
     return apply_inplace(input, _rrelu_result, lower, upper, training, generator, RreluWithNoiseBackward1)

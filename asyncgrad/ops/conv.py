@@ -1,20 +1,4 @@
-"""Convolution: ``conv1d``/``conv2d`` (torch's ``ConvolutionBackward0``) through im2col and BLAS.
-
-Note [Three convolutions]: a convolution ``y = conv(x, w)`` is bilinear, and so are its two
-adjoints, ``dx = conv_T(g, w)`` (the transposed convolution) and ``dw = wgrad(x, g)``. Each
-one's derivatives are the other two: from ``<u, conv_T(g, w)> = <conv(u, w), g>`` and
-``<u, wgrad(x, g)> = <conv(x, u), g>``,
-
-* conv(x, w):    d/dx = conv_T(g, w),      d/dw = wgrad(x, g)
-* conv_T(g0, w): d/dg0 = conv(g, w),       d/dw = wgrad(g, g0)
-* wgrad(x, g0):  d/dx = conv_T(g0, g),     d/dg0 = conv(x, g)
-
-So one node class with a ``kind`` (``"forward"``, ``"input"``, ``"weight"``) covers all three,
-and its formula calls ``F.convolution``: raw kernels under ``ArrayMath`` (``windows.py``),
-this module's recorded op under ``TensorMath``, which is how ``create_graph=True`` records a
-differentiable backward and second (and higher) order comes from the same three lines. torch
-names the forward's node ``ConvolutionBackward0`` and the adjoints' ``ConvolutionBackwardBackward0``.
-"""
+"""Convolution: ``conv1d``/``conv2d`` (torch's ``ConvolutionBackward0``) through im2col and BLAS."""
 
 from __future__ import annotations
 
@@ -27,6 +11,21 @@ from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC
 from asyncgrad.ops.shape import squeeze, unsqueeze
 from asyncgrad.ops.windows import Params, convolution, out_size
 from asyncgrad.tensor import Tensor, scalar_type_name
+
+# Note [Three convolutions]: a convolution ``y = conv(x, w)`` is bilinear, and so are its two
+# adjoints, ``dx = conv_T(g, w)`` (the transposed convolution) and ``dw = wgrad(x, g)``. Each
+# one's derivatives are the other two: from ``<u, conv_T(g, w)> = <conv(u, w), g>`` and
+# ``<u, wgrad(x, g)> = <conv(x, u), g>``,
+#
+# * conv(x, w):    d/dx = conv_T(g, w),      d/dw = wgrad(x, g)
+# * conv_T(g0, w): d/dg0 = conv(g, w),       d/dw = wgrad(g, g0)
+# * wgrad(x, g0):  d/dx = conv_T(g0, g),     d/dg0 = conv(x, g)
+#
+# So one node class with a ``kind`` (``"forward"``, ``"input"``, ``"weight"``) covers all three,
+# and its formula calls ``F.convolution``: raw kernels under ``ArrayMath`` (``windows.py``),
+# this module's recorded op under ``TensorMath``, which is how ``create_graph=True`` records a
+# differentiable backward and second (and higher) order comes from the same three lines. torch
+# names the forward's node ``ConvolutionBackward0`` and the adjoints' ``ConvolutionBackwardBackward0``.
 
 
 class _Convolution(OpNode):

@@ -541,6 +541,7 @@ class PowBackward2(OpNode):
 
 
 def pow(a: Any, b: Any) -> Tensor:
+    """``a ** b`` with a tensor or a number on either side, as torch's."""
     ta, tb, da, db, dev = operands(a, b, "pow")
     try:
         out = da ** db
@@ -610,9 +611,9 @@ def _bool_sign(xp: Any, x: Any) -> Any:
 
 
 # Note [Float literals in formulas]: the derivatives write their constants as floats (``1.0 - y * y``):
-# numpy converts a Python int operand by a slower path than a float (1,000 instructions more per
-# op on a small array, measured), and both are the same weak scalar to every float or complex
-# operand (NEP 50; torch's wrapped numbers), so the result is the same, bit for bit.
+# numpy converts a Python int operand by a slower path than a float, and both are the same weak
+# scalar to every float or complex operand (NEP 50; torch's wrapped numbers), so the result is the
+# same, bit for bit. The rows below follow it; ``python -m benchmarks.instructions W1`` shows the cost.
 _UNARY = (
     # name        node                   forward                                       to_float saves    work
     #     derivative                                            on_bool
@@ -631,7 +632,7 @@ _UNARY = (
     ("cos",        "CosBackward0",        "cos",                                         True,  "input",  9,
         lambda F, g, x: g * -F.sin(x),                          None),
     ("tanh",       "TanhBackward0",       "tanh",                                        True,  "result", 4,
-        lambda F, g, y: g * (1.0 - y * y),                      None),
+        lambda F, g, y: g * (1.0 - y * y),                      None),  # Note [Float literals in formulas]
     ("sigmoid",    "SigmoidBackward0",    lambda xp, x: xp.tanh(x * 0.5) * 0.5 + 0.5,    True,  "result", 4,
         lambda F, g, y: g * (y * (1.0 - y)),                    None),
     ("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x,                           True,  "result", 3,
@@ -713,9 +714,8 @@ def _generate(name: str, node_name: str, forward: Callable | str, to_float: bool
     default_float = dtypes.get_default_dtype
     # Note [A unary forward called by name]: a row whose forward is ``xp.tanh(x)`` names the
     # function instead of wrapping it in a lambda, and the float path calls it as
-    # ``getattr(dev.xp, "tanh")(data)``: no Python frame between the op and the array library.
-    # W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000; a third of its nodes are tanh): 23,097 ->
-    # 23,030 instructions per node with GC, 20,148 -> 20,076 without.
+    # ``getattr(dev.xp, "tanh")(data)``: no Python frame between the op and the array library
+    # (W1's forward, a third of whose nodes are tanh: ``python -m benchmarks.instructions W1``).
     by_name = forward if isinstance(forward, str) else None
     if by_name is not None:
         forward = lambda xp, x: getattr(xp, by_name)(x)  # noqa: E731 - the other paths' form of the row
@@ -954,10 +954,12 @@ def hypot(a: Tensor, b: Tensor) -> Tensor:
 
 
 def maximum(a: Any, b: Any) -> Tensor:
+    """Elementwise maximum of two tensors (NaN propagates), as torch's; the gradient is split at ties."""
     return _select(MaximumBackward0, a, b, "maximum")
 
 
 def minimum(a: Any, b: Any) -> Tensor:
+    """Elementwise minimum of two tensors (NaN propagates), as torch's; the gradient is split at ties."""
     return _select(MinimumBackward0, a, b, "minimum")
 
 
@@ -1008,6 +1010,9 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------- comparisons (no grad)
+_COMPARISON_SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
 def _compare(op: Callable, name: str) -> Callable:
     def compare(a: Any, b: Any) -> Tensor:
         ta, tb, da, db, dev = operands(a, b, name)
@@ -1019,6 +1024,8 @@ def _compare(op: Callable, name: str) -> Callable:
             return plain(_on_bools(lambda x, y: op(_as_int(x, dev), _as_int(y, dev)), da, db, exc), dev)
 
     compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = (f"``a {_COMPARISON_SYMBOLS[name]} b`` elementwise, broadcast as torch's: a bool tensor, never "
+                       "recorded.")
     return compare
 
 
@@ -1252,6 +1259,7 @@ def clamp_min(x: Tensor, min: Any) -> Tensor:
 
 
 def clamp_max(x: Tensor, max: Any) -> Tensor:
+    """``x`` clamped from above at ``max`` (a number or a tensor), as torch's."""
     return _clamp_side(x, max, False)
 
 

@@ -129,27 +129,13 @@ def write_into(x: Tensor, compute: Callable, args: tuple, kwargs: dict) -> bool:
     computed out of place and written back (``apply_inplace``) so that one path serves recording,
     views, dtypes and torch's checks; but where nothing records, x's dtype is the result's and y
     broadcasts to x's shape, the backend writes the ufunc's result straight into x's memory
-    (``ArrayBackend.into``): the same arithmetic, bit for bit, and no temporary as large as x.
-    Optimizers update parameters and buffers this way every step: an SGD-with-momentum step on
-    W3's MLP allocated and freed about 6 MB of temporaries, and glibc gave the freed top of its
-    heap back to the system each time, so the next step paid 1,500 page faults (4.9 ms for the
-    step against torch's 0.48).
-
-    The three-operand forms Adam, RMSprop and Adagrad step with (``addcmul_``, ``addcdiv_``,
-    ``lerp_`` with a number weight) take the same path under the same conditions, every tensor
-    operand of x's dtype and broadcasting to x's shape: their out-of-place arithmetic runs as three
-    ufuncs in the same order, ``(value * t1) * t2`` (or ``/ t2``) into one scratch array of the
-    operands' broadcast shape, then added into x; ``lerp_`` as ``x + w (end - x)`` (``end - (end -
-    x)(1 - w)`` from w = 0.5 up). One temporary where the general path made three, bit for bit its
-    result. torch's kernels need none (one loop over the operands and the output) and fuse the last multiply
-    and add of addcmul and lerp (FMA); numpy has no fused multiply-add, so those two agree with
-    torch to rounding, as the out-of-place ops do; addcdiv's ``self + (value * t1) / t2`` is torch's
-    bit for bit. On W3's MLP (float64) an Adam step went from nine parameter-sized temporaries to
-    four (torch: two, the sqrt and quotient making its ``denom``): the step alone from 3.6-4.0 ms
-    and 620-740 page faults to 1.7-1.8 ms and none (torch's 1.6-1.7 ms); ``benchmarks.train_loop
-    --optimizer adam`` from 5.52 ms min, 7.8 ms median, 660-1,180 page faults a step to 5.28 ms,
-    5.7 ms, 20-270 (three runs each). Adagrad's step: five temporaries to three, 3.7 ms to 1.1 ms.
-    False where the general path must decide (and maybe raise)."""
+    (``ArrayBackend.into``): the same arithmetic, bit for bit, and no temporary as large as x, so
+    an optimizer's step makes no parameter-sized garbage (``python -m benchmarks.train_loop``).
+    ``addcmul_``, ``addcdiv_`` and ``lerp_`` with a number weight take it too (``_write_ternary``):
+    their three ufuncs in the out-of-place order into one scratch array, then into x. numpy has no
+    fused multiply-add, so addcmul and lerp agree with torch's FMA to rounding, as the out-of-place
+    ops do; addcdiv is torch's bit for bit. False where the general path must decide (and maybe
+    raise); tests/ops/test_inplace_into.py and test_inplace_into_ternary.py check both."""
     name = _UFUNCS.get(compute)
     if name is None:
         name = _TERNARY.get(compute)
@@ -198,9 +184,8 @@ def _fits(x: Tensor, other: Tensor) -> bool:
 
     Note [Cheap checks first]: an equal shape answers before the broadcast walk, as a stride 0
     must be among the strides before check_overlap looks for an expanded dimension: the same
-    decisions, without a generator per call. ``x.mul_(0.9)`` on (256, 256) float64 in no_grad:
-    104K -> 97K instructions (numpy's multiply alone 65K), 3.5 -> 2.7 us on (2, 2);
-    ``add_(g, alpha=0.1)``: 212K -> 207K, ``add_(g)`` 4.6 -> 3.2 us on (2, 2)."""
+    decisions, without a generator per call: an optimizer's in-place step on small parameters is
+    mostly this check (``python -m benchmarks.train_loop``)."""
     value, data = other._data, x._data
     return other.device is x.device and value.dtype == data.dtype and (value.shape == data.shape or (
         value.ndim <= data.ndim and all(n == m or n == 1 for n, m in zip(reversed(value.shape), reversed(data.shape)))))

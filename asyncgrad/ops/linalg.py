@@ -38,8 +38,7 @@ class _Matmul(OpNode):
 
     Note [mm's backward in two products]: two matrices need none of that (no promotion, no batch
     dims, every reshape and ``sum_to`` a no-op), so mm's backward is the two products alone: six
-    formula calls fewer per node, same bits. W3's (64, 10) mm node, in-step min of three
-    alternating runs: 50.5/50.4/50.9 -> 49.1/48.5/47.6 us.
+    formula calls fewer per node, same bits (W3's backward: ``python -m benchmarks --only W3``).
     """
 
     __slots__ = ()
@@ -109,6 +108,7 @@ def _check(a: Tensor, b: Tensor) -> None:
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product with torch's rules for 1-D, 2-D and batched operands (broadcast batch dimensions)."""
     if not isinstance(a, Tensor):
         raise UnsupportedOperand(f"matmul(): argument 'input' (position 1) must be Tensor, not {type_label(a)}")
     if not isinstance(b, Tensor):
@@ -162,6 +162,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors, as torch's."""
     tensor_arg(a, "dot", "input", 1)
     tensor_arg(b, "dot", "tensor", 2)
     if a.ndim != 1 or b.ndim != 1:
@@ -170,6 +171,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 
 def mv(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix-vector product of an (n, m) matrix and an (m,) vector, as torch's."""
     tensor_arg(a, "mv", "input", 1)
     tensor_arg(b, "mv", "vec", 2)
     if a.ndim != 2 or b.ndim != 1:

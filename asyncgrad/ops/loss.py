@@ -77,6 +77,8 @@ def _floored_log(F: Any, x: Any) -> Any:
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Binary cross-entropy between probabilities ``input`` and ``target``, optionally weighted (torch's
+    ``F.binary_cross_entropy``, log clamped at -100 as torch's)."""
     tensor_arg(input, "binary_cross_entropy", "input", 1)
     tensor_arg(target, "binary_cross_entropy", "target", 2)
     check_reduction(reduction)
@@ -120,6 +122,8 @@ class BinaryCrossEntropyWithLogitsBackward0(OpNode):
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross-entropy on logits, computed stably, with ``weight`` and ``pos_weight`` (torch's
+    ``F.binary_cross_entropy_with_logits``)."""
     tensor_arg(input, "binary_cross_entropy_with_logits", "input", 1)
     tensor_arg(target, "binary_cross_entropy_with_logits", "target", 2)
     check_reduction(reduction)

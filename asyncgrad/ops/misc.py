@@ -174,6 +174,7 @@ def atleast_1d(*tensors: Any) -> Any:
 
 
 def atleast_2d(*tensors: Any) -> Any:
+    """Each tensor viewed with at least two dimensions (a tuple when given several), as torch's."""
     return _atleast(2, "atleast_2d", tensors)
 
 

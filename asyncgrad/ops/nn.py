@@ -48,6 +48,7 @@ class MmBackward0(_Linear):
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` (torch's ``F.linear``): ``weight`` is (out_features, in_features)."""
     tensor_arg(input, "linear", "input", 1)
     tensor_arg(weight, "linear", "weight", 2)
     same_device(input, weight)
@@ -125,6 +126,7 @@ def _weight(weight: Tensor | None, classes: int, fn: str) -> None:
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or ``reduction="sum"``/``"none"``) squared difference of ``input`` and ``target``, as torch's."""
     tensor_arg(input, "mse_loss", "input", 1)
     tensor_arg(target, "mse_loss", "target", 2)
     if reduction not in _REDUCTIONS:
@@ -214,10 +216,8 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
         # and their sum (exactly n, as an integer below 2**24 is in float32 too) are skipped, and so
         # is its out-of-bounds search. Same values bit for bit: ``x * 1.0`` is x, ``s / n`` divides
         # by the same n, and ``-1 / n`` rounded to float32 once is float32's own quotient (a
-        # float64 quotient rounded to float32 is correctly rounded). With cross_entropy no longer
-        # checking its arguments twice (``_nll_loss``), cross_entropy on (64, 10) float64 logits
-        # with int targets, recording: 405K -> 362K instructions (cachegrind), 84 -> 69 us
-        # in-process minimum; in no_grad 56 -> 38 us. torch: 9.5 us.
+        # float64 quotient rounded to float32 is correctly rounded). cross_entropy checks its
+        # arguments once, in ``_nll_loss`` (W3's loss: ``python -m benchmarks --only W3``).
         picked = -backend.getitem(logp, (rows, tgt))
         out = backend.sum(picked) / n if reduction == "mean" else backend.sum(picked) if reduction == "sum" else (
             picked if input.ndim == 2 else xp.reshape(picked, ()))

@@ -156,6 +156,8 @@ class NativeLayerNormBackward0(OpNode):
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Layer normalisation over the trailing ``normalized_shape`` dimensions, with optional affine
+    ``weight`` and ``bias``; one fused node, as torch's ``NativeLayerNormBackward0``."""
     tensor_arg(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(n) for n in normalized_shape)
     k = len(shape)
@@ -208,6 +210,8 @@ class NativeGroupNormBackward0(OpNode):
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
+    """Group normalisation of ``input`` (N, C, ...) in ``num_groups`` groups of channels, with optional
+    per-channel ``weight`` and ``bias``; one fused node, as torch's ``NativeGroupNormBackward0``."""
     tensor_arg(input, "group_norm")
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")

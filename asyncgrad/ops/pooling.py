@@ -1,21 +1,4 @@
-"""Pooling: ``max_pool1d/2d``, ``avg_pool1d/2d``, ``adaptive_avg_pool2d`` on sliding windows.
-
-Note [Pooling's linear maps]: for fixed windows (and, for max pooling, a fixed choice of each
-window's largest element) pooling is linear in its input, and so is its gradient. Each pooling
-is a pair of maps, adjoint to one another, on raw arrays in ``windows.pool``:
-
-* max: ``max_gather`` (the value at each window's argmax) and ``max_scatter`` (a gradient sent
-  back to those positions; overlapping windows add up);
-* average: ``avg_forward`` (window sums over the divisor) and ``avg_backward``;
-* adaptive average: ``adaptive_forward`` (``rows @ x @ cols.T``, averaging matrices) and
-  ``adaptive_backward``.
-
-One node class per map records it, and its formula is the adjoint map through ``F.pool``, so
-``create_graph=True`` records the backward as the adjoint op and higher orders follow. Node
-names are torch's (``MaxPool2DWithIndicesBackward0``, its backward's
-``MaxPool2DWithIndicesBackwardBackward0``...). The 1-D poolings run the 2-D ones on an
-unsqueezed input, as torch does (their node is then the squeeze's, as torch's is).
-"""
+"""Pooling: ``max_pool1d/2d``, ``avg_pool1d/2d``, ``adaptive_avg_pool2d`` on sliding windows."""
 
 from __future__ import annotations
 
@@ -29,6 +12,23 @@ from asyncgrad.ops._node import SavesVariables, plain, record
 from asyncgrad.ops.shape import squeeze, unsqueeze
 from asyncgrad.ops.windows import max_pool, pool
 from asyncgrad.tensor import Tensor
+
+# Note [Pooling's linear maps]: for fixed windows (and, for max pooling, a fixed choice of each
+# window's largest element) pooling is linear in its input, and so is its gradient. Each pooling
+# is a pair of maps, adjoint to one another, on raw arrays in ``windows.pool``:
+#
+# * max: ``max_gather`` (the value at each window's argmax) and ``max_scatter`` (a gradient sent
+#   back to those positions; overlapping windows add up);
+# * average: ``avg_forward`` (window sums over the divisor) and ``avg_backward``;
+# * adaptive average: ``adaptive_forward`` (``rows @ x @ cols.T``, averaging matrices) and
+#   ``adaptive_backward``.
+#
+# One node class per map records it, and its formula is the adjoint map through ``F.pool``, so
+# ``create_graph=True`` records the backward as the adjoint op and higher orders follow. Node
+# names are torch's (``MaxPool2DWithIndicesBackward0``, its backward's
+# ``MaxPool2DWithIndicesBackwardBackward0``...). The 1-D poolings run the 2-D ones on an
+# unsqueezed input, as torch does (their node is then the squeeze's, as torch's is).
+
 
 _ADJOINT = {"max_gather": "max_scatter", "max_scatter": "max_gather", "avg_forward": "avg_backward",
             "avg_backward": "avg_forward", "adaptive_forward": "adaptive_backward",

@@ -75,6 +75,8 @@ class SumBackward1(OpNode):
 
 
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Sum of all elements, or over ``dim`` (an int or a tuple), keeping it with ``keepdim``; integers
+    and bools sum in ``int64``, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "sum")
     data = x.data
@@ -115,6 +117,7 @@ class MeanBackward1(OpNode):
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Mean of all elements, or over ``dim`` (an int or a tuple), as torch's (floating dtypes only)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "mean")
     data = x.data
@@ -260,18 +263,24 @@ def _extreme_0d(x: Tensor, is_max: bool) -> ReductionResult:
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``max(x)``: the largest element; ``max(x, dim)``: the named tuple ``(values, indices)`` along ``dim``;
+    ``max(a, b)``: ``maximum``. As torch's."""
     return _extreme(x, dim, keepdim, True)
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``min(x)``: the smallest element; ``min(x, dim)``: the named tuple ``(values, indices)`` along ``dim``;
+    ``min(a, b)``: ``minimum``. As torch's."""
     return _extreme(x, dim, keepdim, False)
 
 
 def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (of the flattened tensor, or along ``dim``), the first at ties, as torch's."""
     return _arg_extreme(x, dim, keepdim, "argmax")
 
 
 def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor, or along ``dim``), the first at ties, as torch's."""
     return _arg_extreme(x, dim, keepdim, "argmin")
 
 
@@ -310,6 +319,7 @@ class SoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node]
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:
+    """``exp(x) / exp(x).sum(dim, keepdim=True)``, computed stably along ``dim``, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "softmax")
     data = x.data
@@ -331,6 +341,7 @@ class LogSoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """``log(softmax(x, dim))``, computed stably along ``dim``, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "log_softmax")
     data = x.data
@@ -739,8 +750,10 @@ def _truth(x: Tensor, dim: Any, keepdim: bool, fn: str) -> Tensor:
 
 
 def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Whether any element (or any along ``dim``) is nonzero: a bool tensor, as torch's."""
     return _truth(x, dim, keepdim, "any")
 
 
 def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Whether every element (or every one along ``dim``) is nonzero: a bool tensor, as torch's."""
     return _truth(x, dim, keepdim, "all")

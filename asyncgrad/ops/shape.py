@@ -164,7 +164,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.ndim == 0:
         return reshape(x, 1)
     if start == end:
-        return x
+        return x  # Note [flatten returns its input]
     shape = x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
     return reshape(x, shape)
 
@@ -174,6 +174,7 @@ class UnsqueezeBackward0(_Reshape):
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view with a dimension of size one inserted at ``dim``, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "unsqueeze")
     axis = normalize_dim(dim, x.ndim + 1, "unsqueeze")
@@ -191,6 +192,7 @@ class SqueezeBackward1(_Reshape):
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    """A view without the dimensions of size one (all of them, or those of ``dim``), as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "squeeze")
     if dim is None:
@@ -260,6 +262,7 @@ class PermuteBackward0(OpNode):
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
+    """A view with the dimensions reordered as ``dims``, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "permute")
     dims = _sizes(dims, "permute", "dims")
@@ -287,6 +290,7 @@ class TransposeBackward0(OpNode):
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view with dimensions ``dim0`` and ``dim1`` swapped, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "transpose")
     ndim = x.ndim
@@ -377,6 +381,7 @@ def _contiguous(backend: Any, out: Any) -> Any:
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Tensors joined along an existing dimension ``dim``, as torch's."""
     tensors = _check_tensors("cat", tensors)
     for i, t in enumerate(tensors):
         if t.ndim == 0:
@@ -425,6 +430,7 @@ class StackBackward0(OpNode):
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Tensors of one shape joined along a new dimension ``dim``, as torch's."""
     tensors = _check_tensors("stack", tensors)
     for i, t in enumerate(tensors[1:], 1):
         if t.shape != tensors[0].shape:
@@ -712,6 +718,8 @@ def _rolled(F: Any, a: Any, shifts: tuple[int, ...], dims: tuple[int, ...]) -> A
 
 
 def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Elements shifted by ``shifts`` along ``dims`` (over the flattened tensor without ``dims``),
+    wrapping around, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "roll")
     shifts = int_list((shifts,), "roll", "shifts")

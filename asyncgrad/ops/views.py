@@ -146,6 +146,7 @@ def _record_views(cls: type[_MultiView], x: Tensor, outs: list, *fields: Any, vi
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices of ``x`` along ``dim``, as a tuple of views, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "unbind")
     if x.ndim == 0:
@@ -181,6 +182,7 @@ def _check_dim(x: Tensor, dim: Any, fn: str) -> int:
 
 
 def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of ``x`` cut along ``dim`` into pieces of the given sizes, as torch's."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "split_with_sizes")
     axis = _check_dim(x, dim, "split_with_sizes")
@@ -450,6 +452,8 @@ def unsafe_split(x: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]
 
 
 def unsafe_split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """``split_with_sizes`` whose pieces are not tracked as views (torch's ``unsafe_`` form: in-place
+    changes to a piece are not checked against the others)."""
     pieces = split_with_sizes(x.detach(), split_sizes, dim)
     axis = _dim(x, dim, "unsafe_split_with_sizes")
     return _record_views(UnsafeSplitWithSizesBackward0, x, [p.data for p in pieces], axis, views=False)

@@ -1,23 +1,4 @@
-"""Sliding windows on raw device arrays: the kernels of convolution and pooling, forward and backward.
-
-Note [Windows are strided views]: a convolution or a pooling reads, for every output position,
-a window of its (padded) input. Those windows are one strided view of the input, shaped
-``(N, C, *kernel, *out)``: along a kernel axis the stride is the input's times the dilation,
-along an output axis the input's times the stride, so windows overlap in memory and nothing is
-copied (``backend.strided_view``, which the standard has no word for; nothing writes through it).
-Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
-it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
-``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
-a 0/1 band matrix, so overlapping windows add up without a scatter; pooling's backwards, whose
-columns are cheap to give slab by slab, use ``fold_slabs`` (one strided slice-add per kernel
-position). Then the padding is cut off.
-
-Everything here takes and returns the arrays of one device, through its backend (Note [One
-array backend per device]), so ``ArrayMath`` (``_node.py``) can run a backward formula's
-``F.convolution`` with it, and the recorded ops (``conv.py``, ``pooling.py``) their forwards.
-A layout ``params`` is ``(stride, pads, dilation, groups)``: tuples over the spatial dims, each
-pad a ``(before, after)`` pair (``padding='same'`` with an even kernel pads one more after).
-"""
+"""Sliding windows on raw device arrays: the kernels of convolution and pooling, forward and backward."""
 
 from __future__ import annotations
 
@@ -29,6 +10,25 @@ from typing import Any
 import numpy as np
 
 from asyncgrad.devices.backend import backend_of
+
+# Note [Windows are strided views]: a convolution or a pooling reads, for every output position,
+# a window of its (padded) input. Those windows are one strided view of the input, shaped
+# ``(N, C, *kernel, *out)``: along a kernel axis the stride is the input's times the dilation,
+# along an output axis the input's times the stride, so windows overlap in memory and nothing is
+# copied (``backend.strided_view``, which the standard has no word for; nothing writes through it).
+# Convolution turns the view into im2col's matrix with one reshape (the one copy) and multiplies
+# it with the weight by BLAS (``xp.matmul``), batched over samples and groups. Going back,
+# ``fold`` adds the columns into the (padded) input one spatial dim at a time, as a matmul with
+# a 0/1 band matrix, so overlapping windows add up without a scatter; pooling's backwards, whose
+# columns are cheap to give slab by slab, use ``fold_slabs`` (one strided slice-add per kernel
+# position). Then the padding is cut off.
+#
+# Everything here takes and returns the arrays of one device, through its backend (Note [One
+# array backend per device]), so ``ArrayMath`` (``_node.py``) can run a backward formula's
+# ``F.convolution`` with it, and the recorded ops (``conv.py``, ``pooling.py``) their forwards.
+# A layout ``params`` is ``(stride, pads, dilation, groups)``: tuples over the spatial dims, each
+# pad a ``(before, after)`` pair (``padding='same'`` with an even kernel pads one more after).
+
 
 Params = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]
 
@@ -201,9 +201,8 @@ def conv_forward(x: Any, w: Any, params: Params) -> Any:
     as wide take this way. Laid out ``(C, K, N, out)``, the columns serve the forward as one
     matmul over all samples and the weight's gradient as it is (``conv_weight_grad``), where the
     gradient is padded with zeros at the extra columns; an input holding inf or NaN could turn
-    a zero times garbage into NaN there, so the weight's gradient then takes the exact columns.
-    LeNet's second convolution (8 -> 16 channels, 5 x 5, 12 x 12 input): forward 0.56 -> 0.48 ms,
-    weight gradient 0.66 -> 0.54 ms; 3 x 3 on 16 x 16 and 8 x 8 inputs gain as much."""
+    a zero times garbage into NaN there, so the weight's gradient then takes the exact columns
+    (W8, LeNet: ``python -m benchmarks --only W8``; tests/ops/test_conv_row_columns.py)."""
     stride, pads, dilation, groups = params
     backend = backend_of(x)
     xp = backend.xp
@@ -268,8 +267,7 @@ def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) 
     (``N * C * K0 * K1 * O0 * O1`` elements, permuted once more for the fold), it copies arrays
     ``K1 * O1 / P1`` times smaller and runs BLAS on one large product instead of thousands of
     tiny ones, for ``P1 / K1`` times the multiply-adds; ``conv_input_grad`` picks it when that
-    costs less (LeNet's second convolution: 0.6 ms against 0.95 ms; the slab-adds instead of
-    the permute and left band: 0.638 -> 0.564 ms)."""
+    costs less (tests/ops/test_conv_input_grad.py checks both kernels agree)."""
     stride, pads, dilation, groups = params
     backend = backend_of(g)
     xp = backend.xp
@@ -402,8 +400,8 @@ def _scatter_disjoint(g: Any, arg: Any, x_shape: tuple[int, ...], kernel: tuple[
     and add per dim, in int32 where the input's elements fit (numpy's int64 multiply is far
     slower), widened for the store (numpy stores through int32 indices at a third of the speed
     of int64's). Distinct windows never share an element, so a plain store is exact (inf and NaN
-    included) and nothing adds up. LeNet's 2 x 2 pools: 0.197 -> 0.139 ms and 0.092 -> 0.064 ms,
-    against one masked store per kernel position into strided slabs (``fold_slabs``)."""
+    included) and nothing adds up; it replaces one masked store per kernel position into strided
+    slabs (``fold_slabs``), which overlapping windows still take."""
     backend = backend_of(g)
     xp = backend.xp
     d = len(kernel)

@@ -57,9 +57,7 @@ def _mlp(lib, rng):
     return (w1, b1, w2), x, y
 
 
-async def test_a_backward_without_user_code_gets_no_portal(no_user_code_yet):
-    import torch
-
+async def test_a_backward_without_user_code_gets_no_portal(no_user_code_yet, torch):
     params, x, y = _mlp(ag, np.random.default_rng(0))
     t_params, t_x, t_y = _mlp(torch, np.random.default_rng(0))
     w1, b1, w2 = params
@@ -174,11 +172,9 @@ async def test_backend_reductions_on_the_simulated_device():
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
-async def test_cross_entropy_step_is_torchs_and_its_own_formula(device):
+async def test_cross_entropy_step_is_torchs_and_its_own_formula(device, torch):
     """W3's loss: log_softmax + nll_loss (and their backward, whose bias gradients are sums) against
     torch, and the log-probabilities against numpy's own functions, exactly."""
-    import torch
-
     rng = np.random.default_rng(4)
     logits, target = rng.standard_normal((64, 10)), rng.integers(0, 10, 64)
     w = ag.tensor(logits, requires_grad=True, device=device)

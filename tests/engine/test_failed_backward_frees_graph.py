@@ -133,6 +133,10 @@ def _loss(site, x):
         y.retain_grad()
         y.register_hook(_raise)
         return (y * 2.0).sum()
+    if site == "unpack_hook":
+        with ag.autograd.graph.saved_tensors_hooks(lambda t: t, _raise):
+            y = x.sin()  # saves x: unpacked (and refused) by its backward
+        return (y * 2.0).sum()
     if site == "final_callback":
         y = x.sin()
         y.register_hook(lambda g: ag.get_engine().queue_callback(_raise))
@@ -155,6 +159,7 @@ def _loss(site, x):
 
 SITES = ("plain_backward", "plain_backward_in_thread", "async_backward", "reentrant_async", "reentrant_plain",
          "tensor_hook", "leaf_hook", "pre_hook", "post_hook", "post_accumulate_hook", "retain_grad_hook",
+         "unpack_hook",
          "final_callback", "kernel_in_thread", "anomaly_nan", "cancelled", "timed_out", "cancelled_in_thread")
 
 

@@ -100,26 +100,16 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-ENGINE_TYPE_ONLY = {"asyncgrad.engine.engine", "asyncgrad.engine.kernels", "asyncgrad.engine.scope",
-                    "asyncgrad.engine.stream_sync", "asyncgrad.engine.worker"}
-"""The one circle left, inside the engine and closed only by imports for type checking (``Engine``,
-``DeviceWorker`` named in annotations of the modules they import): it may shrink, never grow."""
-
-
 def test_the_package_has_no_import_cycle():
-    cycles = _cycles(_graph(type_checking=False))
-    assert not cycles, f"import cycles (import lower layers only): {sorted(map(sorted, cycles))}"
-
-
-def test_imports_for_type_checking_close_no_cycle_outside_the_engine():
-    cycles = [c for c in _cycles(_graph()) if not c <= ENGINE_TYPE_ONLY]
-    assert not cycles, f"import cycles counting TYPE_CHECKING imports: {sorted(map(sorted, cycles))}"
+    cycles = _cycles(_graph())
+    assert not cycles, f"import cycles, TYPE_CHECKING imports counted (import lower layers only): " \
+                       f"{sorted(map(sorted, cycles))}"
 
 
 def test_type_checking_imports_are_counted():
     graph = _graph()
-    assert "asyncgrad.engine.worker" in graph["asyncgrad.engine.kernels"]  # only under TYPE_CHECKING there
-    assert "asyncgrad.engine.worker" not in _graph(type_checking=False)["asyncgrad.engine.kernels"]
+    assert "asyncgrad.engine.roles" in graph["asyncgrad.engine.kernels"]  # only under TYPE_CHECKING there
+    assert "asyncgrad.engine.roles" not in _graph(type_checking=False)["asyncgrad.engine.kernels"]
 
 
 def test_the_engine_and_the_graph_record_know_no_op():

@@ -1,0 +1,124 @@
+"""`python -m benchmarks.instructions W1`: instructions per node under callgrind, forward and backward.
+
+Wall-clock timings on a shared machine move by more than the effects a hot-path change has; an
+instruction count does not. This runs a workload's asyncgrad graph in child processes under
+``valgrind --tool=callgrind`` at N and 2N nodes and takes differences, so that start-up, imports
+and warm-up cancel out:
+
+* forward per node  = (F(2N) - F(N)) / N, where F(n) runs the forward of n nodes;
+* backward per node = ((FB(2N) - F(2N)) - (FB(N) - F(N))) / N, where FB(n) also runs the backward.
+
+Each is measured with the garbage collector on (the default thresholds) and off (``gc.disable()``
+after the imports). The worker's clock-driven yields (Note [Reading the clock] in engine/worker.py)
+are switched off, since they depend on time and valgrind runs about 50x slower. The figures quoted
+in benchmarks/HISTORY.md were taken this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ("W1",)  # a workload whose node count is its size
+PHASES = ("forward", "both")
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workload", choices=WORKLOADS, help="the workload to count")
+    parser.add_argument("--nodes", type=int, default=3000, help="N: the smaller run's nodes (default 3000)")
+    parser.add_argument("--gc", choices=("both", "on", "off"), default="both",
+                        help="count with the collector on, off, or both (default)")
+    parser.add_argument("--valgrind", default="valgrind", help="the valgrind executable")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--child", nargs=3, metavar=("PHASE", "N", "GC"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.nodes < 3:
+        parser.error("--nodes must be at least 3")
+    return args
+
+
+def _child(workload: str, phase: str, n: int, collect: bool) -> None:
+    """Build the workload's graph of ``n`` nodes once (and run its backward for ``both``)."""
+    from asyncgrad.engine import worker
+
+    from .frameworks import Asyncgrad
+    from .workloads.w1_chain import chain_graph
+
+    worker.CLOCK_BUDGET = float("inf")  # no clock reads, no time-driven yields
+    fw = Asyncgrad()
+
+    async def main() -> None:
+        warm = chain_graph(30, (4,))  # first calls fill caches the same way at N and 2N
+        rec = fw.forward(warm, fw.leaves(warm))
+        await fw.backward(rec)
+        graph = chain_graph(n, (4,))
+        leaves = fw.leaves(graph)
+        if not collect:
+            gc.disable()
+        rec = fw.forward(graph, leaves)
+        if phase == "both":
+            await fw.backward(rec)
+
+    asyncio.run(main())
+
+
+def _command(args: argparse.Namespace, phase: str, n: int, collect: bool, out: Path) -> list[str]:
+    return [args.valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
+            "benchmarks.instructions", args.workload, "--child", phase, str(n), "on" if collect else "off"]
+
+
+def _count(command: list[str]) -> int:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONHASHSEED="0")
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    found = _COLLECTED.findall(done.stderr)
+    if done.returncode != 0 or not found:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        phase, n, collect = args.child
+        _child(args.workload, phase, int(n), collect == "on")
+        return 0
+    settings = {"both": (True, False), "on": (True,), "off": (False,)}[args.gc]
+    n = args.nodes
+    if not args.dry_run and shutil.which(args.valgrind) is None:
+        print(f"{args.valgrind} not found: install valgrind to count instructions", file=sys.stderr)
+        return 2
+    print(f"{args.workload}, N={n:,} against 2N={2 * n:,}: instructions per node (callgrind)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for collect in settings:
+            counts = {}
+            for phase in PHASES:
+                for size in (n, 2 * n):
+                    command = _command(args, phase, size, collect, Path(tmp) / f"{phase}.{size}.out")
+                    if args.dry_run:
+                        print(" ".join(command))
+                        continue
+                    counts[phase, size] = _count(command)
+            if args.dry_run:
+                continue
+            forward = (counts["forward", 2 * n] - counts["forward", n]) / n
+            both = (counts["both", 2 * n] - counts["both", n]) / n
+            label = "with GC" if collect else "without GC"
+            print(f"  {label:<11} forward {forward:>9,.0f}   backward {both - forward:>9,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
