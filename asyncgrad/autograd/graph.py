@@ -3,7 +3,8 @@
 The graph record itself is ``asyncgrad/graph/`` (Note [The graph record is the lowest layer] in
 graph/__init__.py); this module gathers its public names and ``get_gradient_edge``, which returns
 a leaf's ``AccumulateGrad`` and so lives with it in autograd/accumulate.py. The record's other
-names are here too, so that ``from asyncgrad.autograd.graph import Node`` keeps working.
+names are here too, so that ``from asyncgrad.autograd.graph import Node`` keeps working (Note [The
+public graph module] in graph/node.py).
 """
 
 from __future__ import annotations

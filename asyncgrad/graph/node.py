@@ -79,22 +79,18 @@ Edge: TypeAlias = "tuple[Node | None, int]"
 """Where a gradient goes: ``(function, input_nr)``, input ``input_nr`` of ``function`` (None: nowhere).
 
 Note [Edges are plain pairs]: an edge is a plain 2-tuple, as each entry of torch's
-``next_functions`` is, not a NamedTuple: every recorded node builds one per input, and building a
-NamedTuple (``tuple.__new__(Edge, (fn, nr))``, a second tuple and a type call) cost 1,650 more
-instructions than the pair, 6% of a W1 node's forward (Note [Measuring the hot path] in
-engine/worker.py). Code reads an edge by unpacking it: ``fn, input_nr = edge``.
+``next_functions`` is, not a NamedTuple: every recorded node builds one per input, and a NamedTuple
+is a second tuple and a type call on the forward's hot path (W1's forward shows it; the figures are
+in benchmarks/HISTORY.md). Code reads an edge by unpacking it: ``fn, input_nr = edge``.
 
 Note [A node's edges are two parallel tuples]: a node keeps its edges as two tuples, the functions
 (``edge_fns``) and their input numbers (``edge_nrs``), not as a tuple of pairs. The numbers are
 nearly always 0, and ``(0,)`` and ``(0, 0)`` are constants that every node shares; so a recorded
-node keeps one new object for its edges, not 1 + one per input. Each of those was an object the
-cyclic collector tracks and walks again and again while the graph lives: W1's forward 27,614 ->
-25,834 instructions per node at N=6,000 (-6.4%), 28,564 -> 26,481 at N=30,000 (-7.3%: mostly
-collector passes, so the longer the graph, the more), the backward unchanged (23,727 -> 23,799;
-28,694 -> 28,580), and a one-input node is 64 bytes smaller, a fifth of its own size. One flat
-tuple ``(fn_0, nr_0, fn_1, ...)`` saved as much in the forward but cost the backward 1,000
-instructions a node in index arithmetic and slices. ``next_edges`` (and ``next_functions``) give the pairs, and
-the constructor takes pairs."""
+node keeps one new object for its edges, not 1 + one per input: fewer objects for the cyclic
+collector to walk while the graph lives, and a smaller node (W1's forward shows it; figures in
+benchmarks/HISTORY.md). One flat tuple ``(fn_0, nr_0, fn_1, ...)`` would save as much in the
+forward but costs the backward index arithmetic and slices. ``next_edges`` (and ``next_functions``)
+give the pairs, and the constructor takes pairs."""
 
 
 def split_edges(edges: Iterable[Edge]) -> tuple[tuple[Node | None, ...], tuple[int, ...]]:
@@ -294,6 +290,7 @@ class Node:
         return result[0] if len(result) == 1 else result
 
     def _check_call(self, grads: tuple) -> None:
+        """One gradient per forward output (Note [Calling a node])."""
         if len(grads) != len(self._input_meta):
             raise TypeError(f"expected {len(self._input_meta)} arguments, got {len(grads)} instead")
 
@@ -541,7 +538,7 @@ def allow_mutation_on_saved_tensors() -> Generator[_AllowMutationOnSavedContext,
     """
     ctx = _AllowMutationOnSavedContext()
 
-    def pack(tensor: Any) -> int:
+    def pack(tensor: Any) -> int:  # a copy when saved (Note [Mutation on saved tensors])
         key = len(ctx.saved)
         ctx.saved[key] = tensor.detach().clone()
         return key
