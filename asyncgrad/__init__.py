@@ -274,7 +274,7 @@ from asyncgrad.ops.reduction import (  # noqa: E402
     var,
     var_mean,
 )
-from asyncgrad.ops.sorting import argsort, kthvalue, median, sort, topk, unique  # noqa: E402
+from asyncgrad.ops.sorting import argsort, kthvalue, median, nanmedian, sort, topk, unique  # noqa: E402
 
 # torch.Size (what Tensor.shape and Tensor.size() return)
 from asyncgrad.tensor import Size  # noqa: E402
@@ -314,3 +314,23 @@ from asyncgrad.factories import empty_strided  # noqa: E402
 # opt: addcmul and addcdiv (ops/elementwise.py)
 # isort: split
 from asyncgrad.ops.elementwise import addcdiv, addcmul  # noqa: E402
+
+# opsB: ag.masked, ag.special, the *_copy variants of the views (ops/view_copies.py)
+# isort: split
+from asyncgrad import masked, special  # noqa: E402
+from asyncgrad.ops.view_copies import (  # noqa: E402
+    alias_copy,
+    as_strided_copy,
+    diagonal_copy,
+    expand_copy,
+    narrow_copy,
+    permute_copy,
+    split_with_sizes_copy,
+    squeeze_copy,
+    t_copy,
+    transpose_copy,
+    unbind_copy,
+    unfold_copy,
+    unsqueeze_copy,
+    view_copy,
+)

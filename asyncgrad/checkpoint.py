@@ -192,8 +192,9 @@ class _Recomputation:
     def _pack(self, t: Tensor) -> Tensor:
         """As torch's recomputation hook: keep the detached value for the forward's handle at this
         position, and hand the value itself to whatever saved it during the recomputation (a
-        backward run inside ``fn`` unpacks it, with ``_unpacked`` as it is)."""
-        value = t.detach()
+        backward run inside ``fn`` unpacks it, with ``_unpacked`` as it is). A tensor that does not
+        require grad is kept as the object it is, so its unpack gives that very object, as torch's."""
+        value = t.detach() if t.requires_grad else t
         if self.count >= len(self.frame.metas):
             if not self.frame.forward_completed:
                 self.ignore_mismatch = True
@@ -213,8 +214,8 @@ class _Recomputation:
         self.hooks.__enter__()
         self.grad.__enter__()
         self.frame.recompute_context.__enter__()
-        inputs = tuple(a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
-                       for a in self.frame.args)
+        inputs = tuple(a.detach().requires_grad_(True) if isinstance(a, Tensor) and a.requires_grad else a
+                       for a in self.frame.args)  # an input that needs no grad: the object itself, as torch
         return inputs, self.frame.kwargs
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:

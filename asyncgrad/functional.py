@@ -7,6 +7,7 @@ its cotangent, so differentiating it once more against the cotangent gives a jvp
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable
 
@@ -49,6 +50,20 @@ def _finish(values: tuple, create_graph: bool) -> tuple:
     if create_graph:
         return values
     return tuple(v.detach() if isinstance(v, Tensor) else v for v in values)
+
+
+def _grad_on(fn: Callable) -> Callable:
+    """Note [The functional API records in any grad mode]: as torch's, each function runs under
+    ``enable_grad``, so that under ``no_grad`` it still differentiates ``func`` and, with
+    ``create_graph=True``, still hands back results with history; the caller's mode is back once
+    it returns."""
+
+    @functools.wraps(fn)
+    async def with_grad(*args: Any, **kwargs: Any) -> Any:
+        with enable_grad():
+            return await fn(*args, **kwargs)
+
+    return with_grad
 
 
 async def _call(func: Callable, inputs: tuple) -> Any:
@@ -153,6 +168,7 @@ def _check_v(v: Any, like: tuple, name: str, fn_name: str, like_is_tuple: bool) 
     return vs
 
 
+@_grad_on
 async def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """(func(inputs), v^T J), as torch's ``vjp`` (Note [Strict mode as torch])."""
@@ -173,6 +189,7 @@ async def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
     return (outputs if out_tuple else outputs[0]), (result if is_tuple else result[0])
 
 
+@_grad_on
 async def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """(func(inputs), J v), by differentiating a vjp against its cotangent (torch's double
@@ -198,12 +215,13 @@ async def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
     return (outputs if out_tuple else outputs[0]), (result if out_tuple else result[0])
 
 
+@_grad_on
 async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
                    vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """d outputs / d inputs, one vjp per output element; entry shape = output.shape + input.shape.
 
-    Reverse mode only, unvectorized (Note [No vmap, no forward mode]); ``strategy`` and
-    ``vectorize`` are checked as torch checks them, and what would need forward AD or vmap is refused.
+    ``strategy`` and ``vectorize`` are checked as torch checks them; what passes gets the same
+    Jacobian, computed one vjp per output element (Note [One Jacobian whatever the strategy]).
     """
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError(
@@ -211,7 +229,7 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
             'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode":
-        _refuse_forward_mode(create_graph, strict, vectorize)
+        _check_forward_mode(create_graph, strict, vectorize)
     is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = _prepare(inputs, create_graph)
     out_tuple, outputs = _as_tuple(await _call(func, inputs), "outputs of the user-provided function", "jacobian")
@@ -220,7 +238,6 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
         if strict:
             raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                                "supported together. Please either set `strict=False` or `vectorize=False`.")
-        raise NotImplementedError(_NO_VMAP)
     table = []
     for i, out in enumerate(outputs):
         flat = out.reshape(-1)
@@ -247,11 +264,12 @@ async def jacobian(func: Callable, inputs: Any, create_graph: bool = False, stri
     return tuple(row if is_tuple else row[0] for row in table)
 
 
+@_grad_on
 async def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
                   vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
     """The Jacobian of the gradient of a scalar function, as torch's: reverse over reverse (Note
-    [No vmap, no forward mode]; ``vectorize`` and ``outer_jacobian_strategy`` go to the outer
-    ``jacobian``), strict checks in torch's order (Note [Strict mode as torch])."""
+    [One Jacobian whatever the strategy]; ``vectorize`` and ``outer_jacobian_strategy`` go to the
+    outer ``jacobian``), strict checks in torch's order (Note [Strict mode as torch])."""
     is_tuple, items = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
@@ -278,22 +296,17 @@ async def hessian(func: Callable, inputs: Any, create_graph: bool = False, stric
     return result[0][0]
 
 
-# Note [No vmap, no forward mode]: torch's ``vectorize=True`` computes every row of a Jacobian in one
-# backward by running each node's formula under vmap, on gradients with an extra batch dimension
-# (``is_grads_batched``); ``strategy="forward-mode"`` pushes dual tensors forward. asyncgrad has
-# neither: its backward formulas (ops/) take gradients of exactly their output's shape, and it has
-# no dual tensors. Looping over rows is what ``vectorize=False`` already does, so calling that
-# "vectorized" would only rename it: both are refused with an error that says why, after torch's own
-# checks (its wording) for the combinations torch refuses too.
-_NO_VMAP = ("jacobian(vectorize=True) needs vmap (batched backward formulas), which asyncgrad does not have; "
-            "use vectorize=False, which computes the same Jacobian one vector-Jacobian product per output element")
-_NO_FORWARD_AD = ('jacobian(strategy="forward-mode") needs forward-mode AD (dual tensors) and vmap, which asyncgrad '
-                  'does not have; use strategy="reverse-mode"')
+# Note [One Jacobian whatever the strategy]: torch's ``vectorize=True`` computes every row of a
+# Jacobian in one backward by running each node's formula under vmap, and ``strategy="forward-mode"``
+# pushes dual tensors forward; both only choose how the same Jacobian is computed. asyncgrad has
+# neither vmap nor dual tensors, so, once torch's own checks of the combination have passed (its
+# words, its order), every choice computes the Jacobian one vector-Jacobian product per output
+# element through the engine: the values torch gives, at the cost of one backward per row.
 
 
-def _refuse_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> None:
-    """torch's checks for ``strategy="forward-mode"``, in its order and words; what passes them
-    would need forward AD (Note [No vmap, no forward mode])."""
+def _check_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> None:
+    """torch's checks for ``strategy="forward-mode"``, in its order and words (Note [One Jacobian
+    whatever the strategy])."""
     if create_graph:
         raise NotImplementedError(
             "torch.autograd.functional.jacobian: `create_graph=True` and `strategy=\"forward-mode\"` are not "
@@ -306,9 +319,9 @@ def _refuse_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> N
         raise NotImplementedError(  # torch's two literals, without a space between them
             "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
             "only implemented for `vectorize=True`.")
-    raise NotImplementedError(_NO_FORWARD_AD)
 
 
+@_grad_on
 async def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """(func(inputs), v^T H): a vjp of the gradient (Note [Strict mode as torch])."""
@@ -319,6 +332,7 @@ async def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = F
     return out, (result if is_tuple else result[0])
 
 
+@_grad_on
 async def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """(func(inputs), H v), by the double-backward trick on the gradient (Note [Strict mode as torch])."""

@@ -577,8 +577,8 @@ class Tensor:
                 suffixes.append(f"dtype=asyncgrad.{host.dtype.name}")
         elif host.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
             suffixes.append(f"dtype=asyncgrad.{host.dtype.name}")
-        if self.grad_fn is not None:
-            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+        if self.grad_fn is not None:  # a node torch cannot read prints as torch prints it (``printed_name``)
+            suffixes.append(f"grad_fn=<{getattr(self.grad_fn, 'printed_name', None) or self.grad_fn.name()}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         return _tensor_str.add_suffixes(prefix + _tensor_str.tensor_str(host, len(prefix)), suffixes, len(prefix))

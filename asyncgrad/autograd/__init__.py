@@ -26,7 +26,14 @@ if TYPE_CHECKING:  # what __getattr__ gives, for type checkers
     from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable
-    from asyncgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+    from asyncgrad.autograd.grad_mode import (
+        enable_grad,
+        inference_mode,
+        is_multithreading_enabled,
+        no_grad,
+        set_grad_enabled,
+        set_multithreading_enabled,
+    )
     from asyncgrad.autograd.profiler import _profiler_enabled
     from asyncgrad.gradcheck import gradcheck, gradgradcheck
 
@@ -44,10 +51,13 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "graph",
+    "inference_mode",
+    "is_multithreading_enabled",
     "no_grad",
     "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
+    "set_multithreading_enabled",
     # the profiler
     "profiler",
     "_profiler_enabled",
@@ -64,7 +74,14 @@ def _public() -> dict[str, Any]:
     from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable
-    from asyncgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+    from asyncgrad.autograd.grad_mode import (
+        enable_grad,
+        inference_mode,
+        is_multithreading_enabled,
+        no_grad,
+        set_grad_enabled,
+        set_multithreading_enabled,
+    )
     from asyncgrad.autograd.profiler import _profiler_enabled
     from asyncgrad.gradcheck import gradcheck, gradgradcheck
 
@@ -74,6 +91,8 @@ def _public() -> dict[str, Any]:
         "functional": functional, "grad": grad, "grad_sync": grad_sync, "gradcheck": gradcheck,
         "gradgradcheck": gradgradcheck, "graph": graph, "no_grad": no_grad, "once_differentiable": once_differentiable,
         "set_detect_anomaly": set_detect_anomaly, "set_grad_enabled": set_grad_enabled,
+        "inference_mode": inference_mode, "is_multithreading_enabled": is_multithreading_enabled,
+        "set_multithreading_enabled": set_multithreading_enabled,
         "profiler": profiler, "_profiler_enabled": _profiler_enabled,  # the profiler
     }
 

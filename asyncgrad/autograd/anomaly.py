@@ -11,6 +11,8 @@ import traceback
 import warnings
 from typing import Any
 
+from asyncgrad.autograd.switches import leave
+
 anomaly_enabled = contextvars.ContextVar("asyncgrad_anomaly", default=(False, True))
 """(enabled, check_nan), per asyncio task like grad mode."""
 
@@ -24,6 +26,13 @@ it is off without reading ``anomaly_enabled`` (Note [Anomaly mode read once it w
 # exact: the flag is set before the first ``anomaly_enabled.set((True, ..))`` and never cleared, so a
 # False flag means no context anywhere has the mode on. Whoever switches the mode on must set it
 # (``_switch_on``, called by ``set_detect_anomaly`` and ``detect_anomaly``).
+
+
+anomaly_parent: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_anomaly_parent", default=None)
+"""Note [Anomaly parents]: while a custom Function's backward runs in anomaly mode, its node; a
+custom Function recorded meanwhile (a double backward) keeps it as ``metadata["parent_"]``, so that
+when the new node fails, torch's warning names the forward call that induced it too. Only custom
+backwards set it: the engine does not say which built-in node is running."""
 
 
 def _switch_on() -> None:
@@ -50,13 +59,13 @@ class set_detect_anomaly:
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         if mode:
             _switch_on()  # Note [Anomaly mode read once it was used]
-        self._token = anomaly_enabled.set((bool(mode), bool(check_nan)))
+        self._tokens = [anomaly_enabled.set((bool(mode), bool(check_nan)))]
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        anomaly_enabled.reset(self._token)
+        leave(anomaly_enabled, self._tokens)  # Note [A switch restored where its scope ends]
 
 
 _ENABLED_WARNING = ("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
@@ -73,10 +82,10 @@ class detect_anomaly:
 
     def __enter__(self) -> None:
         _switch_on()  # Note [Anomaly mode read once it was used]
-        self._token = anomaly_enabled.set((True, self.check_nan))
+        self.__dict__.setdefault("_tokens", []).append(anomaly_enabled.set((True, self.check_nan)))
 
     def __exit__(self, *exc: Any) -> None:
-        anomaly_enabled.reset(self._token)
+        leave(anomaly_enabled, self.__dict__.get("_tokens", []))  # Note [A switch restored where its scope ends]
 
     def __call__(self, fn):
         if inspect.iscoroutinefunction(fn):
@@ -103,13 +112,43 @@ def _quiet_copy(manager: detect_anomaly) -> detect_anomaly:
     return copy
 
 
-def warn_error_detected(node_name: str, forward_trace: str) -> None:
-    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was.
+def report_failure(node: Any, exc: BaseException) -> None:
+    """torch's ``print_stack`` for a node that failed in anomaly mode: the warning, with the forward's
+    traceback when the node was recorded in anomaly mode (also kept as a note on the error), or
+    saying that there is none."""
+    trace = node._metadata.get("traceback_") if node._metadata else None
+    warn_error_detected(node.name(), trace)
+    if trace is not None:
+        exc.add_note(f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                     + trace)
+    parent = node._metadata.get("parent_") if node._metadata else None
+    while parent is not None:  # Note [Anomaly parents]
+        metadata = parent._metadata or {}
+        trace = metadata.get("traceback_")
+        if trace is None:
+            warn_error_detected(parent.name(), None)
+        else:
+            _warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that induced "
+                  f"the previous calculation:\n{trace}")
+        parent = metadata.get("parent_")
+
+
+def warn_error_detected(node_name: str, forward_trace: str | None) -> None:
+    """torch's warning when a node fails in anomaly mode; the error itself is raised as it was. A node
+    recorded outside anomaly mode has no forward trace: torch's warning then says so.
 
     Called while the engine ends a failing graph task: a warning filter that turns it into an
     exception must not replace the node's error (or leave the graph task unfinished), so, as
     torch does, such a warning is printed to stderr instead."""
-    text = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}"
+    if forward_trace is None:
+        text = (f"Error detected in {node_name}. No forward pass information available. Enable detect anomaly during "
+                "forward pass for more information.")
+    else:
+        text = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n{forward_trace}"
+    _warn(text)
+
+
+def _warn(text: str) -> None:
     try:
         warnings.warn(text, UserWarning, stacklevel=2)
     except Exception:  # noqa: BLE001 - any filter action that raises: torch prints the warning

@@ -14,9 +14,10 @@ from typing import Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.autograd.anomaly import ANOMALY_USED, anomaly_enabled, anomaly_parent, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
+from asyncgrad.autograd.switches import restore
 from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
 from asyncgrad.devices.streams import note_forward
@@ -150,10 +151,21 @@ class FunctionNode(FunctionCtx, Node):
         backward = self._function._user_backward()
         if self._function._async_backward:
             return self._apply_async(backward, grads, create_graph)
+        if ANOMALY_USED[0] and anomaly_enabled.get()[0]:  # Note [Anomaly parents] in anomaly.py
+            token = anomaly_parent.set(self)
+            try:
+                return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
+            finally:
+                restore(anomaly_parent, token)
         return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
 
     async def _apply_async(self, backward: Callable, grads: list, create_graph: bool) -> list:
-        return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
+        token = anomaly_parent.set(self) if ANOMALY_USED[0] and anomaly_enabled.get()[0] else None
+        try:  # Note [Anomaly parents] in anomaly.py
+            return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
+        finally:
+            if token is not None:
+                restore(anomaly_parent, token)
 
     def __call__(self, *grads: Any) -> Any:
         """``y.grad_fn(g)``: the user's backward on ``g``, as torch's ``grad_fn.apply(g)`` (Note
@@ -254,6 +266,9 @@ class Function:
         result = _wrap_outputs(node, args, (outputs,) if single else outputs, recording)
         if recording and anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
+            parent = anomaly_parent.get()
+            if parent is not None:  # Note [Anomaly parents] in anomaly.py
+                node.metadata["parent_"] = parent
         return result[0] if single else result
 
 
@@ -280,7 +295,9 @@ def _as_view(out: Tensor, of: Tensor) -> None:
 # Note [Custom Function outputs]: as torch's _process_backward_mode_ad, after forward: every tensor
 # given to mark_dirty must be returned (else "Some elements marked as dirty ..."), whether or not a
 # graph is recorded; a dirty differentiable output that is no input gets a warning ("ctx.mark_dirty()
-# received a tensor that was not an input ..."); a dirty input that is a view may only be the one
+# received a tensor that was not an input ..."), raised as an error when it is a view (of an
+# intermediate); a dirty input that is a view made by a multi-output op or in no_grad mode is refused
+# with torch's words for an in-place op on it; a dirty input that is a view may only be the one
 # output (its base is rebased onto CopySlices over the node, which reads only that output's
 # gradient); an input returned as it was comes back as a view of itself, and every view returned
 # (but a dirty input) is refused in place later: "... was created inside a custom Function ..."
@@ -315,7 +332,9 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
         if is_diff and is_modified:
             if out._requires_grad and out.grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-            if not is_input:
+            if not is_input:  # torch refuses a view (of an intermediate) and warns about anything else
+                if _is_view(out):
+                    raise RuntimeError(MARK_DIRTY_NOT_INPUT)
                 warnings.warn(MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=3)
             if _is_view(out):
                 if len(outputs) > 1:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad._validate import type_label
+from asyncgrad.autograd.switches import leave, restore
 
 grad_enabled = contextvars.ContextVar("asyncgrad_grad_enabled", default=True)
 
@@ -58,7 +59,7 @@ class _GradModeContext:
         self._tokens.append(grad_enabled.set(self._mode))
 
     def __exit__(self, *exc: Any) -> None:
-        grad_enabled.reset(self._tokens.pop())
+        leave(grad_enabled, self._tokens)  # Note [A switch restored where its scope ends]
 
     def __call__(self, fn: Callable) -> Callable:
         if inspect.isclass(fn):
@@ -91,7 +92,7 @@ def _wrap_call(var: contextvars.ContextVar, mode: bool, fn: Callable) -> Callabl
             try:
                 return await fn(*args, **kwargs)
             finally:
-                var.reset(token)
+                restore(var, token)
 
         return async_wrapper
 
@@ -101,7 +102,7 @@ def _wrap_call(var: contextvars.ContextVar, mode: bool, fn: Callable) -> Callabl
         try:
             return fn(*args, **kwargs)
         finally:
-            var.reset(token)
+            restore(var, token)
 
     return wrapper
 
@@ -186,13 +187,18 @@ class set_grad_enabled(_GradModeContext):
         pass
 
     def __call__(self, fn: Callable) -> Callable:
-        grad_enabled.reset(self._tokens.pop())
+        leave(grad_enabled, self._tokens)  # the decorator form switches only inside ``fn``
         return super().__call__(fn)
 
 
 # --------------------------------------------------------------------------- multithreading
 multithreading_enabled = contextvars.ContextVar("asyncgrad_multithreading_enabled", default=True)
 """Read by ``Engine.execute`` as a backward starts: False keeps every node of it on the loop."""
+
+
+def is_multithreading_enabled() -> bool:
+    """torch's ``is_multithreading_enabled``: whether backwards started in this context may use kernel threads."""
+    return multithreading_enabled.get()
 
 
 class set_multithreading_enabled:
@@ -204,15 +210,14 @@ class set_multithreading_enabled:
         if not isinstance(mode, (bool, np.bool_)):
             raise TypeError(f"set_multithreading_enabled(): argument 'enabled' (position 1) must be bool, "
                             f"not {type_label(mode)}")
-        self.prev = multithreading_enabled.get()
         self.mode = bool(mode)
-        multithreading_enabled.set(self.mode)
+        self._tokens = [multithreading_enabled.set(self.mode)]
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        multithreading_enabled.set(self.prev)
+        leave(multithreading_enabled, self._tokens)  # Note [A switch restored where its scope ends]
 
     def clone(self) -> set_multithreading_enabled:
         return self.__class__(self.mode)
@@ -220,7 +225,7 @@ class set_multithreading_enabled:
     def __call__(self, fn: Callable) -> Callable:
         # The decorator form switches only inside ``fn``. (torch's leaves the mode switched in the
         # decorating context, since its constructor switches it and nothing restores it.)
-        multithreading_enabled.set(self.prev)
+        leave(multithreading_enabled, self._tokens)
         return _wrap_call(multithreading_enabled, self.mode, fn)
 
 
@@ -257,6 +262,7 @@ class InferenceVersion(list):
     saving is refused by ``SavedTensor``."""
 
     __slots__ = ()
+    tracks_version = False  # ``increment_version`` leaves it alone, as torch does
 
     def __setitem__(self, index: Any, value: Any) -> None:
         if not inference_enabled.get():
@@ -284,16 +290,20 @@ class inference_mode:
         self.mode = bool(mode)
 
     def __enter__(self) -> None:
-        tokens = self.__dict__.setdefault("_tokens", [])
-        tokens.append((inference_enabled.set(self.mode), grad_enabled.set(not self.mode)))
+        modes = self.__dict__.setdefault("_tokens", [])
+        grads = self.__dict__.setdefault("_grad_tokens", [])
+        modes.append(inference_enabled.set(self.mode))
+        grads.append(grad_enabled.set(not self.mode))
         if self.mode:
             INFERENCE_ACTIVE[0] += 1
 
     def __exit__(self, *exc: Any) -> None:
-        inference_token, grad_token = self._tokens.pop()
-        inference_enabled.reset(inference_token)
-        grad_enabled.reset(grad_token)
-        if self.mode:
+        # The two lists grow and shrink together (Note [A switch restored where its scope ends]), so
+        # the scope ended in one is the scope ended in the other; the count of open blocks goes down
+        # once per scope ended, wherever it ends.
+        ended = leave(inference_enabled, self.__dict__.get("_tokens", []))
+        leave(grad_enabled, self.__dict__.get("_grad_tokens", []))
+        if ended and self.mode:
             INFERENCE_ACTIVE[0] -= 1
 
     def clone(self) -> inference_mode:

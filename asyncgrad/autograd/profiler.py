@@ -17,6 +17,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
+from asyncgrad.autograd.switches import restore
 
 # Note [When a forward op started]: an op reaches the profiler when it returns (``record`` is called
 # with its result), and no op pays for a clock read on entry. Its interval ends there and starts
@@ -463,9 +464,11 @@ class profile:
         PROFILING.append(self)
 
     def _stop(self) -> None:
+        if not self._running:  # exited already: a second exit changes nothing
+            return
         self._running = False
         PROFILING.remove(self)
-        current_recorder.reset(self._token)
+        restore(current_recorder, self._token)  # Note [A switch restored where its scope ends]
         self._token = None
         self._live.clear()  # the weak references die with their callbacks uncalled
         for event in self._events:  # a trace may run again: its events' family is found anew

@@ -14,6 +14,7 @@ then one context-variable read per saved tensor.
 
 from __future__ import annotations
 
+import contextvars
 import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
@@ -132,7 +133,11 @@ class PackedSavedTensor(SavedTensor):
         pass
 
     def unpacked(self) -> Tensor:
-        value = self.unpack(self.packed)
+        # In a copy of the context: whatever the hook switches (a saved_tensors_hooks block it
+        # enters and never exits, as torch's test of that misuse does) ends with the call, as
+        # torch's ends with the graph task's thread-local state (Note [Saved-tensor hooks are a
+        # stack per context] in graph.py).
+        value = contextvars.copy_context().run(self.unpack, self.packed)
         if not isinstance(value, Tensor):
             raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                             f"{type_label(value)}")

@@ -72,6 +72,11 @@ class ArrayBackend:
         ops/inplace.py). Only where ``into_ufuncs``."""
         getattr(np, name)(a, b, out=out)
 
+    def quiet(self) -> Any:
+        """A context where floating-point exceptions pass silently (inf, NaN, underflow), as torch's
+        kernels give them: for ops whose masked branches compute values they then discard."""
+        return np.errstate(all="ignore")
+
     def dtype(self, array: Any) -> np.dtype:
         """asyncgrad's dtype (a numpy dtype) of an array of this backend."""
         return array.dtype
@@ -183,6 +188,18 @@ class ArrayBackend:
 
     def erfinv(self, array: Any) -> Any:
         return self._special(special.erfinv, array)
+
+    def erfcx(self, array: Any) -> Any:
+        return self._special(special.erfcx, array)
+
+    def i0e(self, array: Any) -> Any:
+        return self._special(special.i0e, array)
+
+    def i1(self, array: Any) -> Any:
+        return self._special(special.i1, array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._special(special.i1e, array)
 
     def _special(self, fn: Any, array: Any) -> Any:
         """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back;

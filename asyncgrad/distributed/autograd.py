@@ -17,6 +17,7 @@ import contextvars
 import itertools
 from typing import Any, Protocol
 
+from asyncgrad.autograd.switches import restore
 from asyncgrad.tensor import Tensor
 
 __all__ = ["context", "get_gradients"]
@@ -57,7 +58,8 @@ class _Context:
 
     def __exit__(self, *exc: Any) -> None:
         if self.token is not None:
-            current_context.reset(self.token)
+            restore(current_context, self.token)  # Note [A switch restored where its scope ends]
+            self.token = None
         for cluster in _clusters.pop(self.ctx_id, []):
             cluster._release_context(self.ctx_id)
 

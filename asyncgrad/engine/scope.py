@@ -19,7 +19,7 @@ import asyncio
 from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable
 
-from asyncgrad.autograd.anomaly import warn_error_detected
+from asyncgrad.autograd.anomaly import report_failure
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task
 
@@ -164,12 +164,8 @@ class GraphTaskScope:
             return
         if node is not None and isinstance(exc, Exception):
             exc.add_note(f"[asyncgrad] raised while running {node.name()} in the backward pass")
-            if graph_task.anomaly and node._metadata and "traceback_" in node._metadata:
-                warn_error_detected(node.name(), node._metadata["traceback_"])  # torch warns, then raises
-                exc.add_note(
-                    f"[asyncgrad] Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                    + node._metadata["traceback_"]
-                )
+            if graph_task.anomaly:
+                report_failure(node, exc)  # torch warns, then raises
         if not graph_task.future.done():
             self.error = exc
             graph_task.future.set_result(None)

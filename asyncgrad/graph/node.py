@@ -31,6 +31,8 @@ import weakref
 from collections.abc import Generator, Iterable
 from typing import Any, Callable, NamedTuple, Protocol, TypeAlias
 
+from asyncgrad.autograd.switches import restore
+
 
 class RunningGraphTask(Protocol):
     """What the graph record asks of the running graph task (the engine's ``GraphTask``), which it
@@ -340,9 +342,13 @@ class GradientEdge(NamedTuple):
 
 def increment_version(tensor: Any) -> None:
     """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an in-place
-    change the library could not see: nodes that saved it then refuse to unpack it."""
+    change the library could not see: nodes that saved it then refuse to unpack it. An inference
+    tensor has no version to bump (Note [Inference tensors] in grad_mode.py): as torch, nothing
+    happens to it, in inference mode or out of it."""
     for t in (tensor,) if hasattr(tensor, "_vc") else tensor:
-        t._vc[0] += 1
+        vc = t._vc
+        if getattr(vc, "tracks_version", True):
+            vc[0] += 1
 
 
 SavedHooks = tuple  # (pack_hook, unpack_hook)
@@ -354,6 +360,10 @@ saved_hooks: contextvars.ContextVar[SavedHooks | None] = contextvars.ContextVar(
 saved_hooks_disabled: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "asyncgrad_saved_tensors_hooks_disabled", default=None)
 """The message of the innermost ``disable_saved_tensors_hooks``, or None."""
+
+_outer_hooks: contextvars.ContextVar[tuple] = contextvars.ContextVar("asyncgrad_outer_saved_tensors_hooks", default=())
+"""The pairs (or None) that the open ``saved_tensors_hooks`` blocks of this context replaced, oldest
+first (Note [Saved-tensor hooks are a stack per context])."""
 
 portal_needed = [False]
 """Whether plain user code may ever run inside a backward on the loop: set (never reset) by the
@@ -374,22 +384,35 @@ class saved_tensors_hooks:
 
     Only the innermost pair applies; the hooks hold for the asyncio task (context) that entered
     them. A packed tensor is not version-checked on unpack: what the hooks return is used, as torch.
+
+    Note [Saved-tensor hooks are a stack per context]: as torch's stack of default hooks is per
+    thread, each context has its own stack (``_outer_hooks`` and, on top, ``saved_hooks``): an
+    enter pushes this block's pair, an exit pops the top pair, whichever block pushed it, and an
+    exit with nothing pushed in this context changes nothing. The manager itself keeps no state,
+    so misuse cannot strand a pair in any context: an extra exit (an unpack hook exiting the block
+    that recorded its graph) pops what torch's would pop, and once the extra enters are exited the
+    stack is empty; an enter from a hook during backward pushes onto the copy of the engine's
+    context that the hook runs in (``PackedSavedTensor.unpacked``), never onto the caller's, so the
+    caller's ``with`` block exits cleanly and the hooks end with it.
     """
 
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
-        self._tokens: list[contextvars.Token] = []
 
     def __enter__(self) -> None:
         message = saved_hooks_disabled.get()
         if message is not None:
             raise RuntimeError(message)
-        self._tokens.append(saved_hooks.set((self.pack_hook, self.unpack_hook)))
+        _outer_hooks.set(_outer_hooks.get() + (saved_hooks.get(),))
+        saved_hooks.set((self.pack_hook, self.unpack_hook))
         hooks_in_use[0] = True
 
     def __exit__(self, *args: object) -> None:
-        saved_hooks.reset(self._tokens.pop())
+        outer = _outer_hooks.get()
+        if outer:  # Note [Saved-tensor hooks are a stack per context]
+            saved_hooks.set(outer[-1])
+            _outer_hooks.set(outer[:-1])
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -422,7 +445,7 @@ def disable_saved_tensors_hooks(error_message: str) -> Generator[None, None, Non
     try:
         yield
     finally:
-        saved_hooks_disabled.reset(token)
+        restore(saved_hooks_disabled, token)  # Note [A switch restored where its scope ends]
 
 
 def _gradient_node(t: Any) -> Node | None:
@@ -513,17 +536,77 @@ def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -
     return _MultiHandle(handles)
 
 
-_mutation_context: list = [None]
+mutation_context: list = [None]
+"""The open ``allow_mutation_on_saved_tensors`` block's state, or None: while one is open, every
+in-place write asks ``before_write`` first (Note [Mutation on saved tensors])."""
+
+_ALLOW_MUTATION_OUTSIDE = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+                           "in which the graph was originally recorded.")
+
+
+class _Handle:
+    """What the graph keeps for one tensor saved inside the block: the block's maps hold it weakly,
+    so its entries go when the graph that saved it goes."""
+
+    __slots__ = ("__weakref__",)
 
 
 class _AllowMutationOnSavedContext:
-    """The state of one ``allow_mutation_on_saved_tensors`` block: the saved originals."""
+    """The state of one ``allow_mutation_on_saved_tensors`` block, in torch's maps: ``original`` and
+    ``cloned`` (by handle, weakly), ``tid_to_weakhandle`` (a saved tensor, by object, counter and
+    version, to its handle) and ``sid_to_tid`` (the saved tensors of one counter and version)."""
 
     def __init__(self) -> None:
-        self.saved: dict[int, Any] = {}
+        self.cloned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.original: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self.sid_to_tid: dict[tuple, set] = {}
 
     def clear(self) -> None:
-        self.saved.clear()
+        self.cloned.clear()
+        self.original.clear()
+        self.tid_to_weakhandle.clear()
+        self.sid_to_tid.clear()
+
+    def pack(self, tensor: Any) -> _Handle:
+        vc = tensor._vc
+        sid = (id(vc), vc[0])
+        tid = (id(tensor),) + sid
+        self.sid_to_tid.setdefault(sid, set()).add(tid)
+        handle = self.tid_to_weakhandle.get(tid)
+        if handle is None:  # the same tensor at the same version saved again shares its handle
+            handle = self.tid_to_weakhandle[tid] = _Handle()
+            self.original[handle] = tensor
+        return handle
+
+    def unpack(self, handle: _Handle) -> Any:
+        if mutation_context[0] is None:
+            raise AssertionError(_ALLOW_MUTATION_OUTSIDE)
+        cloned = self.cloned.get(handle)
+        if cloned is not None:
+            return cloned
+        original = self.original.get(handle)
+        if original is None:  # another block's graph: this block never saw the tensor
+            raise AssertionError(_ALLOW_MUTATION_OUTSIDE)
+        return original
+
+    def before_write(self, tensor: Any) -> None:
+        """``tensor`` is about to be written in place: every saved tensor that shares its memory (its
+        version counter) at its current version is cloned first, once."""
+        vc = tensor._vc
+        for tid in self.sid_to_tid.get((id(vc), vc[0]), ()):
+            handle = self.tid_to_weakhandle.get(tid)
+            if handle is None or handle in self.cloned:  # saved, then freed by its backward; or cloned already
+                continue
+            original = self.original.pop(handle)
+            self.cloned[handle] = original.detach().clone()
+
+
+def before_write(tensor: Any) -> None:
+    """Called by every in-place write while a block is open (Note [Mutation on saved tensors])."""
+    ctx = mutation_context[0]
+    if ctx is not None:
+        ctx.before_write(tensor)
 
 
 @contextlib.contextmanager
@@ -531,31 +614,23 @@ def allow_mutation_on_saved_tensors() -> Generator[_AllowMutationOnSavedContext,
     """Tensors saved for backward inside may be changed in place: the backward sees the values
     they had when saved. Forward and backward must both run inside the block (torch's rule).
 
-    Note [Mutation on saved tensors]: torch clones a saved tensor when an in-place op is about to
-    change it (a dispatch mode watches every write); asyncgrad copies each tensor saved inside
-    the block when it is saved (through a pack hook), which costs the copies up front but gives
-    the backward the same values.
+    Note [Mutation on saved tensors]: as torch's, each tensor saved inside the block is kept as
+    itself (a pack hook: ``original``, by a handle the graph holds), and is cloned only when an
+    in-place op is about to write its memory at the version it was saved at: ``apply_inplace`` and
+    the other in-place writers (``resize_``, ``set_``) call ``before_write`` first while a block is
+    open, and the fast untracked writes step aside for them. The backward gets the clone, or the
+    tensor itself when nothing wrote it. The maps hold handles weakly, so what a graph saved goes
+    with the graph, and the block's exit clears them: a backward after it, or in another block,
+    is refused with torch's AssertionError. Blocks do not nest (torch's RuntimeError), and a
+    refused inner block leaves the outer one open.
     """
     ctx = _AllowMutationOnSavedContext()
-
-    def pack(tensor: Any) -> int:  # a copy when saved (Note [Mutation on saved tensors])
-        key = len(ctx.saved)
-        ctx.saved[key] = tensor.detach().clone()
-        return key
-
-    def unpack(key: int) -> Any:
-        error_msg = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
-                     "in which the graph was originally recorded.")
-        if _mutation_context[0] is not ctx or key not in ctx.saved:
-            raise AssertionError(error_msg)
-        return ctx.saved[key]
-
-    with saved_tensors_hooks(pack, unpack):
+    with saved_tensors_hooks(ctx.pack, ctx.unpack):
+        if mutation_context[0] is not None:
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        mutation_context[0] = ctx
         try:
-            if _mutation_context[0] is not None:
-                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
-            _mutation_context[0] = ctx
             yield ctx
         finally:
             ctx.clear()
-            _mutation_context[0] = None
+            mutation_context[0] = None

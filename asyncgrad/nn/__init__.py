@@ -12,11 +12,12 @@ __all__ = [
 
 # layers: convolution, pooling, shape layers, embedding, containers
 from asyncgrad.nn.container import ModuleDict, ModuleList, ParameterList, Sequential  # noqa: E402
-from asyncgrad.nn.conv import Conv1d, Conv2d  # noqa: E402
+from asyncgrad.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
 from asyncgrad.nn.flatten import Embedding, Flatten, Identity, Unflatten  # noqa: E402
 from asyncgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d  # noqa: E402
 
-__all__ += ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "Embedding", "Flatten", "Identity",
+__all__ += ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "Conv3d",
+           "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Embedding", "Flatten", "Identity",
            "MaxPool1d", "MaxPool2d", "ModuleDict", "ModuleList", "ParameterList", "Unflatten"]
 
 # layers: normalisation, activations, dropout, losses, attention, recurrent layers
@@ -81,3 +82,63 @@ from asyncgrad.nn.rnn import GRUCell, LSTMCell, RNNCell  # noqa: E402
 
 __all__ += ["CTCLoss", "GLU", "GRUCell", "Hardshrink", "LSTMCell", "RNNCell", "RReLU",
             "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+
+# opsB: convolution layers above, margin/embedding/likelihood losses
+from asyncgrad.nn.loss import (  # noqa: E402
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
+
+__all__ += ["CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+            "TripletMarginWithDistanceLoss"]
+
+# opsB: convolution/pixel-shuffle/distance/bilinear/normalisation/dropout layers
+from asyncgrad.nn.bilinear import Bilinear  # noqa: E402
+from asyncgrad.nn.distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from asyncgrad.nn.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: E402
+from asyncgrad.nn.normalization import LocalResponseNorm, RMSNorm  # noqa: E402
+from asyncgrad.nn.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle  # noqa: E402
+
+__all__ += ["AlphaDropout", "Bilinear", "ChannelShuffle", "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d",
+            "FeatureAlphaDropout", "LocalResponseNorm", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "RMSNorm"]
+
+# opsB: 3-D and adaptive pooling layers
+from asyncgrad.nn.pooling import (  # noqa: E402
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool3d,
+    MaxPool3d,
+)
+
+__all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+            "AvgPool3d", "MaxPool3d"]
+
+# opsB: im2col/col2im, max unpooling and upsampling layers
+from asyncgrad.nn.fold import Fold, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold  # noqa: E402
+from asyncgrad.nn.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+
+__all__ += ["Fold", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Upsample", "UpsamplingBilinear2d",
+            "UpsamplingNearest2d"]
+
+# opsB: bags of embeddings
+from asyncgrad.nn.embedding_bag import EmbeddingBag  # noqa: E402
+
+__all__ += ["EmbeddingBag"]
+
+# opsB: fractional max pooling
+from asyncgrad.nn.fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

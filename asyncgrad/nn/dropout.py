@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from asyncgrad.nn.module import Module
-from asyncgrad.ops.dropout import check_p, dropout
+from asyncgrad.ops.dropout import (
+    alpha_dropout,
+    check_p,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from asyncgrad.tensor import Tensor
 
 __all__ = ["Dropout"]
@@ -21,3 +29,33 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _DropoutNd(Dropout):
+    _fn = staticmethod(dropout)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._fn(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    _fn = staticmethod(dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    _fn = staticmethod(dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    _fn = staticmethod(dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    _fn = staticmethod(alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    _fn = staticmethod(feature_alpha_dropout)
+
+
+__all__ += ["AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]

@@ -1,13 +1,16 @@
-"""Normalisation layers: BatchNorm1d/2d/3d (running statistics in buffers), LayerNorm, GroupNorm."""
+"""Normalisation layers: BatchNorm1d/2d/3d (running statistics in buffers), LayerNorm, GroupNorm, RMSNorm,
+LocalResponseNorm."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from asyncgrad import dtypes
+from asyncgrad._validate import tensor_arg
 from asyncgrad.factories import ones, tensor, zeros
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
+from asyncgrad.nn.spatial import pad
 from asyncgrad.ops.norm import batch_norm, group_norm, instance_norm, layer_norm
 from asyncgrad.tensor import Tensor
 
@@ -159,3 +162,80 @@ class InstanceNorm3d(_InstanceNorm):
 
 
 __all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+
+# --------------------------------------------------------------------------- RMS and local response normalisation
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """``input * rsqrt(mean(input^2 over the normalized dims) + eps) * weight``; ``eps`` defaults to
+    the input dtype's machine epsilon (torch's rule). A composition, as torch's math kernel is."""
+    tensor_arg(input, "rms_norm", "input", 1)
+    if isinstance(normalized_shape, int):
+        raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    shape = tuple(normalized_shape)
+    n = len(shape)
+    if n == 0 or input.ndim < n or tuple(input.shape[input.ndim - n:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*"
+                           f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(shape)}")
+    if eps is None:
+        eps = float(dtypes.finfo(input.dtype).eps)
+    dims = tuple(range(input.ndim - n, input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """``input / (k + alpha * mean of input^2 over a window of ``size`` channels)^beta``, the window
+    running from ``size // 2`` channels before to ``(size - 1) // 2`` after, zero-padded (torch's
+    average over the padded channels, written as a sum of shifted slices)."""
+    tensor_arg(input, "local_response_norm", "input", 1)
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    squared = input * input
+    padded = pad(squared.movedim(1, -1), (size // 2, (size - 1) // 2)).movedim(-1, 1)
+    window = padded.narrow(1, 0, c)
+    for offset in range(1, size):
+        window = window + padded.narrow(1, offset, c)
+    return input / (window * (alpha / size) + k) ** beta
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        self.weight = Parameter(ones(*shape, dtype=dtype, device=device)) if elementwise_affine else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ += ["LocalResponseNorm", "RMSNorm", "local_response_norm", "rms_norm"]

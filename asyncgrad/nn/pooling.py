@@ -78,3 +78,58 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+# opsB: 3-D and adaptive pooling layers
+class MaxPool3d(_MaxPoolNd):
+    def forward(self, input: Tensor) -> Any:
+        return pooling.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                                  self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                  self.count_include_pad, self.divisor_override)
+
+
+class _AdaptiveAvgPoolNd(AdaptiveAvgPool2d):
+    _fn = staticmethod(pooling.adaptive_avg_pool2d)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._fn(input, self.output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _fn = staticmethod(pooling.adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    _fn = staticmethod(pooling.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _fn = staticmethod(pooling.adaptive_max_pool2d)
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        return self._fn(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(pooling.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(pooling.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(pooling.adaptive_max_pool3d)

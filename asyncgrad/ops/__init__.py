@@ -149,7 +149,7 @@ _METHODS = {
     "masked_fill": indexing.masked_fill, "masked_fill_": _inplace_method(indexing.masked_fill, "masked_fill_"),
     "masked_select": indexing.masked_select, "nonzero": indexing.nonzero,
     "sort": sorting.sort, "argsort": sorting.argsort, "topk": sorting.topk, "kthvalue": sorting.kthvalue,
-    "median": sorting.median, "unique": sorting.unique,
+    "median": sorting.median, "nanmedian": sorting.nanmedian, "unique": sorting.unique,
     "cumsum": reduction.cumsum, "cumprod": reduction.cumprod, "prod": reduction.prod,
     "var": reduction.var, "std": reduction.std, "logsumexp": reduction.logsumexp,
     "amax": reduction.amax, "amin": reduction.amin, "any": reduction.any, "all": reduction.all,

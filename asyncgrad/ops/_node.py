@@ -625,6 +625,11 @@ class ArrayMath:
     def constant(value: Any, like: Any) -> Any:
         return value
 
+    @staticmethod
+    def special(name: str, x: Any) -> Any:
+        """A special function's kernel by name (Note [Special functions by name] in ops/special.py)."""
+        return getattr(backend_of(x), name)(x)
+
     # convolution and pooling (ops/conv.py, ops/pooling.py): their formulas' kernels on raw arrays
     convolution = staticmethod(windows.convolution)
     pool = staticmethod(windows.pool)

@@ -38,29 +38,26 @@ class _Convolution(OpNode):
         a, b = F.unpack(self)
         p = self.params
         kind = self.kind
-        ga = gb = gc = None
+        ga = gb = None
         if kind == "forward":      # a = x, b = w
             if self.needs(0):
                 ga = F.convolution("input", g, b, self.a_shape, p)
             if self.needs(1):
                 gb = F.convolution("weight", a, g, self.b_shape, p)
-            if self.num_outputs == 2:
-                return ga, gb
-            if self.needs(2):
-                gc = F.sum(g, axis=(0,) + tuple(range(2, g.ndim)))
-            return ga, gb, gc
-        if kind == "input":        # a = g0, b = w
+        elif kind == "input":      # a = g0 (or a transposed convolution's input), b = w
             if self.needs(0):
-                ga = F.convolution("forward", g, b, None, p)
+                ga = F.convolution("forward", g, b, self.a_shape, p)
             if self.needs(1):
                 gb = F.convolution("weight", g, a, self.b_shape, p)
+        else:                      # kind == "weight": a = x, b = g0
+            if self.needs(0):
+                ga = F.convolution("input", b, g, self.a_shape, p)
+            if self.needs(1):
+                gb = F.convolution("forward", a, g, self.b_shape, p)
+        if self.num_outputs == 2:
             return ga, gb
-        # kind == "weight": a = x, b = g0
-        if self.needs(0):
-            ga = F.convolution("input", b, g, self.a_shape, p)
-        if self.needs(1):
-            gb = F.convolution("forward", a, g, None, p)
-        return ga, gb
+        # the bias (conv and conv_transpose): added along the channel dim of every output position
+        return ga, gb, F.sum(g, axis=(0,) + tuple(range(2, g.ndim))) if self.needs(2) else None
 
 
 class ConvolutionBackward0(_Convolution):
@@ -80,9 +77,10 @@ def _work(x_shape: tuple[int, ...], w_shape: tuple[int, ...], out: tuple[int, ..
 
 
 def convolution_op(kind: str, a: Tensor, b: Tensor, shape: tuple[int, ...] | None, params: Params,
-                   bias: Tensor | None = None) -> Tensor:
-    """``TensorMath.convolution``, and the forward once ``conv1d``/``conv2d`` have checked their
-    arguments: one of the three convolutions as a recorded op."""
+                   bias: Tensor | None = None, transposed: bool = False) -> Tensor:
+    """``TensorMath.convolution``, and the forward once ``conv{1,2,3}d``/``conv_transpose{1,2,3}d``
+    have checked their arguments: one of the three convolutions as a recorded op. A transposed
+    convolution is the ``"input"`` map (``transposed``: torch names its node as a forward's)."""
     dev = a.device
     out = convolution(kind, a.data, b.data, shape, params)
     if bias is not None:  # into the kernel's new output, in place: one activation-sized array less
@@ -90,7 +88,7 @@ def convolution_op(kind: str, a: Tensor, b: Tensor, shape: tuple[int, ...] | Non
     x_shape = a.shape if kind != "input" else out.shape
     w_shape = b.shape if kind != "weight" else out.shape
     y_shape = out.shape if kind == "forward" else (a.shape if kind == "input" else b.shape)
-    cls = ConvolutionBackward0 if kind == "forward" else ConvolutionBackwardBackward0
+    cls = ConvolutionBackward0 if kind == "forward" or transposed else ConvolutionBackwardBackward0
     inputs = (a, b) if bias is None else (a, b, bias)
     return record(cls, inputs, out, dev, kind, a.shape, b.shape, params,
                   saved=(a if b._requires_grad else None, b if a._requires_grad else None),
@@ -193,3 +191,100 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
            dilation: Any = 1, groups: int = 1) -> Tensor:
     """torch.nn.functional.conv2d: ``(N, C, H, W)`` or ``(C, H, W)`` input, ``(O, C / groups, KH, KW)`` weight."""
     return conv_nd(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """torch.nn.functional.conv3d: ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input, ``(O, C / groups, *K)`` weight."""
+    return conv_nd(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose_nd(d: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+                      output_padding: Any, groups: int, dilation: Any) -> Tensor:
+    """``conv_transpose1d/2d/3d``: the adjoint in ``x`` of the convolution whose weight is
+    ``weight`` ``(C_in, C_out / groups, *K)`` (Note [Three convolutions]), torch's checks and words.
+    ``output_padding`` adds positions after the last that the adjoint convolution reads nothing
+    from; its size is ``(L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1``."""
+    fn = f"conv_transpose{d}d"
+    tensor_arg(input, fn, "input", 1)
+    tensor_arg(weight, fn, "weight", 2)
+    same_device(input, weight)
+    if bias is not None:
+        tensor_arg(bias, fn, "bias", 3)
+        same_device(input, bias)
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"Expected {d + 1}D (unbatched) or {d + 2}D (batched) input to {fn}, but got input of "
+                           f"size: {list(input.shape)}")
+    if input.ndim == d + 1:  # unbatched: one sample (its node is then the squeeze's, as torch's is)
+        return squeeze(conv_transpose_nd(d, unsqueeze(input, 0), weight, bias, stride, padding, output_padding,
+                                         groups, dilation), 0)
+    if weight.ndim != d + 2:
+        raise RuntimeError(f"weight should have at least three dimensions, got weight of size {list(weight.shape)}"
+                           if weight.ndim < 3 else
+                           f"Expected {weight.ndim}-dimensional input for {weight.ndim}-dimensional weight "
+                           f"{list(weight.shape)}, but got {input.ndim}-dimensional input of size "
+                           f"{list(input.shape)} instead")
+    stride = _tuple(stride, d, "stride")
+    dilation = _tuple(dilation, d, "dilation")
+    pads = _tuple(padding, d, "padding")
+    extra = _tuple(output_padding, d, "output_padding")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(p < 0 for p in pads):
+        raise RuntimeError("negative padding is not supported")
+    if any(e < 0 for e in extra):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(e >= s and e >= v for e, s, v in zip(extra, stride, dilation)):
+        names = ("depth", "height", "width")[3 - d:] if d > 1 else ("width",)
+        words = " ".join(f"output_padding_{n}: {e}" for n, e in zip(names, extra))
+        words += " " + " ".join(f"stride_{n}: {s}" for n, s in zip(names, stride))
+        words += " " + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, dilation))
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {words}")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(weight.shape)}] instead")
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[0]} channels, but got {input.shape[1]} "
+                           "channels instead")
+    out_channels = weight.shape[1] * groups
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {out_channels} elements, but got bias of size {list(bias.shape)} "
+                           "instead")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} but found "
+                           f"{scalar_type_name(weight.dtype)}")
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"slow_conv_transpose{d}d_out_cpu" not implemented for '
+                                  f"'{input.dtype.name.capitalize()}'")
+    spatial = tuple((n - 1) * s - 2 * p + v * (k - 1) + e + 1
+                    for n, s, p, v, k, e in zip(input.shape[2:], stride, pads, dilation, weight.shape[2:], extra))
+    if any(n <= 0 for n in spatial):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, input.shape[2:]))}). Calculated "
+                           f"output size per channel: ({' x '.join(map(str, spatial))}). Output size is too small")
+    shape = (input.shape[0], out_channels) + spatial
+    return convolution_op("input", input, weight, shape, (stride, tuple((p, p) for p in pads), dilation, groups),
+                          bias, transposed=True)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """torch.nn.functional.conv_transpose1d: ``(N, C_in, L)`` or ``(C_in, L)``, weight ``(C_in, C_out / groups, K)``."""
+    return conv_transpose_nd(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """torch.nn.functional.conv_transpose2d on ``(N, C_in, H, W)`` or ``(C_in, H, W)``."""
+    return conv_transpose_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """torch.nn.functional.conv_transpose3d on ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)``."""
+    return conv_transpose_nd(3, input, weight, bias, stride, padding, output_padding, groups, dilation)

@@ -299,9 +299,13 @@ def along(index: Any, axis: int, backend: Any) -> tuple:
 
 
 def _index_arg(index: Any, fn: str, pos: int, dtype_error: str) -> Tensor:
-    """The index tensor of gather/scatter/index_select/index_add: a Tensor of int32 or int64 (torch's words)."""
+    """The index tensor of gather/scatter/index_select/index_add: a Tensor of int32 or int64 (torch's
+    words). gather and scatter take an empty index of any dtype, as torch's (it checks the dtype of
+    an index that has elements only): returned as int64."""
     tensor_arg(index, fn, "index", pos)
     if index.dtype not in (np.int64, np.int32):
+        if index.numel() == 0 and fn in ("gather", "scatter", "scatter_add"):
+            return index.to(np.int64)
         raise RuntimeError(dtype_error.format(type=scalar_type_name(index.dtype)))
     return index
 
@@ -360,12 +364,14 @@ class GatherBackward0(SavesVariables):
 
 
 def _as_vector(fn: Any, x: Tensor, dim: Any, index: Any, *args: Any, **kwargs: Any) -> Tensor:
-    """A 0-d tensor's gather/scatter/index op: the op on its one-element vector, reshaped back."""
+    """A 0-d tensor's gather/scatter/index op: the op on its one-element vector, reshaped back to 0-d,
+    except gather's, whose result has its index's shape (a 1-element index gives shape (1,), as torch)."""
     normalize_dim(dim, 0, fn.__name__)
+    shape = index.shape if fn is gather and isinstance(index, Tensor) else ()
     if isinstance(index, Tensor) and index.ndim == 0:
         index = reshape(index, (1,))
     args = tuple(reshape(a, (1,)) if isinstance(a, Tensor) and a.ndim == 0 else a for a in args)
-    return reshape(fn(reshape(x, (1,)), 0, index, *args, **kwargs), ())
+    return reshape(fn(reshape(x, (1,)), 0, index, *args, **kwargs), shape)
 
 
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -374,7 +380,9 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> 
     if x.ndim == 0:
         return _as_vector(gather, x, dim, index)
     axis = normalize_dim(dim, x.ndim, "gather")
-    _index_arg(index, "gather", 2, "gather(): Expected dtype int32/int64 for index")
+    index = _index_arg(index, "gather", 2, "gather(): Expected dtype int32/int64 for index")
+    if index.numel() == 0 and index.ndim != x.ndim:  # torch checks the dims of an index with elements only
+        return reshape(getitem(reshape(x, (-1,)), slice(0, 0)), tuple(index.shape))
     _check_along("gather", x, index, axis)
     dev = x.device
     backend = dev.backend
@@ -434,7 +442,7 @@ class ScatterAddBackward0(SavesVariables):
 
 def _scatter_args(fn: str, x: Tensor, dim: Any, index: Any, src: Any) -> tuple[int, Any, tuple, Tensor | None]:
     axis = normalize_dim(dim, x.ndim, fn)
-    _index_arg(index, fn, 2, "scatter(): Expected dtype int32/int64 for index")
+    index = _index_arg(index, fn, 2, "scatter(): Expected dtype int32/int64 for index")
     ts = src if isinstance(src, Tensor) else None
     if ts is not None and ts.dtype != x.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")

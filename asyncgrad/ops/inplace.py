@@ -28,7 +28,7 @@ from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, gr
 from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.node import RELEASED as RELEASED_VALUES
-from asyncgrad.graph.node import Edge, Node, hooks_in_use, saved_hooks
+from asyncgrad.graph.node import Edge, Node, before_write, hooks_in_use, mutation_context, saved_hooks
 from asyncgrad.ops import _node
 from asyncgrad.ops._node import (
     MULTI_OUTPUT_VIEW,
@@ -54,6 +54,8 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     expanded tensor (torch's fill_/zero_, and copy_ from itself, Note [Memory overlap])."""
     if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
         raise RuntimeError(INFERENCE_INPLACE)  # before anything is written (Note [Inference tensors])
+    if mutation_context[0] is not None:  # Note [Mutation on saved tensors] in autograd/graph.py
+        before_write(x)
     grad_mode = grad_enabled.get()
     base = x._extra.base if x._extra is not None else None
     if grad_mode and base is not None and x._extra.creation is not None and (
@@ -172,7 +174,8 @@ def _untracked(x: Tensor, args: tuple, backend: Any) -> bool:
     """Whether an in-place op on ``x`` with ``args`` records nothing and may be refused by nothing
     but the overlap checks: a float tensor of a backend with ``into``, not an inference tensor
     outside inference mode, not a view in grad mode (Note [View creation] in _node.py)."""
-    if not backend.into_ufuncs or x._data.dtype.kind not in "fc" or x._vc.__class__ is InferenceVersion:
+    if not backend.into_ufuncs or x._data.dtype.kind not in "fc" or x._vc.__class__ is InferenceVersion \
+            or mutation_context[0] is not None:  # Note [Mutation on saved tensors]: the general path clones first
         return False
     return not grad_enabled.get() or not (
         x._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
@@ -384,6 +387,8 @@ def _rebase_custom_view(view: Tensor, fn: Node) -> None:
     ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
     every view of the base, ``view`` included, reads the base again."""
     base = view._extra.base
+    if view._extra.creation is not None:  # torch's handle_view_on_rebase first: a multi-output or no_grad view
+        raise RuntimeError(view_creation_error(view._extra.creation, "is being"))
     if base._requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     backend = view.device.backend
@@ -445,7 +450,7 @@ def _refresh_views(base: Tensor, skip: Tensor | None) -> None:
             continue
         if view._extra.creation is not None:  # torch cannot regenerate such a view's grad_fn: it refuses
             message = view_creation_error(view._extra.creation, "its base or another view of its base has been")
-            node = _rebased_node(Error, (gradient_edge(base),), view, message)
+            node = _rebased_node(ViewError, (gradient_edge(base),), view, message)
             view.grad_fn, view.output_nr, view._requires_grad = node, 0, True
             continue
         node = _rebased_node(AsStridedBackward0, (gradient_edge(base),), view,
@@ -510,6 +515,21 @@ class Error(OpNode):
 
     def backward(self, F, g):
         raise RuntimeError(self.message)
+
+
+class ViewError(OpNode):
+    """``Error`` for such a view: torch raises as the view's ``grad_fn`` is read, so the view prints
+    ``grad_fn=<Invalid>`` (torch's ``_tensor_str`` catches that error); the node's name stays torch's."""
+
+    __slots__ = ("message",)
+    work_per_element = 0
+    printed_name = "Invalid"
+
+    def backward(self, F, g):
+        raise RuntimeError(self.message)
+
+    def name(self) -> str:
+        return "Error"
 
 
 class AsStridedBackward0(OpNode):

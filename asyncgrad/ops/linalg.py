@@ -853,8 +853,9 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     shape is A's without the last dim; batch dims broadcast."""
     tensor_arg(A, "linalg_solve", "A", 1)
     tensor_arg(B, "linalg_solve", "B", 2)
-    if not left:
-        raise NotImplementedError("linalg.solve(left=False) is not implemented in asyncgrad: solve A.mT X.mT = B.mT")
+    if not left:  # X A = B is Aᵀ Xᵀ = Bᵀ (B a matrix here, as torch requires)
+        flipped = _solve(shape_ops.transpose(A, -2, -1), shape_ops.transpose(B, -2, -1), False)
+        return shape_ops.transpose(flipped, -2, -1)
     return _solve(A, B, B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]))
 
 

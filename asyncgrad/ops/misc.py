@@ -18,7 +18,7 @@ from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.devices.backend import backend_of
-from asyncgrad.graph.node import NO_EDGE
+from asyncgrad.graph.node import NO_EDGE, before_write
 from asyncgrad.ops import indexing as _indexing
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
@@ -432,9 +432,11 @@ def _sizes(args: tuple, fn: str) -> tuple[int, ...]:
 
 def _refuse_inference(x: Tensor) -> None:
     """resize_ and set_ are in-place ops: an inference tensor is refused outside inference_mode
-    before anything is written (Note [Inference tensors] in autograd/grad_mode.py)."""
+    before anything is written (Note [Inference tensors] in autograd/grad_mode.py), and a tensor
+    saved inside allow_mutation_on_saved_tensors is cloned first."""
     if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
         raise RuntimeError(INFERENCE_INPLACE)
+    before_write(x)  # Note [Mutation on saved tensors] in autograd/graph.py
 
 
 def _store(x: Tensor, array: Any) -> None:
@@ -528,14 +530,17 @@ class IndexFillBackward0(OpNode):
 
 
 class IndexFillBackward1(OpNode):
-    """index_fill with a 0-d tensor value: the value gets the sum of the filled slices' gradient."""
+    """index_fill with a 0-d tensor value: the value gets the sum of the filled slices' gradient,
+    each filled position counted once however often the index repeats it (as torch, which sums over
+    the index's unique entries): the gradient's total less the total of what was not filled."""
 
     __slots__ = ("key",)
     work_per_element = 1
 
     def backward(self, F, g):
-        return (F.index_put(g, self.key, 0.0) if self.needs(0) else None,
-                F.sum(F.index(g, self.key)) if self.needs(1) else None)
+        kept = F.index_put(g, self.key, 0.0)
+        return (kept if self.needs(0) else None,
+                F.sum(g - kept) if self.needs(1) else None)
 
 
 def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, tuple]:
@@ -559,6 +564,9 @@ def _index_dim(x: Tensor, dim: Any, index: Tensor, fn: str) -> tuple[int, Any, t
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """``input`` with the slices ``index`` along ``dim`` set to ``value`` (a number or a 0-d tensor)."""
     tensor_arg(input, "index_fill")
+    if input.ndim == 0:  # a 0-d input is filled as its one-element vector
+        normalize_dim(dim, 0, "index_fill")
+        return shape_ops.reshape(index_fill(shape_ops.reshape(input, (1,)), 0, index, value), ())
     axis, idx, key = _index_dim(input, dim, index, "index_fill")
     dev = input.device
     out = dev.xp.asarray(input.data, copy=True)

@@ -1,4 +1,4 @@
-"""Sorting and selecting by rank: sort, argsort, topk, kthvalue, median, unique.
+"""Sorting and selecting by rank: sort, argsort, topk, kthvalue, median, nanmedian, unique.
 
 One stable argsort per device (the backend's ``argsort``: the standard's has no NaN order and
 numpy's no descending) ranks the elements as torch does, NaN above every number; each op then
@@ -42,6 +42,10 @@ class KthvalueBackward0(_ToIndices):
 
 
 class MedianBackward1(_ToIndices):
+    __slots__ = ()
+
+
+class NanmedianBackward1(_ToIndices):
     __slots__ = ()
 
 
@@ -124,7 +128,7 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Reducti
     return _scalar(_picked(KthvalueBackward0, x, axis, order, keepdim), was_0d)
 
 
-class MedianBackward0(OpNode):
+class _EvenlyDistributed(OpNode):
     """median() of all elements: torch's evenly_distribute_backward, ties (and NaNs, when the
     median is NaN) sharing the gradient evenly. x and the result are saved too, as torch saves them:
     changing either in place refuses the backward with torch's error."""
@@ -137,9 +141,18 @@ class MedianBackward0(OpNode):
         return (g * share,)
 
 
-def _median_order(x: Tensor, axis: int) -> Any:
+class MedianBackward0(_EvenlyDistributed):
+    __slots__ = ()
+
+
+class NanmedianBackward0(_EvenlyDistributed):
+    __slots__ = ()
+
+
+def _median_order(x: Tensor, axis: int, ignore_nan: bool = False) -> Any:
     """Per slice along ``axis`` (kept), the index of torch's median: the lower middle of the sorted
-    values, or the first NaN where the slice holds one (the median is then NaN)."""
+    values, or the first NaN where the slice holds one (the median is then NaN). ``ignore_nan``
+    (nanmedian): the lower middle of the values that are not NaN, the first NaN where all are."""
     dev = x.device
     xp = dev.xp
     backend = dev.backend
@@ -148,20 +161,36 @@ def _median_order(x: Tensor, axis: int) -> Any:
     rank = backend.full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)), (n - 1) // 2, np.int64)
     if x.dtype.kind == "f":  # NaNs sort last: the first of them sits at n - (their count)
         nans = xp.sum(backend.astype(xp.isnan(x.data), np.int64), axis=axis, keepdims=True)
-        rank = xp.where(nans > 0, n - nans, rank)
+        if ignore_nan:
+            valid = n - nans
+            rank = xp.where(valid > 0, (valid - 1) // 2, n - nans)
+        else:
+            rank = xp.where(nans > 0, n - nans, rank)
     return xp.take_along_axis(order, rank, axis=axis)
 
 
 def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """torch's ``median``: the lower of the two middle values (no average), NaN if there is one;
     of all elements (a tensor) or along ``dim`` (values and indices)."""
-    tensor_arg(x, "median")
+    return _median(x, dim, keepdim, "median", False)
+
+
+def nanmedian(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """torch's ``nanmedian``: ``median`` of the values that are not NaN (NaN where all are); of all
+    elements (a tensor; the gradient shared by the elements equal to it, as median's) or along
+    ``dim`` (values and indices; the gradient goes to the index). Where a slice is all NaN, the
+    index is its first NaN's (torch's is whichever its selection algorithm leaves there)."""
+    return _median(x, dim, keepdim, "nanmedian", True)
+
+
+def _median(x: Tensor, dim: Any, keepdim: bool, name: str, ignore_nan: bool) -> Any:
+    tensor_arg(x, name)
     dev = x.device
     if dim is None:
         if x.numel() == 0:
             return plain(dev.backend.full((), float("nan"), x.dtype), dev)
         flat = dev.xp.reshape(x.data, (-1,))
-        pick = _median_order(Tensor._make(flat, dev, False, None, 0, [0]), 0)
+        pick = _median_order(Tensor._make(flat, dev, False, None, 0, [0]), 0, ignore_nan)
         value = dev.xp.reshape(dev.backend.getitem(flat, pick), ())
         if not recording(x):
             return plain(value, dev)
@@ -169,13 +198,15 @@ def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
         if x.dtype.kind == "f":
             mask = dev.xp.logical_or(mask, dev.xp.logical_and(dev.xp.isnan(x.data), dev.xp.isnan(value)))
         share = dev.backend.astype(mask, x.dtype)
-        return record(MedianBackward0, (x,), value, dev, saved=(plain(share / dev.xp.sum(share), dev), x))
-    axis = normalize_dim(dim, x.ndim, "median")
-    keepdim = bool_arg(keepdim, "median", "keepdim")
-    if x.ndim and x.shape[axis] == 0:
+        node = NanmedianBackward0 if ignore_nan else MedianBackward0
+        return record(node, (x,), value, dev, saved=(plain(share / dev.xp.sum(share), dev), x))
+    axis = normalize_dim(dim, x.ndim, name)
+    keepdim = bool_arg(keepdim, name, "keepdim")
+    if x.ndim and x.shape[axis] == 0:  # torch names median() for both
         raise IndexError(f"median(): Expected reduction dim {axis} to have non-zero size.")
     was_0d, x = x.ndim == 0, _vector(x)
-    return _scalar(_picked(MedianBackward1, x, axis, _median_order(x, axis), keepdim), was_0d)
+    node = NanmedianBackward1 if ignore_nan else MedianBackward1
+    return _scalar(_picked(node, x, axis, _median_order(x, axis, ignore_nan), keepdim), was_0d)
 
 
 def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,

@@ -9,7 +9,7 @@ import numpy as np
 
 from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
-from asyncgrad.ops import conv, elementwise, indexing, linalg, pooling, reduction
+from asyncgrad.ops import conv, elementwise, indexing, linalg, pooling, reduction, special
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, reduced_axes
 from asyncgrad.tensor import Tensor
@@ -106,6 +106,8 @@ class TensorMath:
     # the primitives the activation and normalisation formulas need
     tanh = staticmethod(elementwise.tanh)
     log1p = staticmethod(elementwise.log1p)
+    # special functions by name (Note [Special functions by name] in ops/special.py)
+    special = staticmethod(special.special_op)
     # the scans
     cumsum = staticmethod(reduction.cumsum)
     cumprod = staticmethod(reduction.cumprod)

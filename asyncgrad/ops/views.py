@@ -32,7 +32,7 @@ from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, mark_view, plain,
 from asyncgrad.ops.indexing import SelectBackward0, SliceBackward0, getitem
 from asyncgrad.ops.inplace import AsStridedBackward0
 from asyncgrad.ops.shape import indexed, permute, view
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import Size, Tensor
 
 
 def _dim(x: Tensor, dim: Any, fn: str, name: str = "dim", pos: int = 2) -> int:
@@ -406,8 +406,8 @@ def _options(dtype: np.dtype, device: Any) -> str:
 
 
 def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: Any) -> Tensor:
-    """torch's legacy constructor: ``x.new(2, 3)`` (uninitialised), ``x.new([1, 2])`` (data), ``x.new()``
-    (empty), ``x.new(t)`` (an alias of ``t``), in ``x``'s dtype, on ``x``'s device unless told."""
+    """torch's legacy constructor: ``x.new(2, 3)`` or ``x.new(Size([2, 3]))`` (uninitialised), ``x.new([1, 2])``
+    (data), ``x.new()`` (empty), ``x.new(t)`` (an alias of ``t``), in ``x``'s dtype, on ``x``'s device unless told."""
     if kwargs:
         given = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
         raise TypeError(f"new() received an invalid combination of arguments - got ({given})")
@@ -419,8 +419,8 @@ def new(x: Tensor, *args: Any, size: Any = None, device: Any = None, **kwargs: A
         if other.dtype != x.dtype or other.device is not dev:
             raise TypeError(f"expected {_options(x.dtype, dev)} (got {_options(other.dtype, other.device)})")
         return getitem(other, Ellipsis)
-    if len(args) == 1 and size is None and (not isinstance(args[0], (int, np.integer)) or isinstance(args[0], bool)) \
-            or not args:
+    if len(args) == 1 and size is None and (not isinstance(args[0], (int, np.integer, Size))
+                                            or isinstance(args[0], bool)) or not args:  # a Size is a size, as torch
         data = args[0] if args else []
         if isinstance(data, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(data).__name__}'")

@@ -332,10 +332,18 @@ def _contract(g: Any, cols: Any) -> Any:
 
 def convolution(kind: str, a: Any, b: Any, shape: tuple[int, ...] | None, params: Params) -> Any:
     """One of the three bilinear maps of a convolution (Note [Three convolutions] in conv.py):
-    ``"forward"`` conv(x=a, w=b), ``"input"`` its adjoint in x (g=a, w=b, x's ``shape``),
+    ``"forward"`` conv(x=a, w=b) (cut to ``shape``'s spatial size where one is given), ``"input"``
+    its adjoint in x (g=a, w=b, x's ``shape``),
     ``"weight"`` its adjoint in w (x=a, g=b, w's ``shape``)."""
     if kind == "forward":
-        return conv_forward(a, b, params)
+        y = conv_forward(a, b, params)
+        if shape is not None and tuple(y.shape[2:]) != tuple(shape[2:]):
+            # the adjoint of a transposed convolution whose output_padding is at least its stride
+            # reads trailing windows past the input it came from: those outputs are cut off
+            backend = backend_of(y)
+            return backend.copy(backend.view(y, _at, (slice(None), slice(None)) + tuple(slice(0, n) for n in
+                                                                                        shape[2:])), "C")
+        return y
     if kind == "input":
         return conv_input_grad(a, b, shape, params)  # type: ignore[arg-type]
     return conv_weight_grad(a, b, shape, params)  # type: ignore[arg-type]
@@ -453,7 +461,26 @@ def _pool(kind: str, a: Any, info: PoolInfo) -> Any:
     if kind == "avg_backward":     # a: (N, C, *out) gradient -> spread evenly over each window
         share = a / extra
         return fold_slabs(lambda index, offset: share, a, x_shape, kernel, stride, dilation, pads, out)
+    if len(extra) != 2:            # adaptive average in 1 or 3 dims: one averaging matrix per dim
+        return _mode_products(a, extra, kind == "adaptive_forward")
     rows, cols = extra             # adaptive average: y = rows @ x @ cols.T, and its adjoint
     if kind == "adaptive_forward":
         return xp.matmul(rows, xp.matmul(a, xp.matrix_transpose(cols)))
     return xp.matmul(xp.matrix_transpose(rows), xp.matmul(a, cols))
+
+
+def _mode_products(a: Any, matrices: tuple, forward: bool) -> Any:
+    """``a`` ``(N, C, *spatial)`` times one matrix per spatial dim ``j`` (``(out_j, in_j)``; its
+    transpose for the adjoint, ``forward=False``): the dim moved last, a matmul, moved back."""
+    xp = backend_of(a).xp
+    nd = a.ndim
+    for j, m in enumerate(matrices):
+        axis = 2 + j
+        order = tuple(i for i in range(nd) if i != axis) + (axis,)
+        moved = xp.permute_dims(a, order)
+        moved = xp.matmul(moved, xp.matrix_transpose(m) if forward else m)
+        back = [0] * nd
+        for position, i in enumerate(order):
+            back[i] = position
+        a = xp.permute_dims(moved, tuple(back))
+    return a

@@ -109,7 +109,7 @@ async def test_gradcheck_catches_a_wrong_backward():
     assert await ag.gradgradcheck(lambda t: (t.exp() * t).sum(), (x,))
 
 
-# --------------------------------------------------------------------------- refusals (Note [No vmap, no forward mode])
+# ------------------------------------------------- refusals (Note [One Jacobian whatever the strategy])
 def _sq(x):
     return x * x
 
@@ -142,19 +142,21 @@ async def test_what_torch_refuses_is_refused_in_its_words(torch, fn, kwargs):
     assert str(got.value) == str(expected.value)
 
 
-@pytest.mark.parametrize("fn, kwargs, needs", [
-    ("jacobian", dict(vectorize=True), "vmap"),
-    ("hessian", dict(vectorize=True), "vmap"),
-    ("jacobian", dict(strategy="forward-mode", vectorize=True), "forward-mode AD"),
-    ("hessian", dict(outer_jacobian_strategy="forward-mode", vectorize=True), "forward-mode AD"),
-], ids=["jacobian-vectorize", "hessian-vectorize", "jacobian-forward-vectorize", "hessian-forward-vectorize"])
-async def test_what_would_need_vmap_or_forward_ad_is_refused_saying_so(torch, fn, kwargs, needs):
-    """torch computes these; asyncgrad says what it lacks and what to use instead, never a silent
-    stand-in for vectorization."""
+@pytest.mark.parametrize("fn, kwargs", [
+    ("jacobian", dict(vectorize=True)),
+    ("hessian", dict(vectorize=True)),
+    ("jacobian", dict(strategy="forward-mode", vectorize=True)),
+    ("hessian", dict(outer_jacobian_strategy="forward-mode", vectorize=True)),
+    ("jacobian", dict(vectorize=True, create_graph=True)),
+], ids=["jacobian-vectorize", "hessian-vectorize", "jacobian-forward-vectorize", "hessian-forward-vectorize",
+        "jacobian-vectorize-create-graph"])
+async def test_vectorize_and_forward_mode_give_torchs_values(torch, fn, kwargs):
+    """torch computes these with vmap or dual tensors; asyncgrad computes the same Jacobian one
+    vjp per row (Note [One Jacobian whatever the strategy])."""
     func = _sq if fn == "jacobian" else _scalar
-    expected = getattr(torch.autograd.functional, fn)(func, torch.ones(3), **kwargs)
-    with pytest.raises(NotImplementedError, match=f"needs {needs}.*which asyncgrad does not have; use") as got:
-        await getattr(F, fn)(func, ag.ones(3), **kwargs)
-    assert "vectorize=False" in str(got.value) or 'strategy="reverse-mode"' in str(got.value)
-    plain = {k: v for k, v in kwargs.items() if k not in ("vectorize", "strategy", "outer_jacobian_strategy")}
-    np.testing.assert_allclose((await getattr(F, fn)(func, ag.ones(3), **plain)).numpy(), expected.detach().numpy())
+    values = np.array([1.0, -2.0, 0.5])
+    expected = getattr(torch.autograd.functional, fn)(func, torch.tensor(values, requires_grad=True), **kwargs)
+    got = await getattr(F, fn)(func, ag.tensor(values, dtype=ag.float64, requires_grad=True), **kwargs)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+    if "forward-mode" not in kwargs.values():  # torch's forward mode hands back its dual tensors' history
+        assert (got.grad_fn is not None) == (expected.grad_fn is not None)

@@ -173,7 +173,7 @@ async def test_allow_mutation_on_saved_tensors_as_torch():
         out = (b ** 2).sum()
         b.mul_(3)
         await out.backward()
-    assert ctx.saved == {}
+    assert len(ctx.cloned) == len(ctx.original) == len(ctx.tid_to_weakhandle) == 0  # cleared as the block ends
     with torch.autograd.graph.allow_mutation_on_saved_tensors():
         ta = torch.tensor(X, requires_grad=True)
         tb = ta.clone()

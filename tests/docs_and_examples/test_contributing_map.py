@@ -1,5 +1,6 @@
 """CONTRIBUTING.md's map of the package names real files and real names: each row's file exists and
-defines each name of its row (a function, a class, a method or property of a class in that file)."""
+defines each name of its row (a function, a class, a method or property of a class in that file).
+Its worked examples are checked by test_contributing.py."""
 
 from __future__ import annotations
 
@@ -51,3 +52,4 @@ def test_every_file_and_name_of_the_map_exists():
         defined = _defined(path)
         missing += [f"{file}: {name}" for name in names if name not in defined]
     assert not missing, "CONTRIBUTING.md's map names what the code no longer has:\n" + "\n".join(missing)
+

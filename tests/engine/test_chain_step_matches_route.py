@@ -7,10 +7,13 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import TORCH_NEEDED
 
 import asyncgrad as ag
 from asyncgrad.engine import worker
 from benchmarks import fuzz
+
+pytest.importorskip("torch", reason=TORCH_NEEDED)  # the fuzzer builds its programs by running them in torch
 
 SEEDS = range(0, 200, 2)
 
