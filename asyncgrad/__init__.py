@@ -163,15 +163,20 @@ from asyncgrad import linalg  # noqa: E402
 from asyncgrad.constructors import as_tensor, is_tensor  # noqa: E402
 from asyncgrad.ops.elementwise import (  # noqa: E402
     acos,
+    acosh,
     allclose,
     asin,
+    asinh,
     atan,
     atan2,
+    atanh,
     ceil,
     clamp_max,
     clamp_min,
     copysign,
     cosh,
+    deg2rad,
+    digamma,
     equal,
     erf,
     erfc,
@@ -180,8 +185,10 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
     expm1,
     floor,
     fmod,
+    frac,
     greater,
     greater_equal,
+    i0,
     isclose,
     isfinite,
     isinf,
@@ -189,14 +196,22 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
     lerp,
     less,
     less_equal,
+    lgamma,
     log2,
     log10,
     logit,
+    mvlgamma,
+    nan_to_num,
     not_equal,
+    polygamma,
+    positive,
+    rad2deg,
     reciprocal,
     remainder,
     round,
     rsqrt,
+    sgn,
+    sinc,
     sinh,
     square,
     tan,
@@ -306,8 +321,10 @@ from asyncgrad._layout import (  # noqa: E402
     channels_last,
     channels_last_3d,
     contiguous_format,
+    layout,
     memory_format,
     preserve_format,
+    strided,
 )
 from asyncgrad.factories import empty_strided  # noqa: E402
 
@@ -318,6 +335,42 @@ from asyncgrad.ops.elementwise import addcdiv, addcmul  # noqa: E402
 # opsB: ag.masked, ag.special, the *_copy variants of the views (ops/view_copies.py)
 # isort: split
 from asyncgrad import masked, special  # noqa: E402
+
+# the rest of torch's differentiable ops (issue 29): composites, products, scans, scatters
+from asyncgrad.ops.composites import (  # noqa: E402
+    broadcast_to,
+    cartesian_prod,
+    column_stack,
+    combinations,
+    corrcoef,
+    cov,
+    cumulative_trapezoid,
+    diagflat,
+    diff,
+    dsplit,
+    fliplr,
+    flipud,
+    float_power,
+    gradient,
+    hsplit,
+    inner,
+    meshgrid,
+    msort,
+    nanmean,
+    nanquantile,
+    quantile,
+    ravel,
+    repeat_interleave,
+    take_along_dim,
+    tensor_split,
+    tensordot,
+    vsplit,
+)
+from asyncgrad.ops.elementwise import fill, frexp  # noqa: E402
+from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
+from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
+from asyncgrad.ops.shape import diag_embed, rot90  # noqa: E402
+from asyncgrad.ops.sorting import aminmax, cummax, cummin, mode  # noqa: E402
 from asyncgrad.ops.view_copies import (  # noqa: E402
     alias_copy,
     as_strided_copy,
@@ -334,3 +387,4 @@ from asyncgrad.ops.view_copies import (  # noqa: E402
     unsqueeze_copy,
     view_copy,
 )
+from asyncgrad.ops.views import as_strided_scatter, diagonal_scatter, select_scatter, slice_scatter  # noqa: E402

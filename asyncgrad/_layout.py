@@ -41,6 +41,35 @@ channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 
+class layout:
+    """torch.layout: how a tensor's elements are stored. asyncgrad's tensors are dense, so ``strided``
+    is its one layout; factories take ``layout=strided`` (or None) as torch's do."""
+
+    __slots__ = ("name",)
+    __module__ = "asyncgrad"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"asyncgrad.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+strided = layout("strided")
+
+
+def layout_arg(value: Any, fn: str) -> None:
+    """A factory's ``layout=``: None or ``strided``; any other layout is refused."""
+    if value is None or value is strided:
+        return
+    if isinstance(value, layout):
+        raise RuntimeError(f"{fn}(): asyncgrad has only the strided layout, got {value!r}")
+    raise TypeError(f"{fn}(): argument 'layout' must be torch.layout, not {type(value).__name__}")
+
+
 _CHANNELS_LAST_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
 """For each channels-last format: its rank and its dims from the innermost (torch's loops)."""
 

@@ -283,9 +283,10 @@ def _host(t: Tensor) -> np.ndarray:
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator=None, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """``normal(mean, std)`` with a tensor mean and/or std (broadcast together), or
-    ``normal(mean, std, size)`` with two floats."""
+    ``normal(mean, std, size)`` with two floats (and torch's factory keywords)."""
+    _layout.layout_arg(layout, "normal")
     rng = numpy_generator(generator, "normal")
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mean_t and not std_t:

@@ -217,8 +217,11 @@ class _Converter:
             return converted
         if isinstance(value, torch.device):
             return ag.device(str(value))
-        if isinstance(value, torch.memory_format):
-            return getattr(ag, str(value).split(".")[-1])
+        if isinstance(value, (torch.memory_format, torch.layout)):
+            converted = getattr(ag, str(value).split(".")[-1], None)
+            if converted is None:
+                raise _Unconvertible(f"{value}")
+            return converted
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             return type(value)(*(self(v) for v in value))
         if isinstance(value, (list, tuple)):

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad.devices import special
+from asyncgrad.devices import bessel, gamma, special
 from asyncgrad.devices.buffers import CACHE, owns_slab
 
 # Note [One array backend per device]: ops are written against the Array API standard, through
@@ -189,6 +189,20 @@ class ArrayBackend:
     def erfinv(self, array: Any) -> Any:
         return self._special(special.erfinv, array)
 
+    # the gamma and Bessel functions (Note [Gamma functions to double precision] in gamma.py, Note
+    # [Bessel functions to double precision] in bessel.py), in the array's float dtype
+    def lgamma(self, array: Any) -> Any:
+        return self._special(gamma.lgamma, array)
+
+    def digamma(self, array: Any) -> Any:
+        return self._special(gamma.digamma, array)
+
+    def polygamma(self, n: int, array: Any) -> Any:
+        return self._special(lambda xp, a: gamma.polygamma(xp, n, a), array)
+
+    def i0(self, array: Any) -> Any:
+        return self._special(bessel.i0, array)
+
     def erfcx(self, array: Any) -> Any:
         return self._special(special.erfcx, array)
 
@@ -279,6 +293,12 @@ class ArrayBackend:
         """``out`` with its entries at the advanced ``index`` multiplied by ``values`` (repeats multiply
         up), in place."""
         np.multiply.at(out, index, values)
+        return out
+
+    def scatter_extreme(self, out: Any, index: Any, values: Any, is_max: bool) -> Any:
+        """``out`` with its entries at the advanced ``index`` raised (``is_max``) or lowered to
+        ``values`` where those are beyond them (repeats take the extreme; NaN wins), in place."""
+        (np.maximum if is_max else np.minimum).at(out, index, values)
         return out
 
     def argsort(self, array: Any, axis: int, descending: bool) -> Any:
@@ -534,6 +554,11 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
         NUMPY.scatter_multiply(out._array, self._index(index), values._array if self.is_array(values) else values)
         return out
 
+    def scatter_extreme(self, out: Any, index: Any, values: Any, is_max: bool) -> Any:
+        NUMPY.scatter_extreme(out._array, self._index(index), values._array if self.is_array(values) else values,
+                              is_max)
+        return out
+
     def argsort(self, array: Any, axis: int, descending: bool) -> Any:
         return self._wrap(NUMPY.argsort(array._array, axis, descending), device=array.device)
 
@@ -671,11 +696,45 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
 
         return cupy_special.erfinv(array)
 
+    def _cupyx_special(self, name: str, *args: Any) -> Any:
+        from cupyx.scipy import special as cupy_special
+
+        return getattr(cupy_special, name)(*args)
+
+    def lgamma(self, array: Any) -> Any:
+        return self._cupyx_special("gammaln", array)
+
+    def digamma(self, array: Any) -> Any:
+        return self._cupyx_special("digamma", array)
+
+    def polygamma(self, n: int, array: Any) -> Any:
+        return self._cupyx_special("polygamma", n, array)
+
+    def i0(self, array: Any) -> Any:
+        return self._cupyx_special("i0", array)
+
+    def i0e(self, array: Any) -> Any:
+        return self._cupyx_special("i0e", array)
+
+    def i1(self, array: Any) -> Any:
+        return self._cupyx_special("i1", array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._cupyx_special("i1e", array)
+
     def fmod(self, a: Any, b: Any) -> Any:
         return self.cupy.fmod(a, b)
 
     def einsum(self, equation: str, *arrays: Any) -> Any:
         return self.cupy.einsum(equation, *arrays)
+
+    def scatter_extreme(self, out: Any, index: Any, values: Any, is_max: bool) -> Any:
+        host = self.to_host(out)
+        host_index = tuple(self.to_host(i) if self.is_array(i) else i for i in index)
+        NUMPY.scatter_extreme(host, host_index, self.to_host(values) if self.is_array(values) else values, is_max)
+        with out.device:  # Note [The array's own GPU]
+            out[...] = self.cupy.asarray(host)
+        return out
 
     # ---- CuPy's sort is stable (a radix sort); it has no multiply-at, which goes through the host
     def scatter_multiply(self, out: Any, index: Any, values: Any) -> Any:

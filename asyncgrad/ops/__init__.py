@@ -13,6 +13,7 @@ import numpy as np
 from asyncgrad import dtypes
 from asyncgrad.ops import (
     _node,
+    composites,
     elementwise,
     indexing,
     inplace,
@@ -27,8 +28,8 @@ from asyncgrad.ops import (
 )
 from asyncgrad.tensor import Tensor
 
-__all__ = ["elementwise", "indexing", "inplace", "linalg", "misc", "nn", "reduction", "shape", "sorting", "tensor_math",
-           "views", "_node"]
+__all__ = ["composites", "elementwise", "indexing", "inplace", "linalg", "misc", "nn", "reduction", "shape", "sorting",
+           "tensor_math", "views", "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -89,7 +90,10 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
 
 
 def _to(dtype):
-    return lambda self: self.to(dtype)
+    def convert(self: Tensor, memory_format: Any = shape.preserve_format) -> Tensor:
+        return self.to(dtype, memory_format=memory_format)
+
+    return convert
 
 
 _METHODS = {
@@ -198,6 +202,45 @@ _METHODS.update({
     "addcmul_": _inplace_method(elementwise.addcmul, "addcmul_"),
     "addcdiv_": _inplace_method(elementwise.addcdiv, "addcdiv_"),
     "lerp_": _inplace_method(elementwise.lerp, "lerp_"),
+})
+
+# the rest of torch's pointwise math: inverse hyperbolics, angle conversions, gamma and Bessel functions
+_NEW_UNARY = ("acosh", "asinh", "atanh", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "lgamma", "digamma", "i0")
+_METHODS.update({
+    **{name: getattr(elementwise, name) for name in _NEW_UNARY},
+    **{name + "_": _inplace_method(getattr(elementwise, name), name + "_") for name in _NEW_UNARY},
+    "arccosh": elementwise.acosh, "arcsinh": elementwise.asinh, "arctanh": elementwise.atanh,
+    "polygamma": lambda self, n: elementwise.polygamma(n, self),
+    "polygamma_": _inplace_method(lambda self, n: elementwise.polygamma(n, self), "polygamma_"),
+    "mvlgamma": elementwise.mvlgamma, "mvlgamma_": _inplace_method(elementwise.mvlgamma, "mvlgamma_"),
+    "nan_to_num": elementwise.nan_to_num, "nan_to_num_": _inplace_method(elementwise.nan_to_num, "nan_to_num_"),
+    "positive": elementwise.positive,
+})
+
+# torch's composite ops (ops/composites.py) and the rest of torch.*'s differentiable ops that Tensor has
+_METHODS.update({
+    **{name: getattr(composites, name) for name in (
+        "broadcast_to", "sum_to_size", "ravel", "reshape_as", "fliplr", "flipud", "tensor_split", "hsplit",
+        "vsplit", "dsplit", "msort", "take_along_dim", "repeat_interleave", "inner", "cov", "corrcoef", "nanmean",
+        "diff", "diagflat", "float_power")},
+    "H": property(composites.H), "mH": property(composites.mH),
+    "float_power_": _inplace_method(composites.float_power, "float_power_"),
+    "rot90": shape.rot90, "diag_embed": shape.diag_embed,
+    "vdot": linalg.vdot, "trace": linalg.trace, "addmv": linalg.addmv, "addr": linalg.addr, "addbmm": linalg.addbmm,
+    "addmv_": _inplace_method(linalg.addmv, "addmv_"), "addr_": _inplace_method(linalg.addr, "addr_"),
+    "addbmm_": _inplace_method(linalg.addbmm, "addbmm_"), "dist": linalg.dist, "renorm": linalg.renorm,
+    "renorm_": _inplace_method(linalg.renorm, "renorm_"),
+    "nanmedian": sorting.nanmedian, "mode": sorting.mode, "cummax": sorting.cummax, "cummin": sorting.cummin,
+    "aminmax": sorting.aminmax,
+    "select_scatter": views.select_scatter, "slice_scatter": views.slice_scatter,
+    "diagonal_scatter": views.diagonal_scatter, "as_strided_scatter": views.as_strided_scatter,
+    "unfold": views.unfold, "frexp": elementwise.frexp, "take": indexing.take,
+    "scatter_reduce": indexing.scatter_reduce, "index_reduce": indexing.index_reduce,
+    "scatter_reduce_": _inplace_method(indexing.scatter_reduce, "scatter_reduce_"),
+    "index_reduce_": _inplace_method(indexing.index_reduce, "index_reduce_"),
+    "quantile": composites.quantile, "nanquantile": composites.nanquantile,
+    "__rdiv__": _operator(elementwise.rdiv),
+    "__rmod__": _operator(lambda self, other: elementwise.remainder(other, self)),
 })
 
 for _name, _fn in _METHODS.items():

@@ -11,6 +11,7 @@ sets ``OpNode.graph_math`` when ``asyncgrad.ops`` imports it, before any op can 
 from __future__ import annotations
 
 import linecache
+import math
 import weakref
 from typing import Any
 
@@ -568,6 +569,67 @@ class ArrayMath:
     @staticmethod
     def floor(x: Any) -> Any:
         return backend_of(x).xp.floor(x)
+
+    @staticmethod
+    def abs(x: Any) -> Any:
+        return backend_of(x).xp.abs(x)
+
+    @staticmethod
+    def isfinite(x: Any) -> Any:
+        return backend_of(x).xp.isfinite(x)
+
+    @staticmethod
+    def rot90(g: Any, k: int, dims: tuple[int, int]) -> Any:
+        """``k`` quarter turns in the plane of ``dims`` (torch's rot90: flips, then a transpose)."""
+        xp = backend_of(g).xp
+        k %= 4
+        d0, d1 = dims
+        if k == 0:
+            return g
+        if k == 2:
+            return xp.flip(g, axis=(d0, d1))
+        axes = list(range(g.ndim))
+        axes[d0], axes[d1] = d1, d0
+        return xp.permute_dims(xp.flip(g, axis=d1 if k == 1 else d0), tuple(axes))
+
+    @staticmethod
+    def vector_norm(x: Any, p: float, axes: Any, keepdim: bool) -> Any:
+        """The ``p``-norm over ``axes`` (inf and -inf included; p > 0)."""
+        backend = backend_of(x)
+        xp = backend.xp
+        magnitude = xp.abs(x)
+        if p == math.inf:
+            return xp.max(magnitude, axis=axes, keepdims=keepdim)
+        if p == -math.inf:
+            return xp.min(magnitude, axis=axes, keepdims=keepdim)
+        if p == 1:
+            return xp.sum(magnitude, axis=axes, keepdims=keepdim)
+        if p == 2:
+            return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdim))
+        return xp.sum(magnitude ** p, axis=axes, keepdims=keepdim) ** (1 / p)
+
+    @staticmethod
+    def scatter_prod(base: Any, key: tuple, axis: int, index: Any, src: Any) -> Any:
+        """``base`` with ``src``'s entries multiplied in at ``key`` (scatter_reduce's "prod")."""
+        backend = backend_of(base)
+        return backend.scatter_multiply(backend.xp.asarray(base, copy=True), key, src)
+
+    # the gamma and Bessel functions' formulas (devices/gamma.py, devices/bessel.py)
+    @staticmethod
+    def digamma(x: Any) -> Any:
+        return backend_of(x).digamma(x)
+
+    @staticmethod
+    def polygamma(n: int, x: Any) -> Any:
+        return backend_of(x).polygamma(n, x)
+
+    @staticmethod
+    def i0(x: Any) -> Any:
+        return backend_of(x).i0(x)
+
+    @staticmethod
+    def special_i1(x: Any) -> Any:
+        return backend_of(x).i1(x)
 
     @staticmethod
     def sinh(x: Any) -> Any:

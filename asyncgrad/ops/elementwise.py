@@ -27,13 +27,13 @@ from asyncgrad._convert import to_array
 from asyncgrad._validate import (
     check_array_dtype,
     complex_error,
+    int_arg,
     is_complex_error,
     number_arg,
     refuse_complex,
     tensor_arg,
     type_label,
 )
-from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.node import RELEASED, SECOND_BACKWARD
@@ -610,6 +610,34 @@ def _bool_sign(xp: Any, x: Any) -> Any:
     return xp.asarray(x, copy=True)  # a bool is its own sign (numpy's and the standard's sign take none)
 
 
+_DEG_TO_RAD = math.pi / 180.0
+_RAD_TO_DEG = 180.0 / math.pi
+
+
+def _frac(xp: Any, x: Any) -> Any:
+    """torch's ``frac``: ``x - trunc(x)``, for floating tensors only."""
+    dtype = backend_of(x).dtype(x)
+    if dtype.kind != "f":
+        raise NotImplementedError(f'"frac_cpu" not implemented for \'{scalar_type_name(dtype)}\'')
+    return x - xp.trunc(x)
+
+
+def _sinc(xp: Any, x: Any) -> Any:
+    """sin(πx) / (πx), 1 at 0."""
+    pix = x * math.pi
+    zero = x == 0
+    return xp.where(zero, 1.0, xp.sin(pix) / xp.where(zero, 1.0, pix))
+
+
+def _sinc_backward(F: Any, g: Any, x: Any) -> Any:
+    """torch's ``sinc_backward``: ``g (πx cos(πx) - sin(πx)) / (π x²)``, 0 where ``π x² == 0``."""
+    pix = x * math.pi
+    pix2 = x * x * math.pi
+    zero = pix2 == 0.0
+    out = g * (pix * F.cos(pix) - F.sin(pix)) / F.where(zero, 1.0, pix2)
+    return F.where(zero, 0.0, out)
+
+
 # Note [Float literals in formulas]: the derivatives write their constants as floats (``1.0 - y * y``):
 # numpy converts a Python int operand by a slower path than a float, and both are the same weak
 # scalar to every float or complex operand (NEP 50; torch's wrapped numbers), so the result is the
@@ -680,6 +708,32 @@ _UNARY = (
         lambda F, g, x: g / (x * _LN10),                        None),
     ("exp2",       "Exp2Backward0",       lambda xp, x: 2.0 ** x,                        True,  "result", 1,
         lambda F, g, y: g * (y * _LN2),                         None),
+    # inverse hyperbolic functions, angle conversions, frac, sinc, sgn (torch's derivatives.yaml)
+    ("acosh",      "AcoshBackward0",      "acosh",                                       True,  "input",  5,
+        lambda F, g, x: g * (x * x - 1.0) ** -0.5,              None),
+    ("asinh",      "AsinhBackward0",      "asinh",                                       True,  "input",  5,
+        lambda F, g, x: g * (x * x + 1.0) ** -0.5,              None),
+    ("atanh",      "AtanhBackward0",      "atanh",                                       True,  "input",  4,
+        lambda F, g, x: g / (1.0 - x * x),                      None),
+    ("deg2rad",    "Deg2RadBackward0",    lambda xp, x: x * _DEG_TO_RAD,                 True,  None,     1,
+        lambda F, g, _: g * _DEG_TO_RAD,                        None),
+    ("rad2deg",    "Rad2DegBackward0",    lambda xp, x: x * _RAD_TO_DEG,                 True,  None,     1,
+        lambda F, g, _: g * _RAD_TO_DEG,                        None),
+    ("frac",       "FracBackward0",       _frac,                                         False, None,     1,
+        lambda F, g, _: g,                                      _refuse_bool("frac_cpu")),
+    ("sinc",       "SincBackward0",       _sinc,                                         True,  "input",  9,
+        _sinc_backward,                                         None),
+    # sgn is sign on real tensors; its formula, (g - sgn² g) / (2 |x|) masked at 0, is zero there
+    ("sgn",        "SgnBackward0",        "sign",                                        False, None,     1,
+        lambda F, g, _: F.zeros_like(g),                        _bool_sign),
+    # the gamma and Bessel functions: the backend's primitives (Note [Gamma functions to double
+    # precision] in devices/gamma.py, Note [Bessel functions to double precision] in devices/bessel.py)
+    ("lgamma",     "LgammaBackward0",     lambda xp, x: backend_of(x).lgamma(x),         True,  "input",  20,
+        lambda F, g, x: g * F.digamma(x),                       None),
+    ("digamma",    "DigammaBackward0",    lambda xp, x: backend_of(x).digamma(x),        True,  "input",  20,
+        lambda F, g, x: g * F.polygamma(1, x),                  None),
+    ("i0",         "I0Backward0",         lambda xp, x: backend_of(x).i0(x),             True,  "input",  20,
+        lambda F, g, x: g * F.special_i1(x),                    None),
 )
 
 
@@ -755,10 +809,15 @@ reciprocal, relu, abs, sign = (_FORWARDS[n] for n in ("reciprocal", "relu", "abs
 expm1, rsqrt, floor, ceil, trunc, tan, atan, asin, acos, sinh, cosh = (_FORWARDS[n] for n in (
     "expm1", "rsqrt", "floor", "ceil", "trunc", "tan", "atan", "asin", "acos", "sinh", "cosh"))
 erf, erfc, erfinv, log2, log10, exp2 = (_FORWARDS[n] for n in ("erf", "erfc", "erfinv", "log2", "log10", "exp2"))
+acosh, asinh, atanh, deg2rad, rad2deg, frac, sinc, sgn = (_FORWARDS[n] for n in (
+    "acosh", "asinh", "atanh", "deg2rad", "rad2deg", "frac", "sinc", "sgn"))
+lgamma, digamma, i0 = (_FORWARDS[n] for n in ("lgamma", "digamma", "i0"))
 assert set(_FORWARDS) == {"neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "relu",
                           "abs", "sign",
                           "expm1", "rsqrt", "floor", "ceil", "trunc", "tan", "atan", "asin", "acos", "sinh", "cosh",
                           "erf", "erfc", "erfinv", "log2", "log10", "exp2",
+                          "acosh", "asinh", "atanh", "deg2rad", "rad2deg", "frac", "sinc", "sgn",
+                          "lgamma", "digamma", "i0",
                           }, "a row of _UNARY needs its name assigned above"
 
 
@@ -802,16 +861,27 @@ class ClampBackward1(OpNode):
 
 
 class ClampBackward0(OpNode):
-    """clamp with a tensor bound: torch's node has an edge for each bound (which needs no gradient)
-    and saves x and both bound tensors; a number bound (beside a tensor one) is a field."""
+    """clamp with a tensor bound: an edge for each bound, x and both bound tensors saved, a number
+    bound (beside a tensor one) a field. x's gradient passes where ``min <= x <= max``; a bound's
+    where x is beyond it (torch's ``clamp_backward_min_max``: ``min`` only where ``min < max``,
+    ``max`` also where ``max < min``, since the result is ``max`` there), summed to its shape."""
 
-    __slots__ = ("low", "high")
+    __slots__ = ("low", "high", "x_shape", "low_shape", "high_shape")
     work_per_element = 3
 
     def backward(self, F, g):
         x, low, high = F.unpack(self)
-        return (_clamp_grad(F, g, x, self.low if low is None else low, self.high if high is None else high),
-                None, None)
+        lo = self.low if low is None else low
+        hi = self.high if high is None else high
+        gx = F.sum_to(_clamp_grad(F, g, x, lo, hi), self.x_shape) if self.needs(0) else None
+        g_low = g_high = None
+        if low is not None and self.needs(1):
+            below = x < low if hi is None else (x < low) & (low < hi)
+            g_low = F.sum_to(F.where(below, g, 0.0), self.low_shape)
+        if high is not None and self.needs(2):
+            above = x > high if lo is None else (x > high) | (high < lo)
+            g_high = F.sum_to(F.where(above, g, 0.0), self.high_shape)
+        return (gx, g_low, g_high)
 
 
 # Note [Clamp saves its input]
@@ -829,8 +899,7 @@ def _clamp_grad(F: Any, g: Any, x: Any, low: Any, high: Any) -> Any:
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """``min``/``max``: numbers, or tensors that do not require grad (their gradient is not
-    implemented, so one that requires it is refused rather than silently left out)."""
+    """torch's ``clamp``: ``min``/``max`` numbers or tensors (broadcast; differentiable, as torch's)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "clamp")
     if min is None and max is None:
@@ -863,7 +932,7 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if arrays:  # Note [Clamp saves its input]
         return record(ClampBackward0, (x, *tensors), out, dev, *(None if t is not None else bound
                                                                  for bound, t in zip((low, high), tensors)),
-                      saved=(x, *tensors))
+                      x.shape, *(None if t is None else t.shape for t in tensors), saved=(x, *tensors))
     return record(ClampBackward1, (x,), out, dev, low, high, saved=(x,))
 
 
@@ -873,9 +942,6 @@ def _bound(value: Any, x: Tensor, name: str, pos: int) -> Any:
         return None
     if isinstance(value, Tensor):
         same_device(x, value)
-        if value._requires_grad and grad_enabled.get():
-            raise NotImplementedError(f"clamp(): the gradient with respect to a '{name}' tensor is not implemented in "
-                                      f"asyncgrad; pass {name}={name}.detach() or a number")
         return value.data
     value = number_arg(value, "clamp", name, pos)
     return value.item() if isinstance(value, np.generic) else value
@@ -1570,6 +1636,218 @@ def equal(a: Tensor, b: Tensor) -> bool:
         return False
     ta, tb, da, db, dev = operands(a, b, "equal")
     return bool(dev.xp.all(da == db))
+
+
+# --------------------------------------------------------------------------- the gamma family, i1, nan_to_num
+def _to_default_float(x: Tensor) -> Any:
+    """``x``'s array, in the default float dtype unless it is floating already (torch's float functions)."""
+    data = x.data
+    return data if x.dtype.kind == "f" else x.device.backend.astype(data, dtypes.get_default_dtype())
+
+
+class PolygammaBackward0(OpNode):
+    """``polygamma(n, x)``: ``g * polygamma(n + 1, x)`` (torch's derivatives.yaml)."""
+
+    __slots__ = ("n",)
+    work_per_element = 20
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (g * F.polygamma(self.n + 1, x),)
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """torch's ``polygamma(n, input)``: the ``n``-th derivative of digamma (``n >= 0``)."""
+    n = int_arg(n, "polygamma", "n", 1)
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "polygamma", "input", 2)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    dev = input.device
+    out = dev.backend.polygamma(n, _to_default_float(input))
+    return record(PolygammaBackward0, (input,), out, dev, n, saved=(input,))
+
+
+class MvlgammaBackward0(OpNode):
+    """``mvlgamma(x, p)``: ``g * Σ_j digamma(x - j/2)``, j = 0..p-1 (torch's ``mvlgamma_backward``)."""
+
+    __slots__ = ("p",)
+    work_per_element = 20
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        total = F.digamma(x)
+        for j in range(1, self.p):
+            total = total + F.digamma(x - 0.5 * j)
+        return (g * total,)
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """torch's ``mvlgamma(input, p)``: the multivariate log-gamma, ``Σ_j lgamma(x - j/2) + p(p-1)/4 log π``."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "mvlgamma", "input", 1)
+    p = int_arg(p, "mvlgamma", "p", 2)
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    dev = input.device
+    backend = dev.backend
+    data = _to_default_float(input)
+    out = backend.lgamma(data)
+    for j in range(1, p):
+        out = out + backend.lgamma(data - 0.5 * j)
+    out = out + (p * (p - 1) / 4 * math.log(math.pi))
+    return record(MvlgammaBackward0, (input,), backend.astype(out, backend.dtype(data)), dev, p, saved=(input,))
+
+
+class SpecialI1Backward0(OpNode):
+    """``i1(x)``: ``g * (i0(x) - i1(x) / x)``, 0.5 where ``|x|`` is at most the dtype's epsilon (torch's
+    ``i1_backward``, which keeps the limit at 0)."""
+
+    __slots__ = ("eps",)
+    work_per_element = 20
+    saves_result = True
+
+    def backward(self, F, g):
+        x, y = F.unpack(self)
+        tiny = F.abs(x) <= self.eps
+        safe = F.where(tiny, self.eps, x)
+        return (g * F.where(tiny, 0.5, F.i0(safe) - y / safe),)
+
+
+def special_i1(input: Tensor) -> Tensor:
+    """torch's ``special.i1``: the modified Bessel function of the first kind, order 1."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "special_i1", "input", 1)
+    dev = input.device
+    data = _to_default_float(input)
+    eps = float(np.finfo(dev.backend.dtype(data)).eps)
+    return record(SpecialI1Backward0, (input,), dev.backend.i1(data), dev, eps, saved=(input,))
+
+
+class NanToNumBackward0(OpNode):
+    """``nan_to_num``: ``g * isfinite(x)`` (torch's derivatives.yaml)."""
+
+    work_per_element = 2
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        return (F.where(F.isfinite(x), g, 0.0),)
+
+
+def nan_to_num(input: Tensor, nan: float | None = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """torch's ``nan_to_num``: NaN -> ``nan`` (0 by default), ±inf -> ``posinf``/``neginf`` (the
+    dtype's largest/lowest by default); integer and bool tensors come back as copies."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "nan_to_num", "input", 1)
+    dev = input.device
+    data = input.data
+    if input.dtype.kind != "f":
+        return record(NanToNumBackward0, (input,), dev.xp.asarray(data, copy=True), dev, saved=(input,))
+    info = np.finfo(input.dtype)
+    xp = dev.xp
+    big = float(info.max) if posinf is None else float(posinf)
+    low = float(info.min) if neginf is None else float(neginf)
+    out = xp.where(xp.isnan(data), 0.0 if nan is None else float(nan), data)
+    out = xp.where(out == math.inf, big, out)
+    out = xp.where(out == -math.inf, low, out)
+    return record(NanToNumBackward0, (input,), out, dev, saved=(input,))
+
+
+def positive(input: Tensor) -> Tensor:
+    """torch's ``positive``: ``input`` itself (no node, as torch), refused for bool."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "positive", "input", 1)
+    if input.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+# --------------------------------------------------------------------------- fill, frexp
+class FillBackward0(OpNode):
+    """``fill(x, number)``: nothing of ``x`` reaches the result."""
+
+    def backward(self, F, g):
+        return (F.zeros_like(g),)
+
+
+class FillBackward1(OpNode):
+    """``fill(x, value)`` with a 0-d tensor ``value``: it receives the whole gradient's sum."""
+
+    def backward(self, F, g):
+        return (F.zeros_like(g) if self.needs(0) else None, F.sum(g) if self.needs(1) else None)
+
+
+def fill(input: Tensor, value: Any) -> Tensor:
+    """torch's ``fill``: a tensor like ``input`` holding ``value`` (a number or a 0-d tensor) everywhere."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "fill", "input", 1)
+    dev = input.device
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        backend = dev.backend
+        if value.device is dev:
+            one = backend.astype(value.data, input.dtype)
+        else:  # torch takes a 0-d value from another device
+            one = backend.full((), value.item(), input.dtype)
+        out = dev.xp.asarray(dev.xp.broadcast_to(one, tuple(input.shape)), copy=True)
+        return record(FillBackward1, (input, value), out, dev)
+    number_arg(value, "fill", "value", 2)
+    return record(FillBackward0, (input,), dev.backend.full(input.shape, value, input.dtype), dev)
+
+
+class FrexpBackward0(OpNode):
+    """``frexp``'s mantissa ``x / 2^e``: ``g / 2^e`` (torch's derivatives.yaml; the exponent is an integer)."""
+
+    def backward(self, F, g):
+        (scale,) = F.unpack(self)  # 2^-e, kept as a constant tensor
+        return (g * scale,)
+
+
+class FrexpResult(tuple):
+    """torch's ``frexp`` return type: ``(mantissa, exponent)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, mantissa: Tensor, exponent: Tensor) -> FrexpResult:
+        return tuple.__new__(cls, (mantissa, exponent))
+
+    @property
+    def mantissa(self) -> Tensor:
+        return self[0]
+
+    @property
+    def exponent(self) -> Tensor:
+        return self[1]
+
+
+def frexp(input: Tensor) -> FrexpResult:
+    """torch's ``frexp``: ``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1`` (0, inf
+    and NaN are their own mantissa, with exponent 0); the exponent is int32."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "frexp", "input", 1)
+    if input.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    dev = input.device
+    xp = dev.xp
+    backend = dev.backend
+    data = input.data
+    magnitude = xp.abs(data)
+    regular = (magnitude > 0) & xp.isfinite(data)
+    safe = xp.where(regular, magnitude, 1.0)
+    exponent = xp.floor(xp.log2(safe)) + 1.0
+    mantissa = safe * 2.0 ** -exponent
+    # log2 may round across a power of two: one step either way puts the mantissa in [0.5, 1)
+    exponent = xp.where(mantissa >= 1.0, exponent + 1.0, xp.where(mantissa < 0.5, exponent - 1.0, exponent))
+    scale = 2.0 ** -exponent
+    mantissa = xp.where(regular, data * scale, data)
+    exponent = xp.where(regular, exponent, 0.0)
+    scale = xp.where(regular, scale, 1.0)
+    exponent = backend.astype(exponent, np.dtype(np.int32))
+    mantissa_tensor = record(FrexpBackward0, (input,), mantissa, dev, saved=(plain(scale, dev),))
+    return FrexpResult(mantissa_tensor, plain(exponent, dev))
 
 
 # --------------------------------------------------------------------------- the binary table

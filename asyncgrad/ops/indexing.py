@@ -7,6 +7,7 @@ rules, which the standard does not have, are the backend's (``getitem``/``setite
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from asyncgrad._convert import to_array
 from asyncgrad._validate import check_array_dtype, complex_error, is_complex, normalize_dim, tensor_arg, type_label
+from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.node import RELEASED
 from asyncgrad.ops._node import OpNode, SavesVariables, plain, record, recording, same_device
 from asyncgrad.ops.elementwise import broadcast_error
@@ -377,12 +379,18 @@ def _as_vector(fn: Any, x: Tensor, dim: Any, index: Any, *args: Any, **kwargs: A
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """torch's ``gather``: ``out[i][j][k] = x[i][index[i][j][k]][k]`` along ``dim`` (Note [Indices along a dim])."""
     tensor_arg(x, "gather")
-    if x.ndim == 0:
-        return _as_vector(gather, x, dim, index)
+    if x.ndim == 0:  # the one-element vector's gather, shaped as the index (torch's result)
+        normalize_dim(dim, 0, "gather")
+        tensor_arg(index, "gather", "index", 3)
+        vector_index = reshape(index, (1,)) if index.ndim == 0 else index
+        return reshape(gather(reshape(x, (1,)), 0, vector_index), tuple(index.shape))
     axis = normalize_dim(dim, x.ndim, "gather")
+    if isinstance(index, Tensor) and index.numel() == 0 and index.dtype.kind in "iu":
+        # torch takes an empty index of any integer dtype and shape: an empty result of its shape
+        dev = x.device
+        key = tuple(dev.backend.zeros(tuple(index.shape), np.dtype(np.int64)) for _ in range(x.ndim))
+        return record(GatherBackward0, (x,), dev.backend.getitem(x.data, key), dev, x.shape, key)
     index = _index_arg(index, "gather", 2, "gather(): Expected dtype int32/int64 for index")
-    if index.numel() == 0 and index.ndim != x.ndim:  # torch checks the dims of an index with elements only
-        return reshape(getitem(reshape(x, (-1,)), slice(0, 0)), tuple(index.shape))
     _check_along("gather", x, index, axis)
     dev = x.device
     backend = dev.backend
@@ -713,3 +721,199 @@ def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
     if x.ndim == 0:
         return plain(dev.backend.zeros((where[0].shape[0], 0), np.int64), dev)
     return plain(xp.stack(where, axis=1), dev)
+
+
+# --------------------------------------------------------------------------- take
+class TakeBackward0(OpNode):
+    """``take``: the gradient added back at the flat positions it was read from (repeats add up)."""
+
+    __slots__ = ("shape", "positions")
+
+    def backward(self, F, g):
+        flat = F.index_add((math.prod(self.shape),), (self.positions, False), F.reshape(g, (-1,)))
+        return (F.reshape(flat, self.shape),)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """torch's ``take``: the elements of ``input`` at the flat positions ``index`` (negative count
+    from the end), shaped as ``index``."""
+    tensor_arg(input, "take", "input", 1)
+    tensor_arg(index, "take", "index", 2)
+    if index.dtype != np.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {scalar_type_name(index.dtype)}")
+    dev = input.device
+    if index.device is not dev:
+        same_device(input, index)
+    backend = dev.backend
+    xp = dev.xp
+    n = input.numel()
+    positions = xp.reshape(index.data, (-1,))
+    if positions.shape[0]:
+        low, high = int(xp.min(positions)), int(xp.max(positions))
+        if n == 0:
+            raise IndexError("take(): tried to take from an empty tensor")
+        if low < -n or high >= n:
+            bad = high if high >= n else low
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    positions = xp.where(positions < 0, positions + n, positions)
+    out = xp.reshape(backend.getitem(xp.reshape(input.data, (-1,)), positions), index.shape)
+    return record(TakeBackward0, (input,), out, dev, input.shape, positions)
+
+
+# --------------------------------------------------------------------------- scatter_reduce, index_reduce
+# Note [Reducing scatters]: ``scatter_reduce(x, dim, index, src, reduce, include_self)`` combines
+# every ``src`` entry into the position of ``x`` its index names (``key``, Note [Indices along a
+# dim]) with ``reduce`` (sum, prod, mean, amax, amin), the position's own value included unless
+# ``include_self`` is False; ``index_reduce`` is the same with a 1-d index of slices, spread to
+# ``src``'s shape. The gradients are torch's ``scatter_reduce_backward``: sum and mean pass the
+# gradient (divided by each position's count for mean) back to the position and to every entry
+# that went there; amax/amin share it evenly among the values equal to the result; prod gives each
+# member the product of the others (``x``'s gradient is ``g * P`` with ``P`` the product of what
+# was scattered in; ``src``'s counts zeros: one zero gets the product of the rest, two or more
+# leave every member zero). Positions excluded by ``include_self=False`` give ``x`` no gradient.
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+class _ReduceScatter(OpNode):
+    __slots__ = ("reduce", "include_self", "axis", "index", "key", "count", "src_shape", "part")
+    saves_result = True
+
+    def backward(self, F, g):
+        x, src, result = F.unpack(self)
+        if self.part is not None:  # the block of src the index reads
+            src = F.index(src, self.part)
+        key, reduce = self.key, self.reduce
+        if reduce == "sum":
+            gx, gs = g, F.index(g, key)
+        elif reduce == "mean":
+            share = g / F.constant(self.count, g)
+            gx, gs = share, F.index(share, key)
+        elif reduce in ("amax", "amin"):
+            self_hit = F.cast(x == result, g.dtype)  # counted even when excluded, as torch counts it
+            src_hit = F.cast(src == F.index(result, key), g.dtype)
+            spread = g / (self_hit + F.index_add(tuple(x.shape), (key, False), src_hit))
+            gx, gs = self_hit * spread, src_hit * F.index(spread, key)
+        else:  # prod: each member gets the product of the others (Note [Reducing scatters])
+            ones = _ones_for(F, x)
+            zero = src == 0
+            zeros_in = F.index_add(tuple(x.shape), (key, False), F.cast(zero, g.dtype))
+            if self.include_self:
+                zeros_in = zeros_in + F.cast(x == 0, g.dtype)
+            safe_src = F.where(zero, 1.0, src)
+            base = F.where(x == 0, 1.0, x) if self.include_self else ones
+            nonzero_product = F.scatter_prod(base, key, self.axis, self.index, safe_src)
+            gx = g * F.scatter_prod(ones, key, self.axis, self.index, src)
+            zeros_at = F.index(zeros_in, key)
+            only_zero = F.index(g * nonzero_product, key)
+            no_zero = F.index(g * result, key) / safe_src
+            gs = F.where(zero, F.where(zeros_at == 1.0, only_zero, 0.0), F.where(zeros_at == 0.0, no_zero, 0.0))
+        if not self.include_self:
+            gx = F.index_put(gx, key, 0.0)
+        if self.part is not None:
+            gs = F.index_add(self.src_shape, (self.part, True), gs)
+        return (gx if self.needs(0) else None, gs if self.needs(1) else None)
+
+
+def _ones_for(F: Any, like: Any) -> Any:
+    """Ones of ``like``'s shape and dtype, a constant of the formula's namespace."""
+    if isinstance(like, Tensor):
+        return F.constant(like.device.backend.ones(tuple(like.shape), like.dtype), like)
+    backend = backend_of(like)
+    return backend.ones(tuple(like.shape), backend.dtype(like))
+
+
+class ScatterReduceBackward0(_ReduceScatter):
+    __slots__ = ()
+
+
+class IndexReduceBackward0(_ReduceScatter):
+    __slots__ = ()
+
+
+def _reduce_scatter(cls: type[OpNode], fn: str, x: Tensor, axis: int, idx: Any, src: Tensor, reduce: str,
+                    include_self: bool) -> Tensor:
+    """One reducing scatter (Note [Reducing scatters]): ``idx`` a device array of indices along
+    ``axis``, shaped as (a leading block of) ``src``."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # torch's older names, still taken
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if src.dtype != x.dtype:
+        raise RuntimeError(f"{fn}(): Expected self.dtype to be equal to src.dtype")
+    dev = x.device
+    backend = dev.backend
+    xp = dev.xp
+    part = _src_part(src.shape, tuple(idx.shape))
+    values = _on_device(x, src)
+    if part is not None:
+        values = backend.view(values, indexed, part)
+    key = along(idx, axis, backend)
+    out = backend.copy(x.data, "C")
+    count = None
+    if reduce in ("sum", "mean"):
+        if not include_self:
+            backend.setitem(out, key, 0)
+        out = out + backend.index_add(x.shape, key, False, values)
+        if reduce == "mean":
+            count = backend.index_add(x.shape, key, False, backend.ones(tuple(idx.shape), x.dtype))
+            if include_self:
+                count = count + 1
+            count = xp.where(count == 0, 1.0, count)
+            out = out / count if x.dtype.kind == "f" else xp.floor(out / count)
+    elif reduce == "prod":
+        if not include_self:
+            backend.setitem(out, key, 1)
+        out = backend.scatter_multiply(out, key, values)
+    else:
+        if not include_self:
+            backend.setitem(out, key, -math.inf if reduce == "amax" else math.inf)
+        out = backend.scatter_extreme(out, key, values, reduce == "amax")
+    if not recording(x, src):
+        return plain(out, dev)
+    return record(cls, (x, src), out, dev, reduce, include_self, axis, idx, _owned(backend, key), count, src.shape,
+                  part, saved=(x, src))
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """torch's ``scatter_reduce``: ``src``'s entries combined into ``input`` at ``index`` along ``dim``
+    with ``reduce`` (Note [Reducing scatters])."""
+    tensor_arg(input, "scatter_reduce")
+    tensor_arg(src, "scatter_reduce", "src", 4)
+    if input.ndim == 0:
+        return _as_vector(scatter_reduce, input, dim, index, src, reduce, include_self=include_self)
+    axis, idx, key, ts = _scatter_args("scatter_reduce", input, dim, index, src)
+    return _reduce_scatter(ScatterReduceBackward0, "scatter_reduce", input, axis, _on_device(input, index), src,
+                           reduce, include_self)
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """torch's ``index_reduce``: slice ``i`` of ``source`` along ``dim`` combined into slice
+    ``index[i]`` of ``input`` with ``reduce`` (prod, mean, amax, amin; Note [Reducing scatters])."""
+    tensor_arg(input, "index_reduce")
+    tensor_arg(index, "index_reduce", "index", 3)
+    tensor_arg(source, "index_reduce", "source", 4)
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if index.dtype != np.int64:
+        raise RuntimeError("index_reduce_(): Expected dtype int64 for index")
+    if index.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"Long and size: {list(index.shape)}")
+    x, src = input, source
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    if src.ndim == 0:
+        src = reshape(src, (1,))
+    axis = normalize_dim(dim, x.ndim, "index_reduce")
+    n = index.numel()
+    if src.shape[axis] != n:
+        raise IndexError("index_reduce_(): Number of indices should be equal to source.size(dim)")
+    backend = x.device.backend
+    positions = x.device.xp.reshape(_on_device(x, reshape(index, (-1,))), tuple(
+        n if i == axis else 1 for i in range(x.ndim)))
+    size = x.shape[axis]
+    _check_bounds(positions, size, axis, backend, IndexError, prefix="index_reduce_(): ")
+    idx = x.device.xp.broadcast_to(positions, tuple(src.shape))
+    out = _reduce_scatter(IndexReduceBackward0, "index_reduce", x, axis, idx, src, reduce, include_self)
+    return reshape(out, ()) if input.ndim == 0 else out

@@ -544,28 +544,33 @@ class LinalgVectorNormBackward0(OpNode):
         kept = _kept_shape(self.in_shape, self.axes)
         if not self.keepdim:
             g, norm = F.reshape(g, kept), F.reshape(norm, kept)
-        p = self.ord
-        if p == 0:
-            return (None,)  # torch's norm_backward leaves the 0-norm's gradient undefined
-        sign = F.sign(x)
-        if p == 1:
-            return (g * sign,)
-        zero = norm == 0
-        if p == 2:
-            return (x * F.where(zero, 0.0, g / F.where(zero, 1.0, norm)),)
-        if p == math.inf or p == -math.inf:
-            hit = x * sign == norm
-            count = F.sum(F.cast(hit, x.dtype), self.axes, True)
-            return (sign * F.where(hit, g / count, 0.0),)
-        magnitude = x * sign
-        if p < 1:  # sgn(x) |x|^(p-1) (0 at x == 0) * g * norm^(1-p)
-            tiny = magnitude == 0
-            scaled = F.where(tiny, 0.0, sign * F.where(tiny, 1.0, magnitude) ** (p - 1))
-            return (scaled * (g * norm ** (1 - p)),)
-        scale = F.where(zero, 0.0, g / F.where(zero, 1.0, norm) ** (p - 1))
-        if p < 2:
-            return (sign * F.where(magnitude == 0, 0.0, F.where(magnitude == 0, 1.0, magnitude) ** (p - 1)) * scale,)
-        return (x * magnitude ** (p - 2) * scale,)
+        return (norm_backward(F, g, x, norm, self.ord, self.axes),)
+
+
+def norm_backward(F: Any, g: Any, x: Any, norm: Any, p: float, axes: Any) -> Any:
+    """torch's ``norm_backward``: the gradient of ``‖x‖_p`` over ``axes`` (``g`` and ``norm`` with
+    those dims kept), or None for the 0-norm, which torch leaves undefined (Note [Norm gradients at zero])."""
+    if p == 0:
+        return None
+    sign = F.sign(x)
+    if p == 1:
+        return g * sign
+    zero = norm == 0
+    if p == 2:
+        return x * F.where(zero, 0.0, g / F.where(zero, 1.0, norm))
+    if p == math.inf or p == -math.inf:
+        hit = x * sign == norm
+        count = F.sum(F.cast(hit, x.dtype), axes, True)
+        return sign * F.where(hit, g / count, 0.0)
+    magnitude = x * sign
+    if p < 1:  # sgn(x) |x|^(p-1) (0 at x == 0) * g * norm^(1-p)
+        tiny = magnitude == 0
+        scaled = F.where(tiny, 0.0, sign * F.where(tiny, 1.0, magnitude) ** (p - 1))
+        return scaled * (g * norm ** (1 - p))
+    scale = F.where(zero, 0.0, g / F.where(zero, 1.0, norm) ** (p - 1))
+    if p < 2:
+        return sign * F.where(magnitude == 0, 0.0, F.where(magnitude == 0, 1.0, magnitude) ** (p - 1)) * scale
+    return x * magnitude ** (p - 2) * scale
 
 
 # Note [Norm gradients at zero]: as torch, the 2-norm and p-norms give 0 where the norm is 0 (not
@@ -1680,9 +1685,10 @@ class QrResult(NamedTuple):
 
 
 class LinalgQrBackward0(_MultiOutput):
-    """A = QR with m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ`` with
-    M = R gRᵀ - gQᵀ Q, copyltu(M) the symmetric matrix of M's lower triangle (torch's
-    linalg_qr_backward). A wide A (m < n) with a gradient for Q is refused, never wrong."""
+    """A = QR (torch's linalg_qr_backward). m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ``
+    with M = R gRᵀ - gQᵀ Q, copyltu(M) the symmetric matrix of M's lower triangle. m < n: with
+    A = [X | Y] and R = [U | V] (X = QU square, Y = QV), ``gY = Q gV`` and ``gX`` is the square
+    formula of (gQ + Y gVᵀ, gU) with U for R."""
 
     __slots__ = ("mode",)
 
@@ -1694,25 +1700,47 @@ class LinalgQrBackward0(_MultiOutput):
                                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
                                "linalg.qr.")
         m, n = tuple(Q.shape)[-2], tuple(R.shape)[-1]
-        if m < n:
-            raise NotImplementedError("the derivative of linalg.qr of a wide matrix (more columns than rows) is not "
-                                      "implemented in asyncgrad")
-        if self.mode == "complete" and m > n:
-            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
-        k = tuple(R.shape)[-2]
-        lower = _const(F, R, k, k, lambda i, j: i >= j)
-        strict = _const(F, R, k, k, lambda i, j: i > j)
-        M = None
+        if m >= n:
+            if self.mode == "complete" and m > n:
+                raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > "
+                                   "ncols.")
+            return (_qr_backward_tall(F, gQ, gR, Q, R),)
+        U = F.index(R, (Ellipsis, slice(None), slice(0, m)))
+        V = F.index(R, (Ellipsis, slice(None), slice(m, n)))
+        gU = gV = None
         if gR is not None:
-            M = R @ F.mT(gR)
-        if gQ is not None:
-            term = F.mT(gQ) @ Q
-            M = -term if M is None else M - term
-        if M is None:
+            gU = F.index(gR, (Ellipsis, slice(None), slice(0, m)))
+            gV = F.index(gR, (Ellipsis, slice(None), slice(m, n)))
+        if gV is not None:
+            extra = (Q @ V) @ F.mT(gV)
+            gQ = extra if gQ is None else gQ + extra
+        gX = _qr_backward_tall(F, gQ, gU, Q, U)
+        gY = None if gV is None else Q @ gV
+        if gX is None and gY is None:
             return (None,)
-        copy = M * lower + F.mT(M * strict)
-        left = Q @ copy if gQ is None else gQ + Q @ copy
-        return (F.mT(F.solve(R, F.mT(left))),)
+        if gX is None:
+            gX = F.zeros_like(U)
+        if gY is None:
+            gY = F.zeros_like(V)
+        return (F.cat([gX, gY], -1),)
+
+
+def _qr_backward_tall(F: Any, gQ: Any, gR: Any, Q: Any, R: Any) -> Any:
+    """linalg_qr_backward for m ≥ n: ``(gQ + Q copyltu(R gRᵀ - gQᵀ Q)) R⁻ᵀ`` (None without gradients)."""
+    k = tuple(R.shape)[-2]
+    lower = _const(F, R, k, k, lambda i, j: i >= j)
+    strict = _const(F, R, k, k, lambda i, j: i > j)
+    M = None
+    if gR is not None:
+        M = R @ F.mT(gR)
+    if gQ is not None:
+        term = F.mT(gQ) @ Q
+        M = -term if M is None else M - term
+    if M is None:
+        return None
+    copy = M * lower + F.mT(M * strict)
+    left = Q @ copy if gQ is None else gQ + Q @ copy
+    return F.mT(F.solve(R, F.mT(left)))
 
 
 def qr(A: Tensor, mode: str = "reduced") -> QrResult:
@@ -1787,3 +1815,297 @@ def qr_legacy(A: Tensor, some: bool = True) -> QrResult:
     """torch's ``qr`` (and ``Tensor.qr``): ``linalg.qr``, reduced unless ``some=False``."""
     tensor_arg(A, "qr", "input", 1)
     return qr(A, "reduced" if some else "complete")
+
+
+# --------------------------------------------------------------------------- vdot, trace, addmv, addr, addbmm, dist
+def _same_dtype(fn: str, a: Tensor, b: Tensor) -> None:
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{fn} : expected both vectors to have same dtype, but found {scalar_type_name(a.dtype)} "
+                           f"and {scalar_type_name(b.dtype)}")
+
+
+class VdotBackward0(OpNode):
+    """``vdot(a, b)`` of real vectors: ``g * b`` and ``g * a``; each saved only if the other needs it."""
+
+    work_per_element = 2
+
+    def backward(self, F, g):
+        a, b = F.unpack(self)
+        return (None if b is None else g * b, None if a is None else g * a)
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``vdot``: the dot product of two 1-d tensors (the first conjugated, which real numbers ignore)."""
+    tensor_arg(input, "vdot", "input", 1)
+    tensor_arg(other, "vdot", "other", 2)
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    _same_dtype("vdot", input, other)
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
+                           f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
+                           "elements respectively")
+    dev = same_device(input, other)
+    out = dev.backend.array(dev.xp.vecdot(input.data, other.data))
+    return record(VdotBackward0, (input, other), out, dev,
+                  saved=(input if other._requires_grad else None, other if input._requires_grad else None))
+
+
+class TraceBackward0(OpNode):
+    """``trace``: the gradient on the diagonal of zeros (torch's ``trace_backward``)."""
+
+    __slots__ = ("shape", "index")
+
+    def backward(self, F, g):
+        return (F.index_add(self.shape, (self.index, False), F.expand(g, (self.index[0].shape[0],))),)
+
+
+def trace(input: Tensor) -> Tensor:
+    """torch's ``trace``: the sum of a matrix's main diagonal."""
+    tensor_arg(input, "trace", "input", 1)
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    dev = input.device
+    backend = dev.backend
+    index = shape_ops._diagonal_positions(backend, *input.shape, 0)
+    data = input.data
+    if input.dtype.kind in "biu":  # torch sums integers (bools included) into int64
+        data = backend.astype(data, np.dtype(np.int64))
+    out = backend.array(dev.xp.sum(backend.getitem(data, index)))
+    return record(TraceBackward0, (input,), out, dev, input.shape, index)
+
+
+class AddmvBackward0(OpNode):
+    """``beta * input + alpha * (mat @ vec)``: input's gradient summed to its shape, mat's the outer
+    product ``g vec^T``, vec's ``mat^T g``, each times alpha; each operand saved only if the other needs it."""
+
+    __slots__ = ("input_shape", "beta", "alpha")
+
+    def backward(self, F, g):
+        mat, vec = F.unpack(self)
+        scaled = g if self.alpha == 1 else g * self.alpha
+        n = g.shape[0]
+        return (
+            F.sum_to(g if self.beta == 1 else g * self.beta, self.input_shape) if self.needs(0) else None,
+            F.mm(F.reshape(scaled, (n, 1)), F.reshape(vec, (1, vec.shape[0]))) if self.needs(1) else None,
+            F.reshape(F.mm(F.mT(mat), F.reshape(scaled, (n, 1))), (mat.shape[1],)) if self.needs(2) else None,
+        )
+
+
+def _broadcastable(shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    try:
+        if np.broadcast_shapes(shape, target) == target:
+            return
+    except ValueError:
+        pass
+    raise RuntimeError(_expand_error(shape, target))
+
+
+def _combine(dev: Any, x: Tensor, product: Any, beta: Any, alpha: Any) -> Any:
+    """``beta * x + alpha * product`` on arrays; beta == 0 ignores ``x``, its NaNs included (torch)."""
+    out = product if alpha == 1 else product * alpha
+    if beta != 0:
+        out = out + (x.data if beta == 1 else x.data * beta)
+    elif out.shape != product.shape:
+        out = dev.xp.broadcast_to(out, product.shape)
+    return out
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """torch's ``addmv``: ``beta * input + alpha * (mat @ vec)``, ``input`` broadcast to the product."""
+    tensor_arg(input, "addmv", "input", 1)
+    tensor_arg(mat, "addmv", "mat", 2)
+    tensor_arg(vec, "addmv", "vec", 3)
+    beta = number_arg(beta, "addmv", "beta", 4)
+    alpha = number_arg(alpha, "addmv", "alpha", 5)
+    if mat.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    if mat.shape[1] != vec.shape[0] or (input.ndim == 1 and input.shape[0] not in (1, mat.shape[0])):
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), mat "
+                           f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    if not (input.dtype == mat.dtype == vec.dtype):
+        raise RuntimeError(f"expected scalar type {scalar_type_name(mat.dtype)} but found "
+                           f"{scalar_type_name(vec.dtype if vec.dtype != mat.dtype else input.dtype)}")
+    dev = same_device(mat, vec)
+    same_device(input, mat)
+    _broadcastable(input.shape, (mat.shape[0],))
+    out = _combine(dev, input, dev.xp.matmul(mat.data, vec.data), beta, alpha)
+    return record(AddmvBackward0, (input, mat, vec), out, dev, input.shape, beta, alpha,
+                  saved=(mat if vec._requires_grad else None, vec if mat._requires_grad else None))
+
+
+class AddrBackward0(OpNode):
+    """``beta * input + alpha * outer(vec1, vec2)``: vec1's gradient ``g vec2``, vec2's ``g^T vec1``."""
+
+    __slots__ = ("input_shape", "beta", "alpha")
+
+    def backward(self, F, g):
+        v1, v2 = F.unpack(self)
+        scaled = g if self.alpha == 1 else g * self.alpha
+        n, m = g.shape
+        return (
+            F.sum_to(g if self.beta == 1 else g * self.beta, self.input_shape) if self.needs(0) else None,
+            F.reshape(F.mm(scaled, F.reshape(v2, (m, 1))), (n,)) if self.needs(1) else None,
+            F.reshape(F.mm(F.mT(scaled), F.reshape(v1, (n, 1))), (m,)) if self.needs(2) else None,
+        )
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """torch's ``addr``: ``beta * input + alpha * outer(vec1, vec2)``, ``input`` broadcast to the product."""
+    tensor_arg(input, "addr", "input", 1)
+    tensor_arg(vec1, "addr", "vec1", 2)
+    tensor_arg(vec2, "addr", "vec2", 3)
+    beta = number_arg(beta, "addr", "beta", 4)
+    alpha = number_arg(alpha, "addr", "alpha", 5)
+    for t, name in ((vec1, "vec1"), (vec2, "vec2")):
+        if t.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {t.ndim}-D")
+    dev = same_device(vec1, vec2)
+    same_device(input, vec1)
+    target = (vec1.shape[0], vec2.shape[0])
+    _broadcastable(input.shape, target)
+    xp = dev.xp
+    product = xp.reshape(vec1.data, (target[0], 1)) * xp.reshape(vec2.data, (1, target[1]))
+    out = _combine(dev, input, product, beta, alpha)
+    return record(AddrBackward0, (input, vec1, vec2), out, dev, input.shape, beta, alpha,
+                  saved=(vec1 if vec2._requires_grad else None, vec2 if vec1._requires_grad else None))
+
+
+class AddbmmBackward0(OpNode):
+    """``beta * input + alpha * Σ_b batch1[b] @ batch2[b]``: each batch's gradient is the broadcast
+    output gradient's product with the other batch, as torch's derivatives.yaml writes it."""
+
+    __slots__ = ("input_shape", "beta", "alpha")
+
+    def backward(self, F, g):
+        b1, b2 = F.unpack(self)
+        scaled = g if self.alpha == 1 else g * self.alpha
+        batch = (b1 if b1 is not None else b2).shape[0]
+        n, p = g.shape
+        big = F.expand(F.reshape(scaled, (1, n, p)), (batch, n, p))
+        return (
+            F.sum_to(g if self.beta == 1 else g * self.beta, self.input_shape) if self.needs(0) else None,
+            F.mm(big, F.mT(b2)) if self.needs(1) else None,
+            F.mm(F.mT(b1), big) if self.needs(2) else None,
+        )
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """torch's ``addbmm``: ``beta * input + alpha * (batch1 @ batch2).sum(0)``."""
+    tensor_arg(input, "addbmm", "input", 1)
+    tensor_arg(batch1, "addbmm", "batch1", 2)
+    tensor_arg(batch2, "addbmm", "batch2", 3)
+    beta = number_arg(beta, "addbmm", "beta", 4)
+    alpha = number_arg(alpha, "addbmm", "alpha", 5)
+    if batch1.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and "
+                           f"{batch2.shape[0]}")
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
+                           f"{batch2.shape[1]}x{batch2.shape[2]})")
+    dev = same_device(batch1, batch2)
+    same_device(input, batch1)
+    target = (batch1.shape[1], batch2.shape[2])
+    _broadcastable(input.shape, target)
+    xp = dev.xp
+    product = xp.sum(xp.matmul(batch1.data, batch2.data), axis=0) if batch1.shape[0] else xp.zeros(
+        target, dtype=batch1.data.dtype)
+    out = _combine(dev, input, dev.backend.array(product), beta, alpha)
+    return record(AddbmmBackward0, (input, batch1, batch2), out, dev, input.shape, beta, alpha,
+                  saved=(batch1 if batch2._requires_grad else None, batch2 if batch1._requires_grad else None))
+
+
+class DistBackward0(OpNode):
+    """``dist(a, b, p) = ‖a - b‖_p``: torch's ``norm_backward`` of the difference, summed back to each
+    operand's shape, negated for ``b``."""
+
+    __slots__ = ("p", "a_shape", "b_shape")
+    saves_result = True
+    work_per_element = 4
+
+    def backward(self, F, g):
+        a, b, norm = F.unpack(self)
+        gx = norm_backward(F, g, a - b, norm, self.p, None)
+        if gx is None:
+            return (None, None)
+        return (F.sum_to(gx, self.a_shape) if self.needs(0) else None,
+                F.sum_to(-gx, self.b_shape) if self.needs(1) else None)
+
+
+def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
+    """torch's ``dist``: the ``p``-norm of ``input - other`` (broadcast), one number."""
+    tensor_arg(input, "dist", "input", 1)
+    tensor_arg(other, "dist", "other", 2)
+    p = float(number_arg(p, "dist", "p", 3))
+    dev = same_device(input, other)
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"expected both inputs to have same dtype, but found {scalar_type_name(input.dtype)} "
+                           f"and {scalar_type_name(other.dtype)}")
+    _float_input(input, "dist")
+    try:
+        difference = input.data - other.data
+    except ValueError:
+        raise RuntimeError(_expand_error(other.shape, input.shape)) from None
+    xp = dev.xp
+    magnitude = xp.abs(difference)
+    if difference.size == 0:
+        out = xp.zeros((), dtype=difference.dtype)
+    elif p == math.inf:
+        out = xp.max(magnitude)
+    elif p == -math.inf:
+        out = xp.min(magnitude)
+    elif p == 0:
+        out = xp.sum(dev.backend.astype(difference != 0, input.dtype))
+    elif p == 1:
+        out = xp.sum(magnitude)
+    elif p == 2:
+        out = xp.sqrt(xp.sum(difference * difference))
+    else:
+        out = xp.sum(magnitude ** p) ** (1 / p)
+    return record(DistBackward0, (input, other), dev.backend.array(out), dev, p, input.shape, other.shape,
+                  saved=(input, other))
+
+
+class RenormBackward0(OpNode):
+    """``renorm``: torch's ``renorm_backward``: with ``f = maxnorm / (norm + 1e-7)`` where a slice's
+    norm exceeds ``maxnorm``, ``f g - f / (norm + 1e-7) * norm_backward(Σ x g)``; ``g`` elsewhere."""
+
+    __slots__ = ("p", "axes", "maxnorm")
+    work_per_element = 6
+
+    def backward(self, F, g):
+        (x,) = F.unpack(self)
+        norm = F.vector_norm(x, self.p, self.axes, True)
+        inv = 1.0 / (norm + 1e-7)
+        factor = inv * self.maxnorm
+        projected = F.sum(x * g, self.axes, True)
+        nb = norm_backward(F, projected, x, norm, self.p, self.axes)
+        scaled = factor * g if nb is None else factor * g - factor * inv * nb
+        return (F.where(norm > self.maxnorm, scaled, g),)
+
+
+def renorm(input: Tensor, p: Any, dim: int, maxnorm: Any) -> Tensor:
+    """torch's ``renorm``: each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to
+    it (by ``maxnorm / (norm + 1e-7)``, torch's factor)."""
+    tensor_arg(input, "renorm", "input", 1)
+    p = float(number_arg(p, "renorm", "p", 2))
+    maxnorm = float(number_arg(maxnorm, "renorm", "maxnorm", 4))
+    if p < 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    _float_input(input, "renorm")
+    axis = normalize_dim(int_arg(dim, "renorm", "dim", 3), input.ndim, "renorm")
+    axes = tuple(i for i in range(input.ndim) if i != axis)
+    dev = input.device
+    xp = dev.xp
+    norm = vector_norm(Tensor._make(input.data, dev, False, None, 0, [0]), p, axes, True).data
+    factor = xp.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return record(RenormBackward0, (input,), input.data * factor, dev, p, axes, maxnorm,
+                  saved=(input,))

@@ -534,7 +534,7 @@ class IndexFillBackward1(OpNode):
     each filled position counted once however often the index repeats it (as torch, which sums over
     the index's unique entries): the gradient's total less the total of what was not filled."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "unique")
     work_per_element = 1
 
     def backward(self, F, g):
@@ -595,6 +595,10 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """``input`` with ``source``'s slices copied to the positions ``index`` along ``dim``."""
     tensor_arg(input, "index_copy")
     tensor_arg(source, "index_copy", "source", 3)
+    if input.ndim == 0:  # a 0-d input (and source): their one-element vectors', reshaped back
+        normalize_dim(dim, 0, "index_copy")
+        vector = shape_ops.reshape(source, (1,)) if source.ndim == 0 else source
+        return shape_ops.reshape(index_copy(shape_ops.reshape(input, (1,)), 0, index, vector), ())
     axis, idx, key = _index_dim(input, dim, index, "index_copy")
     n = int(idx.shape[0])
     src_n = source.shape[axis] if source.ndim > axis else 1

@@ -227,8 +227,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
             same_device(input, t)
     dev = input.device
     xp = dev.xp
-    grouped = (n, num_groups, -1)
     count = channels // num_groups * math.prod(input.shape[2:])
+    grouped = (n, num_groups, count)  # spelled out: an empty batch has no -1 to infer
     xg = xp.reshape(input.data, grouped)
     mean, _, invstd = _stats(xp, xg, (2,), count, eps)
     out = xp.reshape((xg - mean) * invstd, input.shape)

@@ -16,6 +16,7 @@ import numpy as np
 from asyncgrad._validate import bool_arg, dtype_arg, int_list, normalize_dim, tensor_arg, type_label
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.dtypes import get_default_dtype
+from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, SavesResult, input_meta, plain, record, recording
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -318,15 +319,27 @@ class SoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node]
         return (y * (g - F.sum(g * y, self.dim, True)),)
 
 
-def softmax(x: Tensor, dim: int) -> Tensor:
-    """``exp(x) / exp(x).sum(dim, keepdim=True)``, computed stably along ``dim``, as torch's."""
+def _cast_first(x: Tensor, dtype: Any, fn: str) -> Tensor:
+    """softmax's and log_softmax's ``dtype=``: the input cast first (a ToCopyBackward0, as torch)."""
+    if dtype is None:
+        return x
+    dtype = dtype_arg(dtype, fn)
+    return x if x.dtype == dtype else shape_ops.to_dtype(x, dtype)
+
+
+def softmax(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """``exp(x) / exp(x).sum(dim, keepdim=True)``, computed stably along ``dim``, as torch's (in
+    ``dtype`` when given: the input cast first)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "softmax")
+    x = _cast_first(x, dtype, "softmax")
     data = x.data
     axis = normalize_dim(dim, data.ndim, "softmax")
     _no_integer_kernel(x, axis, "softmax")
     dev = x.device
     xp = dev.xp
+    if data.size == 0:  # nothing to normalise (the max of an empty slice has no identity)
+        return record(SoftmaxBackward0, (x,), dev.backend.copy(data, "C"), dev, axis)
     shifted = xp.exp(data - xp.max(data, axis=axis, keepdims=True))  # stable: the largest term is exp(0)
     out = _contiguous(shifted / xp.sum(shifted, axis=axis, keepdims=True), dev.backend)
     return record(SoftmaxBackward0, (x,), out, dev, axis)
@@ -340,16 +353,20 @@ class LogSoftmaxBackward0(SavesResult):  # Note [A saved result kept in its node
         return (g - F.exp(y) * F.sum(g, self.dim, True),)
 
 
-def log_softmax(x: Tensor, dim: int) -> Tensor:
-    """``log(softmax(x, dim))``, computed stably along ``dim``, as torch's."""
+def log_softmax(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """``log(softmax(x, dim))``, computed stably along ``dim``, as torch's (in ``dtype`` when given:
+    the input cast first)."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "log_softmax")
+    x = _cast_first(x, dtype, "log_softmax")
     data = x.data
     axis = normalize_dim(dim, data.ndim, "log_softmax")
     _no_integer_kernel(x, axis, "log_softmax")
     dev = x.device
     xp = dev.xp
     backend = dev.backend  # Note [Reductions without numpy's wrappers] in devices/backend.py
+    if data.size == 0:
+        return record(LogSoftmaxBackward0, (x,), backend.copy(data, "C"), dev, axis)
     shifted = data - backend.max(data, axis=axis, keepdims=True)
     out = _contiguous(shifted - xp.log(backend.sum(xp.exp(shifted), axis=axis, keepdims=True)), backend)
     return record(LogSoftmaxBackward0, (x,), out, dev, axis)

@@ -284,6 +284,8 @@ class TransposeBackward0(OpNode):
     work_per_element = 0
 
     def backward(self, F, g):
+        if g.ndim == 0:  # a 0-d tensor's transpose (dims 0 and -1 both name its one position) is itself
+            return (g,)
         axes = list(range(g.ndim))
         axes[self.dim0], axes[self.dim1] = axes[self.dim1], axes[self.dim0]
         return (F.permute(g, tuple(axes)),)
@@ -598,6 +600,12 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     fmt = kwargs.pop("memory_format", preserve_format)
     if fmt is not preserve_format:
         format_arg(fmt, "to")
+    # torch's trailing (non_blocking, copy) flags, positional or by name: non_blocking is a hint a
+    # synchronous copy meets; copy=True returns a new tensor even when nothing changes
+    flags = [a for a in args if a.__class__ is bool]
+    args = tuple(a for a in args if a.__class__ is not bool)
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", flags[1] if len(flags) > 1 else False)
     dev, dtype = to_args(args, kwargs)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -612,6 +620,8 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         strides = element_strides(self.device.backend.strides(data), self.dtype.itemsize)
         if suggest_memory_format(data.shape, strides) is not fmt:
             out = record(ToCopyBackward0, (self,), layout_copy(self, fmt), self.device, None, self.dtype)
+    if out is self and copy:
+        out = record(ToCopyBackward0, (self,), layout_copy(self, fmt), self.device, None, self.dtype)
     return out
 
 
@@ -682,10 +692,16 @@ class FlipBackward0(OpNode):
         return (F.index(g, tuple(slice(None, None, -1) if i in self.dims else slice(None) for i in range(g.ndim))),)
 
 
-def flip(x: Tensor, *dims: Any) -> Tensor:
-    """``x`` reversed along ``dims``: a copy, as torch's (numpy's flip is a view with negative strides)."""
+def flip(x: Tensor, *dims: Any, **keyword: Any) -> Tensor:
+    """``x`` reversed along ``dims``: a copy, as torch's (numpy's flip is a view with negative strides).
+    torch's forms: ``flip(x, dims)``, ``flip(x, dims=...)``, ``x.flip(0, 1)``."""
     if x.__class__ is not Tensor:
         tensor_arg(x, "flip")
+    if keyword:
+        unknown = next((k for k in keyword if k != "dims"), None)
+        if unknown is not None or dims:
+            raise TypeError(f"flip() got an unexpected keyword argument '{unknown or 'dims'}'")
+        dims = (keyword["dims"],)
     axes = _dim_list(x, dims[0] if len(dims) == 1 else dims, "flip")
     backend = x.device.backend
     out = backend.copy(x.device.xp.flip(x.data, axis=axes), "C") if axes and x.ndim else backend.copy(x.data, "C")
@@ -781,11 +797,14 @@ def _diagonal_positions(backend: Any, rows: int, cols: int, offset: int) -> tupl
 
 
 class DiagEmbedBackward0(OpNode):
-    """diag of a vector: the gradient is the matrix gradient's diagonal (``index``: its positions)."""
+    """diag of a vector, diag_embed: the gradient is the matrix gradient's diagonal (``index``: its
+    positions, after ``axes`` moved the matrices' dims last for diag_embed)."""
 
-    __slots__ = ("index",)
+    __slots__ = ("index", "axes")
 
     def backward(self, F, g):
+        if self.axes is not None:
+            g = F.permute(g, self.axes)
         return (F.index(g, self.index),)
 
 
@@ -812,7 +831,62 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
         index = _diagonal_positions(backend, n, n, diagonal)
         out = backend.zeros((n, n), x.dtype)
         backend.setitem(out, index, x.data)
-        return record(DiagEmbedBackward0, (x,), out, dev, index)
+        return record(DiagEmbedBackward0, (x,), out, dev, index, None)
     index = _diagonal_positions(backend, *x.shape, diagonal)
     out = backend.getitem(x.data, index)
     return record(DiagonalBackward0_copy, (x,), out, dev, index, x.shape)
+
+
+# --------------------------------------------------------------------------- rot90, diag_embed
+class Rot90Backward0(OpNode):
+    """``rot90(x, k, dims)``: the gradient rotated back, ``rot90(g, -k, dims)``."""
+
+    __slots__ = ("k", "dims")
+
+    def backward(self, F, g):
+        return (F.rot90(g, -self.k, self.dims),)
+
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """torch's ``rot90``: ``k`` quarter turns in the plane of ``dims``, from the first towards the second."""
+    tensor_arg(input, "rot90", "input", 1)
+    k = int_arg(k, "rot90", "k", 2)
+    dims = tuple(int_list((dims,), "rot90", "dims"))
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0 = normalize_dim(dims[0], input.ndim, "rot90")
+    d1 = normalize_dim(dims[1], input.ndim, "rot90")
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    out = input.device.backend.copy(ArrayMath.rot90(input.data, k, (d0, d1)), "C")
+    return record(Rot90Backward0, (input,), out, input.device, k, (d0, d1))
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """torch's ``diag_embed``: the last dimension of ``input`` on the ``offset`` diagonal of new
+    matrices spanning ``dim1`` and ``dim2`` of the result (zeros elsewhere)."""
+    tensor_arg(input, "diag_embed", "input", 1)
+    offset = int_arg(offset, "diag_embed", "offset", 2)
+    ndim = input.ndim + 1
+    d1 = normalize_dim(int_arg(dim1, "diag_embed", "dim1", 3), ndim, "diag_embed")
+    d2 = normalize_dim(int_arg(dim2, "diag_embed", "dim2", 4), ndim, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    dev = input.device
+    backend = dev.backend
+    xp = dev.xp
+    length = input.shape[-1] if input.ndim else 1
+    n = length + abs(offset)
+    batch = tuple(input.shape[:-1])
+    out = backend.zeros(batch + (n, n), input.dtype)
+    rows, cols = _diagonal_positions(backend, n, n, offset)
+    index = (Ellipsis, rows, cols)
+    backend.setitem(out, index, xp.reshape(input.data, batch + (length,)))
+    # the matrices' dims go to d1 and d2, the batch dims keep their order in the others
+    others = iter(range(len(batch)))
+    order = tuple(len(batch) if i == d1 else len(batch) + 1 if i == d2 else next(others) for i in range(ndim))
+    inverse = tuple(sorted(range(ndim), key=order.__getitem__))
+    out = backend.copy(xp.permute_dims(out, order), "C")
+    return record(DiagEmbedBackward0, (input,), out, dev, index, inverse)

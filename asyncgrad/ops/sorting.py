@@ -8,12 +8,12 @@ from (Note [Indices along a dim] in ``indexing.py``), so its own gradient is a g
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from asyncgrad._validate import bool_arg, int_arg, normalize_dim, tensor_arg
-from asyncgrad.ops._node import OpNode, SavesVariables, plain, record, recording
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, input_meta, plain, record, recording
 from asyncgrad.ops.indexing import along
 from asyncgrad.ops.reduction import ReductionResult
 from asyncgrad.tensor import Tensor
@@ -224,3 +224,180 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False, return_
         return out
     extra = ([plain(inverse, dev)] if return_inverse else []) + ([plain(counts, dev)] if return_counts else [])
     return (out, *extra)
+
+
+# --------------------------------------------------------------------------- mode, cummax/cummin, aminmax
+class ModeBackward0(_ToIndices):
+    __slots__ = ()
+
+
+_MODE_CHUNK = 1 << 22
+"""Elements of the pairwise comparison ``mode`` builds at once (slices x n x n)."""
+
+
+def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> ReductionResult:
+    """torch's ``mode`` along ``dim``: the most frequent value of each slice (the smallest among
+    equally frequent ones) and the index of its last occurrence. Each element's count comes from
+    comparing the slice with itself (``n²`` per slice, in chunks of slices)."""
+    tensor_arg(x, "mode")
+    was_0d, x = x.ndim == 0, _vector(x)
+    axis = normalize_dim(dim, x.ndim, "mode")
+    keepdim = bool_arg(keepdim, "mode", "keepdim")
+    n = x.shape[axis]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
+    dev = x.device
+    xp = dev.xp
+    backend = dev.backend
+    moved = xp.moveaxis(x.data, axis, -1)
+    lead = moved.shape[:-1]
+    rows = xp.reshape(moved, (-1, n))
+    positions = backend.arange(n, np.int64)
+    picks = []
+    step = max(1, _MODE_CHUNK // max(1, n * n))
+    for start in range(0, rows.shape[0], step):
+        block = rows[start:min(start + step, rows.shape[0]), ...]
+        same = xp.reshape(block, block.shape + (1,)) == xp.reshape(block, (block.shape[0], 1, n))
+        counts = xp.sum(backend.astype(same, np.int64), axis=2)
+        best = xp.max(counts, axis=1, keepdims=True)
+        candidates = xp.where(counts == best, block, xp.max(block, axis=1, keepdims=True))
+        value = xp.min(candidates, axis=1, keepdims=True)
+        last = xp.max(xp.where(block == value, xp.reshape(positions, (1, n)), -1), axis=1)
+        picks.append(last)
+    index = xp.concat(picks) if picks else backend.arange(0, np.int64)
+    order = xp.moveaxis(xp.reshape(index, lead + (1,)), -1, axis)
+    return _scalar(_picked(ModeBackward0, x, axis, order, keepdim), was_0d)
+
+
+class CummaxBackward0(_ToIndices):
+    """cummax: each value's gradient goes to the index it came from; repeated indices add up (a
+    0-d input, ``index`` None, is its own running extreme)."""
+
+    __slots__ = ()
+
+    def backward(self, F, g):
+        return (g,) if self.index is None else _ToIndices.backward(self, F, g)
+
+
+class CumminBackward0(CummaxBackward0):
+    __slots__ = ()
+
+
+def _cumulative_extreme(x: Tensor, dim: Any, is_max: bool) -> ReductionResult:
+    fn = "cummax" if is_max else "cummin"
+    tensor_arg(x, fn)
+    axis = normalize_dim(int_arg(dim, fn, "dim", 2), x.ndim, fn)
+    dev = x.device
+    if x.ndim == 0:  # the element itself, at index 0
+        cls = CummaxBackward0 if is_max else CumminBackward0
+        return ReductionResult(record(cls, (x,), dev.backend.copy(x.data, "C"), dev, (), (), None),
+                               plain(dev.backend.full((), 0, np.int64), dev))
+    xp = dev.xp
+    backend = dev.backend
+    n = x.shape[axis]
+    data = xp.moveaxis(x.data, axis, 0)
+    values, indices = [], []
+    if n:
+        best = data[0, ...]
+        where = backend.full(best.shape, 0, np.int64)
+        floating = x.dtype.kind == "f"
+        for i in range(n):
+            current = data[i, ...]
+            better = current >= best if is_max else current <= best
+            if floating:  # torch's rule: a NaN always takes over, a number only from a number
+                better = xp.logical_or(xp.isnan(current), xp.logical_and(better, xp.logical_not(xp.isnan(best))))
+            best = xp.where(better, current, best)
+            where = xp.where(better, i, where)
+            values.append(best)
+            indices.append(where)
+        out = xp.moveaxis(xp.stack(values), 0, axis)
+        order = xp.moveaxis(xp.stack(indices), 0, axis)
+    else:
+        out = backend.copy(x.data, "C")
+        order = backend.full(x.shape, 0, np.int64)
+    index_tensor = plain(order, dev)
+    if not recording(x):
+        result = ReductionResult(plain(out, dev), index_tensor)
+    else:
+        key = along(order, axis, backend)
+        result = ReductionResult(record(CummaxBackward0 if is_max else CumminBackward0, (x,), out, dev, x.shape,
+                                        order.shape, key), index_tensor)
+    return result
+
+
+def cummax(input: Tensor, dim: int) -> ReductionResult:
+    """torch's ``cummax``: the running maximum along ``dim`` and where it was reached (the last
+    index among equal values; a NaN, once seen, stays)."""
+    return _cumulative_extreme(input, dim, True)
+
+
+def cummin(input: Tensor, dim: int) -> ReductionResult:
+    """torch's ``cummin``: the running minimum along ``dim`` and where it was reached."""
+    return _cumulative_extreme(input, dim, False)
+
+
+class AminmaxResult(NamedTuple):
+    """torch's ``aminmax`` return type."""
+
+    min: Tensor
+    max: Tensor
+
+
+class AminmaxBackward0(OpNode):
+    """aminmax: each of the two gradients shared evenly among the elements that reach its extreme
+    (torch's ``aminmax_backward``: amin's and amax's formulas, summed)."""
+
+    __slots__ = ("kept",)
+
+    def apply(self, grads: list, create_graph: bool) -> Any:
+        return self.backward(self.graph_math if create_graph else ArrayMath, grads)
+
+    def backward(self, F, grads):
+        low_share, high_share = F.unpack(self)
+        total = None
+        for g, share in zip(grads, (low_share, high_share)):
+            if g is None:
+                continue
+            part = F.reshape(g, self.kept) * share
+            total = part if total is None else total + part
+        return (total,)
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> AminmaxResult:
+    """torch's ``aminmax``: ``amin`` and ``amax`` of all elements or along ``dim``, from one node."""
+    tensor_arg(input, "aminmax")
+    keepdim = bool_arg(keepdim, "aminmax", "keepdim")
+    dev = input.device
+    xp = dev.xp
+    backend = dev.backend
+    if dim is None:
+        axes: Any = None
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+    else:
+        axis = normalize_dim(int_arg(dim, "aminmax", "dim", 2), input.ndim, "aminmax")
+        if input.ndim and input.shape[axis] == 0:
+            raise IndexError(f"aminmax(): Expected reduction dim {axis} to have non-zero size.")
+        axes = (axis,) if input.ndim else None
+    data = input.data
+    low = xp.min(data, axis=axes, keepdims=True)
+    high = xp.max(data, axis=axes, keepdims=True)
+    if keepdim and (dim is not None or input.ndim == 0):
+        shape = low.shape
+    elif dim is None:
+        shape = (1,) * input.ndim if keepdim else ()
+    else:
+        shape = tuple(s for i, s in enumerate(input.shape) if i != axes[0]) if axes else ()
+    low_out, high_out = xp.reshape(low, shape), xp.reshape(high, shape)
+    if not recording(input):
+        return AminmaxResult(plain(low_out, dev), plain(high_out, dev))
+    shares = []
+    for kept in (low, high):
+        ties = backend.astype(data == kept, input.dtype)
+        count = xp.sum(ties, axis=axes, keepdims=True)
+        shares.append(plain(xp.where(count == 0, float("nan"), ties / xp.where(count == 0, 1.0, count)), dev))
+    first = record(AminmaxBackward0, (input,), low_out, dev, low.shape, saved=tuple(shares))
+    node = first.grad_fn
+    node._input_meta = node._input_meta + input_meta(tuple(high_out.shape), backend.dtype(high_out), dev)
+    return AminmaxResult(first, Tensor._make(high_out, dev, True, node, 1, [0]))

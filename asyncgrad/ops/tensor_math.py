@@ -95,6 +95,19 @@ class TensorMath:
     # pointwise math
     trunc = staticmethod(elementwise.trunc)
     floor = staticmethod(elementwise.floor)
+    @staticmethod
+    def scatter_prod(base: Tensor, key: tuple, axis: int, index: Any, src: Tensor) -> Tensor:
+        return indexing.scatter_reduce(base, axis, Tensor._make(index, base.device, False, None, 0, [0]), src,
+                                       "prod")
+
+    rot90 = staticmethod(shape_ops.rot90)
+    vector_norm = staticmethod(linalg.vector_norm)
+    abs = staticmethod(elementwise.abs)
+    isfinite = staticmethod(elementwise.isfinite)
+    digamma = staticmethod(elementwise.digamma)
+    polygamma = staticmethod(elementwise.polygamma)
+    i0 = staticmethod(elementwise.i0)
+    special_i1 = staticmethod(elementwise.special_i1)
     sinh = staticmethod(elementwise.sinh)
     cosh = staticmethod(elementwise.cosh)
     inv = staticmethod(linalg.inv)

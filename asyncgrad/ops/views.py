@@ -28,11 +28,12 @@ from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import device as as_device
 from asyncgrad.graph.node import Node
+from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, mark_view, plain, record, recording
 from asyncgrad.ops.indexing import SelectBackward0, SliceBackward0, getitem
 from asyncgrad.ops.inplace import AsStridedBackward0
 from asyncgrad.ops.shape import indexed, permute, view
-from asyncgrad.tensor import Size, Tensor
+from asyncgrad.tensor import Size, Tensor, scalar_type_name
 
 
 def _dim(x: Tensor, dim: Any, fn: str, name: str = "dim", pos: int = 2) -> int:
@@ -464,3 +465,213 @@ def unsafe_chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     pieces = chunk(x.detach(), chunks, dim)
     axis = _dim(x, dim, "unsafe_chunk")
     return _record_views(UnsafeSplitBackward0, x, [p.data for p in pieces], axis, views=False)
+
+
+# --------------------------------------------------------------------------- the scatters of a view, unfold
+# Note [Scatters into a copy]: ``select_scatter``, ``slice_scatter``, ``diagonal_scatter`` and
+# ``as_strided_scatter`` write ``src`` into a copy of ``input`` where the view of that name would
+# read, so each is one index ``key`` of the copy: ``src``'s gradient is the gradient read at
+# ``key``, ``input``'s the gradient with zeros written there (torch's derivatives.yaml). The
+# diagonal is addressed with the two dims moved last (``axes``, undone by ``inverse``); the
+# strided view through flat positions of a contiguous copy (its storage, as torch's requires).
+class _ScatterIntoCopy(OpNode):
+    """The scatters' shared backward (Note [Scatters into a copy])."""
+
+    __slots__ = ("key", "axes", "inverse", "flat", "shape")
+
+    def backward(self, F, g):
+        if self.flat:
+            g = F.reshape(g, (-1,))
+        elif self.axes is not None:
+            g = F.permute(g, self.axes)
+        g_input = g_src = None
+        if self.needs(0):
+            g_input = F.index_put(g, self.key, 0.0)
+            if self.flat:
+                g_input = F.reshape(g_input, self.shape)
+            elif self.axes is not None:
+                g_input = F.permute(g_input, self.inverse)
+        if self.needs(1):
+            g_src = F.index(g, self.key)
+        return (g_input, g_src)
+
+
+class SelectScatterBackward0(_ScatterIntoCopy):
+    __slots__ = ()
+
+
+class SliceScatterBackward0(_ScatterIntoCopy):
+    __slots__ = ()
+
+
+class DiagonalScatterBackward0(_ScatterIntoCopy):
+    __slots__ = ()
+
+
+class AsStridedScatterBackward0(_ScatterIntoCopy):
+    __slots__ = ()
+
+
+def _scatter_into_copy(cls: type[OpNode], fn: str, input: Tensor, src: Tensor, key: Any, expected: tuple[int, ...],
+                       axes: tuple[int, ...] | None = None, flat: bool = False) -> Tensor:
+    if tuple(src.shape) != tuple(expected):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(expected)}")
+    if src.dtype != input.dtype:
+        raise RuntimeError(f"{fn}(): expected src and self to have the same dtype, but got "
+                           f"{scalar_type_name(src.dtype)} and {scalar_type_name(input.dtype)}")
+    dev = input.device
+    if src.device is not dev:
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{dev} and {src.device}!")
+    backend = dev.backend
+    xp = dev.xp
+    data = input.data
+    if flat:
+        data = xp.reshape(data, (-1,))
+    elif axes is not None:
+        data = xp.permute_dims(data, axes)
+    out = xp.asarray(data, copy=True)
+    backend.setitem(out, key, src.data)
+    inverse = None
+    if flat:
+        out = xp.reshape(out, input.shape)
+    elif axes is not None:
+        inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
+        out = backend.copy(xp.permute_dims(out, inverse), "C")
+    return record(cls, (input, src), out, dev, key, axes, inverse, flat, input.shape)
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """torch's ``select_scatter``: a copy of ``input`` with ``src`` written at ``input.select(dim, index)``."""
+    tensor_arg(input, "select_scatter", "input", 1)
+    tensor_arg(src, "select_scatter", "src", 2)
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = normalize_dim(int_arg(dim, "select_scatter", "dim", 3), input.ndim, "select_scatter")
+    index = int_arg(index, "select_scatter", "index", 4)
+    size = input.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {dim}")
+    key = (slice(None),) * dim + (index % size,)
+    expected = input.shape[:dim] + input.shape[dim + 1:]
+    return _scatter_into_copy(SelectScatterBackward0, "select_scatter", input, src, key, expected)
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """torch's ``slice_scatter``: a copy of ``input`` with ``src`` at ``input[start:end:step]`` along ``dim``."""
+    tensor_arg(input, "slice_scatter", "input", 1)
+    tensor_arg(src, "slice_scatter", "src", 2)
+    if input.ndim == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    dim = normalize_dim(int_arg(dim, "slice_scatter", "dim", 3), input.ndim, "slice_scatter")
+    step = int_arg(step, "slice_scatter", "step", 6)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    part = slice(start, end, step)
+    n = len(range(*part.indices(input.shape[dim])))
+    key = (slice(None),) * dim + (part,)
+    expected = input.shape[:dim] + (n,) + input.shape[dim + 1:]
+    return _scatter_into_copy(SliceScatterBackward0, "slice_scatter", input, src, key, expected)
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """torch's ``diagonal_scatter``: a copy of ``input`` with ``src`` on ``input.diagonal(offset, dim1, dim2)``."""
+    tensor_arg(input, "diagonal_scatter", "input", 1)
+    tensor_arg(src, "diagonal_scatter", "src", 2)
+    if input.ndim < 2:
+        raise RuntimeError(f"diagonal dimensions requires ndim larger than 1, but got ndim = {input.ndim}")
+    d1 = normalize_dim(int_arg(dim1, "diagonal_scatter", "dim1", 4), input.ndim, "diagonal_scatter")
+    d2 = normalize_dim(int_arg(dim2, "diagonal_scatter", "dim2", 5), input.ndim, "diagonal_scatter")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int_arg(offset, "diagonal_scatter", "offset", 3)
+    axes = tuple(i for i in range(input.ndim) if i not in (d1, d2)) + (d1, d2)
+    rows, cols = shape_ops._diagonal_positions(input.device.backend, input.shape[d1], input.shape[d2], offset)
+    key = (Ellipsis, rows, cols)
+    expected = tuple(input.shape[i] for i in axes[:-2]) + (rows.shape[0],)
+    return _scatter_into_copy(DiagonalScatterBackward0, "diagonal_scatter", input, src, key, expected, axes)
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None = None) -> Tensor:
+    """torch's ``as_strided_scatter``: a contiguous copy of ``input`` with ``src`` written where
+    ``as_strided(size, stride, storage_offset)`` of that copy reads."""
+    tensor_arg(input, "as_strided_scatter", "input", 1)
+    tensor_arg(src, "as_strided_scatter", "src", 2)
+    size = tuple(int_list((size,), "as_strided_scatter", "size"))
+    stride = tuple(int_list((stride,), "as_strided_scatter", "stride"))
+    offset = 0 if storage_offset is None else int_arg(storage_offset, "as_strided_scatter", "storage_offset", 5)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    numel = input.numel()
+    reach = offset + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else offset - 1
+    if all(size) and (reach >= numel or offset < 0):
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {input.dtype.itemsize} requiring a storage size of "
+                           f"{(reach + 1) * input.dtype.itemsize} are out of bounds for storage of size "
+                           f"{numel * input.dtype.itemsize}")
+    backend = input.device.backend
+    positions = backend.full(size, offset, np.int64)
+    xp = input.device.xp
+    for axis, (n, s) in enumerate(zip(size, stride)):
+        steps = xp.reshape(backend.arange(n, np.int64) * s, tuple(n if i == axis else 1 for i in range(len(size))))
+        positions = positions + steps
+    return _scatter_into_copy(AsStridedScatterBackward0, "as_strided_scatter", input, src, positions, size,
+                              flat=True)
+
+
+class UnfoldBackward0(OpNode):
+    """``Tensor.unfold``: each window element's gradient added back at the position it was read
+    from (torch's ``unfold_backward``; windows may overlap)."""
+
+    __slots__ = ("shape", "key")
+
+    def backward(self, F, g):
+        if self.key is None:  # a 0-d input's windows: its element, or nothing
+            return (F.reshape(F.sum(g), ()),)
+        return (F.index_add(self.shape, (self.key, False), g),)
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """torch's ``Tensor.unfold``: the windows of ``size`` elements every ``step`` along
+    ``dimension``, as a new last dimension (a copy here; torch's is a view)."""
+    tensor_arg(input, "unfold", "input", 1)
+    if input.ndim == 0:  # torch's 0-d case: the one element as the windows of a one-element vector
+        normalize_dim(int_arg(dimension, "unfold", "dimension", 1), 0, "unfold")
+        size = int_arg(size, "unfold", "size", 2)
+        if size > 1:
+            raise RuntimeError(f"maximum size for tensor at dimension 0 is 1 but size is {size}")
+        if int_arg(step, "unfold", "step", 3) <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        dev = input.device
+        out = dev.backend.getitem(dev.xp.reshape(input.data, (1,)), slice(0, size))
+        return record(UnfoldBackward0, (input,), dev.xp.asarray(out, copy=True), dev, (), None)
+    dim = normalize_dim(int_arg(dimension, "unfold", "dimension", 1), input.ndim, "unfold")
+    size = int_arg(size, "unfold", "size", 2)
+    step = int_arg(step, "unfold", "step", 3)
+    shape = tuple(input.shape)
+    if size > shape[dim]:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {shape[dim]} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    windows = (shape[dim] - size) // step + 1
+    rank = len(shape) + 1
+    dev = input.device
+    backend = dev.backend
+    xp = dev.xp
+    key = []
+    for axis, n in enumerate(shape):
+        if axis == dim:
+            w = xp.reshape(backend.arange(windows, np.int64) * step, tuple(
+                windows if i == dim else 1 for i in range(rank)))
+            j = xp.reshape(backend.arange(size, np.int64), tuple(size if i == rank - 1 else 1 for i in range(rank)))
+            key.append(w + j)
+        else:
+            key.append(xp.reshape(backend.arange(n, np.int64), tuple(n if i == axis else 1 for i in range(rank))))
+    key = tuple(key)
+    return record(UnfoldBackward0, (input,), backend.getitem(input.data, key), dev, shape, key)

@@ -314,9 +314,6 @@ async def test_qr(shape):
 
 
 async def test_qr_refusals():
-    A = ag.randn(2, 4, dtype=ag.float64, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="wide matrix"):
-        await ag.linalg.qr(A)[0].sum().backward()
     B = ag.randn(4, 2, dtype=ag.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="mode='r'"):
         await ag.linalg.qr(B, mode="r")[1].sum().backward()
