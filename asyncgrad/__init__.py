@@ -11,7 +11,6 @@ from asyncgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_d
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
 from asyncgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from asyncgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from asyncgrad.autograd.graph import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
 
@@ -69,6 +68,7 @@ from asyncgrad.factories import (
     zeros_like,
 )
 from asyncgrad.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+from asyncgrad.graph.node import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.ops.elementwise import (
     abs,
     add,

@@ -25,8 +25,8 @@ from asyncgrad import factories
 from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
 from asyncgrad.autograd.grad_mode import enable_grad, grad_enabled, no_grad
-from asyncgrad.autograd.graph import saved_tensors_hooks
 from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.graph.node import saved_tensors_hooks
 from asyncgrad.tensor import Tensor
 
 REENTRANT_WITH_GRAD = (

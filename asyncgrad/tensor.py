@@ -24,9 +24,9 @@ from asyncgrad.autograd.grad_mode import (
     grad_enabled,
     inference_enabled,
 )
-from asyncgrad.autograd.graph import Node, RemovableHandle, add_hook
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
+from asyncgrad.graph.node import Node, RemovableHandle, add_hook
 
 creation_lock = threading.Lock()
 """Guards the lazy creation of a leaf's extras and AccumulateGrad against threads racing."""
@@ -144,7 +144,8 @@ class Tensor:
     It holds its device's array (numpy on ``cpu``), ``requires_grad``, ``grad``, ``grad_fn`` (the
     ``Node`` that made it) and a version counter for in-place checks. Its operators and methods are
     torch's; the ones that run the engine, ``backward`` first, return awaitables:
-    ``await loss.backward()``."""
+    ``await loss.backward()`` (installed by the front door: Note [The front door installs
+    Tensor.backward] in autograd/api.py)."""
 
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_counter", "_extra",
                  "__weakref__")

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from asyncgrad.autograd.accumulate import AccumulateGrad, grad_accumulator
-from asyncgrad.autograd.graph import RELEASED, Node
 from asyncgrad.autograd.saved import keep_result_as_saved
+from asyncgrad.graph.node import RELEASED, Node
 from asyncgrad.tensor import Tensor
 
 if TYPE_CHECKING:

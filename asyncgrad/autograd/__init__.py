@@ -2,10 +2,10 @@
 ``graph``, ``gradcheck``, anomaly and grad modes), over the package that holds the graph record,
 grad and anomaly modes, and the backward()/grad() entry points.
 
-Note [A namespace over the low layers]: this package is also home to the lowest layers
-(``autograd/graph.py`` sits below ``Tensor``), and Python runs this file before any of its
-submodules. Importing the front door here at import time would make loading ``graph.py`` load
-the engine, the ops and ``Tensor`` first: a cycle through ``tensor.py``. So the public names
+Note [A namespace over the low layers]: this package is also home to layers below the front door
+(``grad_mode.py``, ``saved.py``, ``accumulate.py`` sit below the ops), and Python runs this file
+before any of its submodules. Importing the front door here at import time would make loading
+``grad_mode.py`` load the engine, the ops and ``Tensor`` first: a cycle through ``tensor.py``. So the public names
 are loaded on first use, by the module-level ``__getattr__`` below (PEP 562), through ordinary
 import statements, which ``tests/structure/test_import_cycles.py`` and ``tools/import-cycles.py`` count
 like any other: they are edges from this package module to the layers above, and no module
@@ -66,8 +66,11 @@ __all__ = [
 
 def _public() -> dict[str, Any]:
     """The names of ``__all__`` (Note [A namespace over the low layers])."""
+    # submodules as ``import ... as``: ``from asyncgrad.autograd import graph`` asks this module's
+    # ``__getattr__`` for the name before it imports the submodule, which would recurse here
+    import asyncgrad.autograd.graph as graph
+    import asyncgrad.autograd.profiler as profiler
     from asyncgrad import functional
-    from asyncgrad.autograd import graph, profiler
     from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable

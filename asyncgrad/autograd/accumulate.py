@@ -12,11 +12,10 @@ import weakref
 from typing import Any
 
 from asyncgrad._layout import contiguous_strides, contract_strides, element_strides, obeys_layout_contract
-from asyncgrad.autograd import graph
-from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.autograd.hook_calls import type_name_of
 from asyncgrad.autograd.ownership import owned_by
 from asyncgrad.dtypes import numpy_dtype
+from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.tensor import Tensor, creation_lock
 
 
@@ -170,7 +169,7 @@ def gradient_edge(t: Tensor) -> Edge:
         return NO_EDGE
     fn = t.grad_fn
     if fn is not None:
-        return (fn, t.output_nr)  # Note [Edges are plain pairs] in graph.py
+        return (fn, t.output_nr)  # Note [Edges are plain pairs] in graph/node.py
     return (grad_accumulator(t), 0)
 
 
@@ -183,7 +182,3 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
     fn, output_nr = gradient_edge(tensor)
     assert fn is not None  # a tensor that requires grad has a grad_fn or an AccumulateGrad
     return GradientEdge(fn, output_nr)
-
-
-# Note [The public graph module] (graph.py): installed there, from here.
-graph.get_gradient_edge = get_gradient_edge

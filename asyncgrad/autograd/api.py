@@ -25,12 +25,12 @@ import numpy as np
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
-from asyncgrad.autograd.graph import NO_EDGE, Edge, GradientEdge
 from asyncgrad.dtypes import intern
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.engine.worker import reenter
+from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
 

@@ -10,7 +10,7 @@ from typing import Any, Coroutine, Generator, TypeVar
 
 import sniffio
 
-from asyncgrad.autograd.graph import current_graph_task
+from asyncgrad.graph.node import current_graph_task
 
 # Note [Await or not]: ``t.backward()``, ``ag.backward()`` and ``ag.grad()`` return an
 # ``EngineCall``. Awaited, it is the engine's coroutine and nothing more (``await`` drives the

@@ -16,13 +16,13 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import ANOMALY_USED, anomaly_enabled, anomaly_parent, forward_traceback
 from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
-from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.autograd.switches import restore
 from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
 from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import numpy_dtype
+from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
@@ -169,7 +169,7 @@ class FunctionNode(FunctionCtx, Node):
 
     def __call__(self, *grads: Any) -> Any:
         """``y.grad_fn(g)``: the user's backward on ``g``, as torch's ``grad_fn.apply(g)`` (Note
-        [Calling a node] in graph.py); awaitable when the backward is an ``async def``."""
+        [Calling a node] in graph/node.py); awaitable when the backward is an ``async def``."""
         self._check_call(grads)
         return self._function._user_backward()(self, *self._grads_in(list(grads), True))
 
@@ -215,7 +215,7 @@ class Function:
         cls._async_backward = inspect.iscoroutinefunction(inspect.unwrap(user))
         uses_setup_context = cls.setup_context is not Function.setup_context
         cls._forward_signature = inspect.signature(cls.forward) if uses_setup_context else None
-        # Note [Placement] in autograd/graph.py: an async def backward runs as a task of its own; a plain
+        # Note [Placement] in graph/node.py: an async def backward runs as a task of its own; a plain
         # one may block on a reentrant backward (backward_sync), so it never runs plainly inline.
         placement = Placement.OWN_TASK if cls._async_backward else Placement.PORTAL
         cls._node_class = type(f"{cls.__name__}Backward", (FunctionNode,),

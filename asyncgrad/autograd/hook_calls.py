@@ -1,8 +1,8 @@
 """Running a node's hooks: gradients wrapped as Tensors for the hook, checked on return.
 
-Note [Grads on the fast path] (graph.py): the engine moves raw arrays when no graph is
+Note [Grads on the fast path] (graph/node.py): the engine moves raw arrays when no graph is
 recorded; hooks always see Tensors. The wrapping happens here, and only when a hook exists,
-so the graph record (graph.py) stays below ``Tensor`` and the engine calls these functions.
+so the graph record (graph/node.py) stays below ``Tensor`` and the engine calls these functions.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from asyncgrad.autograd.graph import Node, NodeHooks, hook_name
+from asyncgrad.graph.node import Node, NodeHooks, hook_name
 from asyncgrad.tensor import Tensor
 
 

@@ -23,11 +23,11 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.autograd.anomaly import is_anomaly_enabled
 from asyncgrad.autograd.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
-from asyncgrad.autograd.graph import hooks_in_use, saved_hooks
+from asyncgrad.graph.node import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
+    from asyncgrad.graph.node import Node
 
 PACK_IN_PLACE = ("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
                  "cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open "

@@ -15,19 +15,32 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from asyncgrad.autograd.switches import restore
 from asyncgrad.tensor import Tensor
 
 __all__ = ["context", "get_gradients"]
 
-if TYPE_CHECKING:
-    from asyncgrad.distributed.remote import Cluster, RemoteModule
+
+class RemoteModuleLike(Protocol):
+    """What a context asks of remote.py's ``RemoteModule``: remote.py imports this module, so this
+    one names it by protocol, not by import (Note [The graph record is the lowest layer])."""
+
+    async def gradients(self, ctx_id: int | None = None) -> dict[str, Tensor | None]: ...
+
+
+class ClusterLike(Protocol):
+    """What a context asks of remote.py's ``Cluster``."""
+
+    def _modules(self) -> list[Any]: ...
+
+    def _release_context(self, ctx_id: int) -> None: ...
+
 
 current_context: contextvars.ContextVar[int | None] = contextvars.ContextVar("asyncgrad_dist_context", default=None)
 _ids = itertools.count(1)
-_clusters: dict[int, list[Cluster]] = {}
+_clusters: dict[int, list[ClusterLike]] = {}
 """Per live context, the clusters whose workers hold (or may hold) a store for it."""
 
 
@@ -62,7 +75,7 @@ def context() -> _Context:
     return _Context()
 
 
-def note_cluster(ctx_id: int, cluster: Cluster) -> None:
+def note_cluster(ctx_id: int, cluster: ClusterLike) -> None:
     """Record that the distributed autograd context ``ctx_id`` sent work to ``cluster``, so that leaving
     the context frees what that cluster's workers hold for it."""
     clusters = _clusters.get(ctx_id)
@@ -75,11 +88,11 @@ def _check(ctx_id: int) -> None:
         raise RuntimeError(f"Could not find autograd context with id: {ctx_id}")
 
 
-async def get_gradients(ctx_id: int) -> dict[RemoteModule, dict[str, Tensor]]:
+async def get_gradients(ctx_id: int) -> dict[RemoteModuleLike, dict[str, Tensor]]:
     """The gradients the backwards of context ``ctx_id`` accumulated, per remote module and
     parameter name (local copies; a parameter that got none is left out)."""
     _check(ctx_id)
-    found: dict[RemoteModule, dict[str, Tensor]] = {}
+    found: dict[RemoteModuleLike, dict[str, Tensor]] = {}
     for cluster in _clusters[ctx_id]:
         for module in cluster._modules():
             grads = {k: v for k, v in (await module.gradients(ctx_id)).items() if v is not None}

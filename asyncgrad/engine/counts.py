@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
+    from asyncgrad.graph.node import Node
 
 SHARDS = 64
 SPREAD = SHARDS * (SHARDS + 1) // 2

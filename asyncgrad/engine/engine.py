@@ -19,7 +19,6 @@ from typing import Any, Callable
 
 from asyncgrad.autograd.anomaly import anomaly_enabled
 from asyncgrad.autograd.grad_mode import multithreading_enabled
-from asyncgrad.autograd.graph import Edge, GraphRoot, Node, portal_needed
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
@@ -30,6 +29,7 @@ from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import ReadyQueue, node_task
 from asyncgrad.engine.scope import GraphTaskScope
 from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+from asyncgrad.graph.node import Edge, GraphRoot, Node, portal_needed
 
 # Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
 # awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)
@@ -159,7 +159,7 @@ class Engine:
         The returned consumer is not counted in ``outstanding_tasks``: it inherits ``node``'s count,
         which the server then does not count done (Note [One evaluate path] in worker.py).
         """
-        fns = node.edge_fns  # Note [A node's edges are two parallel tuples] in autograd/graph.py
+        fns = node.edge_fns  # Note [A node's edges are two parallel tuples] in graph/node.py
         if graph_task.check_nan:
             check_nan(node, outputs, graph_task.create_graph)
         if len(outputs) != len(fns):

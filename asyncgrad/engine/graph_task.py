@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Callable
 
-from asyncgrad.autograd.graph import current_graph_task  # noqa: F401  (the engine's, defined below it)
 from asyncgrad.autograd.recorder import current_recorder  # noqa: F401  (the profilers', defined below it)
+from asyncgrad.graph.node import current_graph_task  # noqa: F401  (the engine's, defined below it)
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
+    from asyncgrad.graph.node import Node
 
 
 class ExecInfo:
@@ -95,7 +95,7 @@ class GraphTask:
 
     def will_execute(self, node: Node | None) -> bool:
         """Whether this graph task runs (or ran) ``node``: torch's ``_will_engine_execute_node``, for
-        multi-grad hooks (Note [Multi-grad hooks] in autograd/graph.py). With ``grad()``/``inputs=``,
+        multi-grad hooks (Note [Multi-grad hooks] in graph/node.py). With ``grad()``/``inputs=``,
         the nodes marked to run (those already run have left ``exec_info``: only the asking node's
         own hook can have run, and it counts itself); otherwise the nodes reachable from the root,
         walked once, when first asked."""

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from asyncgrad.autograd.ownership import owned_by
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
     from asyncgrad.devices import Device
+    from asyncgrad.graph.node import Node
 
 def new_buffer(node: Node, position: int, grad: Any) -> list:
     size = len(node._input_meta)

@@ -17,8 +17,8 @@ from heapq import heapify, heappush
 from typing import TYPE_CHECKING, Iterator, TypeAlias
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
     from asyncgrad.engine.graph_task import GraphTask
+    from asyncgrad.graph.node import Node
 
 NodeTask: TypeAlias = "tuple[int, int, int, GraphTask, Node, list]"
 """A queued node, ``(-reentrant_depth, -sequence_nr, count, graph_task, node, inputs)``: built by

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
     from asyncgrad.devices import Device
     from asyncgrad.engine.graph_task import GraphTask
+    from asyncgrad.graph.node import Node
 
 
 class EngineRole(Protocol):

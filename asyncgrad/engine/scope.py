@@ -24,8 +24,8 @@ from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
     from asyncgrad.engine.roles import EngineRole
+    from asyncgrad.graph.node import Node
 
 
 class GraphTaskScope:

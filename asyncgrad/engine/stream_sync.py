@@ -50,10 +50,10 @@ from asyncgrad.devices.streams import Event, Stream, current_stream, enter, forw
 from asyncgrad.engine.input_buffer import buffer_device
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
     from asyncgrad.devices import Device
     from asyncgrad.engine.graph_task import GraphTask
     from asyncgrad.engine.roles import EngineRole
+    from asyncgrad.graph.node import Node
 
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """graph task -> {consumer node: events its stream must wait for before it runs}."""

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import greenback
 
 from asyncgrad.autograd.grad_mode import grad_enabled
-from asyncgrad.autograd.graph import Placement, hooks_in_use, portal_needed
 from asyncgrad.devices.streams import forward_stream
 from asyncgrad.engine import stream_sync
 from asyncgrad.engine.calls import call_function, call_function_async, validate_grad
@@ -29,11 +28,12 @@ from asyncgrad.engine.counts import SHARD_OF, SPREAD
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.kernels import run_kernel, submit
 from asyncgrad.engine.ready_queue import GRAPH_TASK, INPUTS, NODE, ReadyQueue, node_task
+from asyncgrad.graph.node import Placement, hooks_in_use, portal_needed
 
 if TYPE_CHECKING:
-    from asyncgrad.autograd.graph import Node
     from asyncgrad.devices import Device
     from asyncgrad.engine.roles import EngineRole
+    from asyncgrad.graph.node import Node
 
 CHAIN_STEP = True
 """Whether the cpu worker takes its chain step (Note [One evaluate path]); False only in the test

@@ -59,18 +59,8 @@ def _inplace_method(compute, name: str):
 
 
 def _operator(fn):
-    """The ``+``/``<``/``+=`` form of a binary op: an operand no op takes gives ``NotImplemented``,
-    so Python raises its own "unsupported operand type(s) for +: 'Tensor' and 'NoneType'" and
-    ``t == None`` is False, as with torch (the function forms name the argument instead)."""
-
-    def method(self: Tensor, other: Any) -> Any:
-        try:
-            return fn(self, other)
-        except elementwise.UnsupportedOperand:
-            return NotImplemented
-
-    method.__name__ = getattr(fn, "__name__", "operator")
-    return method
+    """The operator form of an op outside the binary table (``@``): Note [The binary table]."""
+    return elementwise._number_first(fn, None, None, True)
 
 
 _FILL_VALUES = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -107,22 +97,15 @@ def _to(dtype):
 
 
 _METHODS = {
-    "__add__": elementwise.add_operator, "__radd__": elementwise.add_operator, "add": elementwise.add,
-    "__sub__": elementwise.sub_operator, "__rsub__": _operator(elementwise.rsub), "sub": elementwise.sub,
-    "__mul__": elementwise.mul_operator, "__rmul__": elementwise.mul_operator, "mul": elementwise.mul,
-    "__truediv__": elementwise.div_operator, "__rtruediv__": _operator(elementwise.rdiv), "div": elementwise.div,
-    "__pow__": _operator(elementwise.pow), "__rpow__": _operator(elementwise.rpow), "pow": elementwise.pow,
+    **elementwise.FUNCTIONS, **elementwise.OPERATORS,  # the binary table (Note [The binary table])
     "__matmul__": _operator(linalg.matmul), "__rmatmul__": _operator(lambda a, b: linalg.matmul(b, a)),
     "matmul": linalg.matmul,
     "__neg__": elementwise.neg, "neg": elementwise.neg, "__abs__": elementwise.abs, "abs": elementwise.abs,
-    "__lt__": _operator(elementwise.lt), "__le__": _operator(elementwise.le),
-    "__gt__": _operator(elementwise.gt), "__ge__": _operator(elementwise.ge),
-    "__eq__": _operator(elementwise.eq), "__ne__": _operator(elementwise.ne), "__invert__": elementwise.logical_not,
+    "__invert__": elementwise.logical_not,
     "exp": elementwise.exp, "log": elementwise.log, "sqrt": elementwise.sqrt, "sin": elementwise.sin,
     "cos": elementwise.cos, "log1p": elementwise.log1p,
     "tanh": elementwise.tanh, "sigmoid": elementwise.sigmoid, "relu": elementwise.relu,
     "sign": elementwise.sign, "clamp": elementwise.clamp, "clip": elementwise.clamp,
-    "maximum": elementwise.maximum, "minimum": elementwise.minimum, "hypot": elementwise.hypot,
     "sum": reduction.sum, "mean": reduction.mean, "max": reduction.max, "min": reduction.min,
     "argmax": reduction.argmax, "argmin": reduction.argmin,
     "softmax": reduction.softmax, "log_softmax": reduction.log_softmax,
@@ -134,11 +117,9 @@ _METHODS = {
     "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "float": _to(dtypes.float32), "double": _to(dtypes.float64), "long": _to(dtypes.int64),
     "int": _to(dtypes.int32), "bool": _to(dtypes.bool), "half": _to(dtypes.float16),
-    "add_": _inplace_method(elementwise.add, "add_"), "__iadd__": _operator(_inplace_method(elementwise.add, "add_")),
-    "sub_": _inplace_method(elementwise.sub, "sub_"), "__isub__": _operator(_inplace_method(elementwise.sub, "sub_")),
-    "mul_": _inplace_method(elementwise.mul, "mul_"), "__imul__": _operator(_inplace_method(elementwise.mul, "mul_")),
-    "div_": _inplace_method(elementwise.div, "div_"),
-    "__itruediv__": _operator(_inplace_method(elementwise.div, "div_")),
+    **{name + "_": _inplace_method(elementwise.FUNCTIONS[name], name + "_") for name, _ in elementwise.IN_PLACE},
+    **{"__i" + dunder[2:]: _operator(_inplace_method(elementwise.FUNCTIONS[name], name + "_"))
+       for name, dunder in elementwise.IN_PLACE},  # __iadd__ ... __itruediv__
     "clamp_": _inplace_method(elementwise.clamp, "clamp_"), "relu_": _inplace_method(elementwise.relu, "relu_"),
     "fill_": _inplace_method(inplace.filled, "fill_"), "zero_": _inplace_method(inplace.zeroed, "zero_"),
     "copy_": _inplace_method(inplace.copied, "copy_"),
@@ -149,12 +130,9 @@ _METHODS = {
     "acos": elementwise.acos, "sinh": elementwise.sinh, "cosh": elementwise.cosh, "erf": elementwise.erf,
     "erfc": elementwise.erfc, "erfinv": elementwise.erfinv, "log2": elementwise.log2, "log10": elementwise.log10,
     "exp2": elementwise.exp2, "logit": elementwise.logit, "isnan": elementwise.isnan, "isinf": elementwise.isinf,
-    "isfinite": elementwise.isfinite, "atan2": elementwise.atan2, "arctan2": elementwise.atan2,
+    "isfinite": elementwise.isfinite, "arctan2": elementwise.atan2,
     "clamp_min": elementwise.clamp_min, "clamp_max": elementwise.clamp_max, "lerp": elementwise.lerp,
-    "fmod": elementwise.fmod, "remainder": elementwise.remainder, "copysign": elementwise.copysign,
-    "__mod__": _operator(elementwise.remainder),
-    "gt": elementwise.gt, "lt": elementwise.lt, "ge": elementwise.ge, "le": elementwise.le, "eq": elementwise.eq,
-    "ne": elementwise.ne, "greater": elementwise.gt, "less": elementwise.lt, "greater_equal": elementwise.ge,
+    "greater": elementwise.gt, "less": elementwise.lt, "greater_equal": elementwise.ge,
     "less_equal": elementwise.le, "not_equal": elementwise.ne,
     "isclose": elementwise.isclose, "allclose": elementwise.allclose, "equal": elementwise.equal,
     "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv, "outer": linalg.outer,

@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad.autograd import graph as graph_module
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import ANOMALY_USED, anomaly_enabled, forward_traceback
 from asyncgrad.autograd.grad_mode import INFERENCE_ACTIVE, grad_enabled
-from asyncgrad.autograd.graph import NO_EDGE, RELEASED, SECOND_BACKWARD, Node, hooks_in_use, saved_hooks, split_edges
 from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES, numpy_dtype
+from asyncgrad.graph import node as graph_module
+from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Node, hooks_in_use, saved_hooks, split_edges
 from asyncgrad.ops import windows
 from asyncgrad.tensor import MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 
@@ -119,7 +119,7 @@ class OpNode(Node):
 # (read here, at class creation: a class sets it in its body) times the output's elements,
 # unless the op gave its own (a class whose backward costs nothing never asks ``out.size``).
 # Another number of fields than slots goes to ``_some_fields``.
-# The stores must be those of Node.__init__ (graph.py; tests/ops/test_record_node_slots.py checks
+# The stores must be those of Node.__init__ (graph/node.py; tests/ops/test_record_node_slots.py checks
 # every slot is set). It is compiled with ``exec`` because the specialisation is per code object:
 # one shared function or closure would meet every class again (W1's forward, ``python -m
 # benchmarks --only W1``: the figures are in benchmarks/HISTORY.md). Its source is kept where
@@ -233,7 +233,7 @@ def _save_inputs(cls: type[OpNode], node: OpNode, result: Tensor, saved: tuple) 
 class SavesVariables(OpNode):
     """An op node whose torch twin keeps SavedVariables where it keeps no tensor (a number, indices,
     CopySlices' ``fn``): released like a node with saved tensors, and refused once released
-    (Note [Which nodes refuse a second pass] in graph.py). A node with saved tensors refuses
+    (Note [Which nodes refuse a second pass] in graph/node.py). A node with saved tensors refuses
     when it unpacks them, so only these pay for the check."""
 
     __slots__ = ()
@@ -337,7 +337,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         a, b = inputs
         ra = a is not None and a._requires_grad
         if (ra or (b is not None and b._requires_grad)) and grad_enabled.get():
-            # Note [A node's edges are two parallel tuples] in autograd/graph.py: (0, 0) is shared
+            # Note [A node's edges are two parallel tuples] in graph/node.py: (0, 0) is shared
             fn = a.grad_fn if ra else None
             if fn is not None:
                 na = a.output_nr
@@ -384,7 +384,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
         # Note [Recording inlined]: Node.__init__ and Tensor._make are spelled out, as they would
         # run: both in the class's own compiled ``make`` (Note [A node made by its class's own
         # code]), and the node's meta and work are stored once (W1's forward, ``python -m benchmarks
-        # --only W1``). They must store what Node.__init__ (graph.py) and Tensor._make (tensor.py)
+        # --only W1``). They must store what Node.__init__ (graph/node.py) and Tensor._make (tensor.py)
         # store; tests/ops/test_record_node_slots.py checks that every slot of both is set on a
         # recorded result.
         sequence_nr = _next_sequence()

@@ -34,9 +34,9 @@ from asyncgrad._validate import (
     tensor_arg,
     type_label,
 )
-from asyncgrad.autograd.graph import RELEASED, SECOND_BACKWARD
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.node import RELEASED, SECOND_BACKWARD
 from asyncgrad.ops._node import ArrayMath, OpNode, SavesResult, SavesVariables, plain, record, recording, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 
@@ -226,17 +226,21 @@ def _keep(t: Tensor | None, value: Any, dev: Device) -> tuple[Tensor | None, Any
 
 
 # --------------------------------------------------------------------------- tensor with a Python number
-# The most common binary op, ``t * 2.0``, gets a node that keeps the number and needs no
-# broadcasting bookkeeping. Torch names these nodes as the general ones, and so do we.
+# Note [The number path]: ``t * 2.0``, ``t + 1.0``, ``t - 1.0``, ``t / 2.0`` with ``t`` a float Tensor
+# (not a subclass) and the number a Python float or int (not a bool) record a node that keeps the
+# number and needs no broadcasting bookkeeping. The path must give exactly what the general one gives:
+# a Python number beside a float tensor is weak (``_weak`` hands both on unchanged), so the result is
+# ``forward(t._data, number)`` in ``t``'s dtype and shape, and the node has one edge, the tensor's.
+# Torch names these nodes as the general ones (``MulBackward0``), and so does asyncgrad. The path is
+# the rows of ``_BINARY`` that name a number node, taken first by their function and operator forms
+# (``_number_first``): written once, so every such op tests the same condition.
 #
 # Note [Number ops apply their formula]: ``OpNode.apply`` calls ``backward(F, g)``, one more Python
 # frame per node. The nodes of the commonest chains (``t * 2.0``, ``t + 1.0``, ``t - 1.0``, and every
-# row of ``_UNARY``, tanh among them) have an ``apply`` of their own that evaluates the same formula
-# without it: the number ops write their array formula out (it is one operator, and the same
-# expression as ``backward``'s), the unary rows call their derivative directly. ``backward``
-# stays the one formula for every other caller and for ``create_graph`` (number ops). W1's
-# backward (Note [Measuring the hot path] in engine/worker.py, N=6000): 24,108 -> 23,483
-# instructions per node with the number ops, 23,364 with the unary rows too (-3.1%).
+# row of ``_UNARY``) have an ``apply`` of their own that evaluates the same formula without it: the
+# number ops write their array formula out (one operator, the same expression as ``backward``'s), the
+# unary rows call their derivative directly. ``backward`` stays the one formula for every other caller
+# and for ``create_graph``; W1's backward shows the frame saved.
 class AddNumberBackward(OpNode):
     __slots__ = ()
     work_per_element = 0
@@ -294,6 +298,46 @@ class DivNumberBackward(SavesVariables):
         return g / self.number, None
 
 
+def _number_first(general: Callable, node: type[OpNode] | None, forward: Callable | None,
+                  as_operator: bool) -> Callable:
+    """A row of ``_BINARY`` as a function of two operands (Note [The binary table]).
+
+    With a number ``node``, the number path first (Note [The number path]), then ``general``.
+    ``as_operator``: the operator form (``__add__``), which hands an operand no op takes back to
+    Python as ``NotImplemented``, so Python words the error and ``t == None`` is False, as with torch;
+    the function form raises ``general``'s TypeError, which names the argument.
+    Both forms call ``general`` inside the same ``try`` (free until it raises), so they run one path.
+    """
+    if node is None:
+        if not as_operator:
+            return general
+
+        def op(input: Any, other: Any) -> Any:
+            try:
+                return general(input, other)
+            except UnsupportedOperand:
+                return NotImplemented
+    else:
+        keeps = bool(node.fields)
+
+        def op(input: Any, other: Any) -> Any:
+            if type(other) in _NUMBERS and type(input) is Tensor and (
+                    input._data.dtype.__class__ in _FLOAT_DTYPES or input.dtype.kind == "f"):
+                if keeps:
+                    return record(node, (input, None), forward(input._data, other), input.device, other)
+                return record(node, (input, None), forward(input._data, other), input.device)
+            try:
+                return general(input, other)
+            except UnsupportedOperand:
+                if as_operator:
+                    return NotImplemented
+                raise
+
+    op.__name__ = op.__qualname__ = getattr(general, "__name__", "op").lstrip("_")
+    op.__doc__ = general.__doc__
+    return op
+
+
 # --------------------------------------------------------------------------- add / sub
 class AddBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "alpha")
@@ -305,11 +349,8 @@ class AddBackward0(OpNode):
         )
 
 
-def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
-    """``a + alpha * b``, broadcast and promoted as torch's."""
-    if alpha == 1 and type(b) in _NUMBERS and type(a) is Tensor and (
-            a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(AddNumberBackward, (a, None), a._data + b, a.device)
+def _add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """torch's ``add``: ``a + alpha * b``, broadcast, promoted as torch promotes (bools: or)."""
     ta, tb, da, db, dev = operands(a, b, "add")
     try:
         out = da + db if alpha == 1 else da + db * alpha
@@ -321,26 +362,6 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     b_shape = db.shape if tb is not None else _shape_of(db)
     return record(AddBackward0, (ta, tb), out, dev, a_shape, b_shape, alpha,
                   work=0 if a_shape == b_shape == out.shape else None)
-
-
-# Note [Operator forms take the number path first]: ``t * 2.0`` used to reach ``mul`` through a
-# wrapper (``_operator`` in ops/__init__.py) that turned ``UnsupportedOperand`` into
-# ``NotImplemented``: two Python frames before ``record``. The operator forms of the four number
-# ops (``__add__``/``__radd__``, ``__sub__``, ``__mul__``/``__rmul__``, ``__truediv__``) take the
-# tensor-with-a-number path themselves, the same test and the same ``record`` call as the function
-# form's, and hand anything else to the function form inside the ``try`` that gives
-# ``NotImplemented``, so errors, reflected operators and ``t == None`` are as before. The function
-# forms (``ag.mul``, ``t.mul``) are unchanged. W1 forward (cachegrind, /work/wt/cntf.sh, N=30,000):
-# 25,069 -> 24,648 instructions per node with GC, 22,104 -> 21,683 without.
-def add_operator(self: Tensor, other: Any) -> Any:
-    """``self + other`` and ``other + self`` (Note [Operator forms take the number path first])."""
-    if type(other) in _NUMBERS and type(self) is Tensor and (
-            self._data.dtype.__class__ in _FLOAT_DTYPES or self.dtype.kind == "f"):
-        return record(AddNumberBackward, (self, None), self._data + other, self.device)
-    try:
-        return add(self, other)
-    except UnsupportedOperand:
-        return NotImplemented
 
 
 class SubBackward0(OpNode):
@@ -360,11 +381,8 @@ class RsubBackward1(OpNode):
     backward = SubBackward0.backward
 
 
-def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
-    """``a - alpha * b``, broadcast and promoted as torch's."""
-    if alpha == 1 and type(b) in _NUMBERS and type(a) is Tensor and (
-            a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(SubNumberBackward, (a, None), a._data - b, a.device)
+def _sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """torch's ``sub``: ``a - alpha * b``, broadcast, promoted as torch promotes (two bools refused)."""
     ta, tb, da, db, dev = operands(a, b, "sub")
     try:
         out = da - db if alpha == 1 else da - db * alpha
@@ -381,19 +399,8 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
                   work=0 if a_shape == b_shape == out.shape else None)
 
 
-def sub_operator(self: Tensor, other: Any) -> Any:
-    """``self - other`` (Note [Operator forms take the number path first])."""
-    if type(other) in _NUMBERS and type(self) is Tensor and (
-            self._data.dtype.__class__ in _FLOAT_DTYPES or self.dtype.kind == "f"):
-        return record(SubNumberBackward, (self, None), self._data - other, self.device)
-    try:
-        return sub(self, other)
-    except UnsupportedOperand:
-        return NotImplemented
-
-
 def rsub(a: Tensor, b: Any) -> Tensor:
-    return sub(b, a)
+    return _sub(b, a)
 
 
 # --------------------------------------------------------------------------- mul / div
@@ -412,10 +419,8 @@ class MulBackward0(OpNode):
         )
 
 
-def mul(a: Any, b: Any) -> Tensor:
-    """``a * b``, broadcast and promoted as torch's."""
-    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(MulNumberBackward, (a, None), a._data * b, a.device, b)
+def _mul(a: Any, b: Any) -> Tensor:
+    """torch's ``mul``: broadcast, promoted as torch promotes (bools: and)."""
     ta, tb, da, db, dev = operands(a, b, "mul")
     try:
         out = da * db
@@ -434,17 +439,6 @@ def mul(a: Any, b: Any) -> Tensor:
                          sb if ta is not None and ta._requires_grad else None))
 
 
-def mul_operator(self: Tensor, other: Any) -> Any:
-    """``self * other`` and ``other * self`` (Note [Operator forms take the number path first])."""
-    if type(other) in _NUMBERS and type(self) is Tensor and (
-            self._data.dtype.__class__ in _FLOAT_DTYPES or self.dtype.kind == "f"):
-        return record(MulNumberBackward, (self, None), self._data * other, self.device, other)
-    try:
-        return mul(self, other)
-    except UnsupportedOperand:
-        return NotImplemented
-
-
 class DivBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
     work_per_element = 9
@@ -461,10 +455,8 @@ class DivBackward0(OpNode):
         return ga, gb
 
 
-def div(a: Any, b: Any) -> Tensor:
-    """True division ``a / b`` (integers give the default float dtype), as torch's."""
-    if type(b) in _NUMBERS and type(a) is Tensor and (a._data.dtype.__class__ in _FLOAT_DTYPES or a.dtype.kind == "f"):
-        return record(DivNumberBackward, (a, None), a._data / b, a.device, b)
+def _div(a: Any, b: Any) -> Tensor:
+    """torch's ``div``: true division, broadcast; integers and bools divide in the default float dtype."""
     ta, tb, da, db, dev = operands(a, b, "div")
     if not (_is_floating(da) or _is_floating(db)):
         # true division of integers (or bools) computes in the default float dtype, as torch's
@@ -482,17 +474,6 @@ def div(a: Any, b: Any) -> Tensor:
     (sa, ca), (sb, cb) = _keep(ta, da, dev), _keep(tb, db, dev)
     return record(DivBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db), ca, cb,
                   saved=(sa if tb is not None and tb._requires_grad else None, sb))
-
-
-def div_operator(self: Tensor, other: Any) -> Any:
-    """``self / other`` (Note [Operator forms take the number path first])."""
-    if type(other) in _NUMBERS and type(self) is Tensor and (
-            self._data.dtype.__class__ in _FLOAT_DTYPES or self.dtype.kind == "f"):
-        return record(DivNumberBackward, (self, None), self._data / other, self.device, other)
-    try:
-        return div(self, other)
-    except UnsupportedOperand:
-        return NotImplemented
 
 
 def _is_floating(value: Any) -> bool:
@@ -1867,3 +1848,89 @@ def frexp(input: Tensor) -> FrexpResult:
     exponent = backend.astype(exponent, np.dtype(np.int32))
     mantissa_tensor = record(FrexpBackward0, (input,), mantissa, dev, saved=(plain(scale, dev),))
     return FrexpResult(mantissa_tensor, plain(exponent, dev))
+
+
+# --------------------------------------------------------------------------- the binary table
+# Note [The binary table]: a two-operand elementwise op is one row of ``_BINARY``:
+#
+#   name       the function (and Tensor method) name, as in torch's messages
+#   general    ``(a, b) -> Tensor`` on any operands: ``operands`` (torch's promotion, one device),
+#              the forward on the device's arrays, ``broadcast_error``, ``record`` with the op's node;
+#              it raises ``UnsupportedOperand`` for an operand no op takes
+#   operator   the operator method (``"__add__"``) or None
+#   reflected  the reflected operator method (``"__radd__"``) or None
+#   rgeneral   ``(self, other) -> Tensor`` for ``other <op> self``, or None where the op commutes
+#              (the operator form serves both sides)
+#   number     the number node or None: the row takes the number path (Note [The number path])
+#   nforward   ``(array, number) -> array`` of the number path: the general forward's own operator
+#   in_place   True: Tensor has ``name_`` and the augmented operator (``__iadd__``), built from the
+#              function form in ops/__init__.py
+#
+# ``_number_first`` makes each row's function form (a module attribute named ``name``) and its
+# operator forms (``OPERATORS``, installed on Tensor by ops/__init__.py), so the number path, the
+# ``NotImplemented`` of an operator, and the recording through ``general`` are written once for all
+# rows. The forms add no Python frame before ``record`` on the number path: a closure's cells are
+# read as fast as globals. ``add`` and ``sub`` take torch's ``alpha``: with one other than 1 they go
+# to ``general`` directly.
+_BINARY = (
+    # name       general    operator       reflected       rgeneral  number             nforward          in_place
+    ("add",       _add,      "__add__",     "__radd__",     None,     AddNumberBackward, operator.add,     True),
+    ("sub",       _sub,      "__sub__",     "__rsub__",     rsub,     SubNumberBackward, operator.sub,     True),
+    ("mul",       _mul,      "__mul__",     "__rmul__",     None,     MulNumberBackward, operator.mul,     True),
+    ("div",       _div,      "__truediv__", "__rtruediv__", rdiv,     DivNumberBackward, operator.truediv, True),
+    ("pow",       pow,       "__pow__",     "__rpow__",     rpow,     None,              None,             False),
+    ("remainder", remainder, "__mod__",     None,           None,     None,              None,             False),
+    ("fmod",      fmod,      None,          None,           None,     None,              None,             False),
+    ("maximum",   maximum,   None,          None,           None,     None,              None,             False),
+    ("minimum",   minimum,   None,          None,           None,     None,              None,             False),
+    ("atan2",     atan2,     None,          None,           None,     None,              None,             False),
+    ("hypot",     hypot,     None,          None,           None,     None,              None,             False),
+    ("copysign",  copysign,  None,          None,           None,     None,              None,             False),
+    # comparisons: a bool tensor, no node
+    ("lt",        lt,        "__lt__",      None,           None,     None,              None,             False),
+    ("le",        le,        "__le__",      None,           None,     None,              None,             False),
+    ("gt",        gt,        "__gt__",      None,           None,     None,              None,             False),
+    ("ge",        ge,        "__ge__",      None,           None,     None,              None,             False),
+    ("eq",        eq,        "__eq__",      None,           None,     None,              None,             False),
+    ("ne",        ne,        "__ne__",      None,           None,     None,              None,             False),
+)
+
+FUNCTIONS: dict[str, Callable] = {}
+"""Each row's function form by name (Note [The binary table])."""
+OPERATORS: dict[str, Callable] = {}
+"""Each row's operator forms by method name (``"__add__"``, ``"__radd__"``)."""
+IN_PLACE: tuple[tuple[str, str], ...] = tuple((row[0], row[2]) for row in _BINARY if row[7])
+"""(name, operator) of the rows with an in-place method and an augmented operator."""
+
+for _name, _general, _dunder, _reflected, _rgeneral, _number, _nforward, _ in _BINARY:
+    FUNCTIONS[_name] = _number_first(_general, _number, _nforward, False)
+    if _dunder is not None:
+        _form = OPERATORS[_dunder] = _number_first(_general, _number, _nforward, True)
+        _form.__name__ = _form.__qualname__ = _dunder
+    if _reflected is not None:
+        if _rgeneral is None:
+            OPERATORS[_reflected] = OPERATORS[_dunder]
+        else:
+            _form = OPERATORS[_reflected] = _number_first(_rgeneral, None, None, True)
+            _form.__name__ = _form.__qualname__ = _reflected
+del _name, _general, _dunder, _reflected, _rgeneral, _number, _nforward, _form
+
+# the function forms of the number rows, as plain assignments that type checkers and readers can follow
+_add_number_first, _sub_number_first, mul, div = (FUNCTIONS[n] for n in ("add", "sub", "mul", "div"))
+assert all(FUNCTIONS[row[0]] is globals()[row[0]] for row in _BINARY if row[5] is None), (
+    "a row of _BINARY without a number path names its module function")
+
+
+def add(input: Any, other: Any, alpha: Any = 1) -> Tensor:
+    """torch's ``add``: ``input + alpha * other``, broadcast, promoted as torch promotes (Note [The binary
+    table])."""
+    return _add_number_first(input, other) if alpha == 1 else _add(input, other, alpha)
+
+
+def sub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
+    """torch's ``sub``: ``input - alpha * other``, broadcast, promoted as torch promotes (Note [The binary
+    table])."""
+    return _sub_number_first(input, other) if alpha == 1 else _sub(input, other, alpha)
+
+
+FUNCTIONS["add"], FUNCTIONS["sub"] = add, sub

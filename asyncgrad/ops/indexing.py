@@ -15,8 +15,8 @@ import numpy as np
 
 from asyncgrad._convert import to_array
 from asyncgrad._validate import check_array_dtype, complex_error, is_complex, normalize_dim, tensor_arg, type_label
-from asyncgrad.autograd.graph import RELEASED
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.node import RELEASED
 from asyncgrad.ops._node import OpNode, SavesVariables, plain, record, recording, same_device
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.shape import expanded_shape, indexed, reshape
@@ -118,7 +118,8 @@ class _Index(SavesVariables):
 
     @property
     def saves_variables(self) -> bool:  # type: ignore[override]
-        """torch saves the indices of an advanced index only (Note [Which nodes refuse a second pass] in graph.py)."""
+        """torch saves the indices of an advanced index only (Note [Which nodes refuse a second pass] in
+        graph/node.py)."""
         return not self.basic
 
     def release_variables(self) -> None:

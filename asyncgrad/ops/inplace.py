@@ -25,10 +25,10 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.function import install_view_rebase
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
-from asyncgrad.autograd.graph import RELEASED as RELEASED_VALUES
-from asyncgrad.autograd.graph import Edge, Node, before_write, hooks_in_use, mutation_context, saved_hooks
 from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.node import RELEASED as RELEASED_VALUES
+from asyncgrad.graph.node import Edge, Node, before_write, hooks_in_use, mutation_context, saved_hooks
 from asyncgrad.ops import _node
 from asyncgrad.ops._node import (
     MULTI_OUTPUT_VIEW,

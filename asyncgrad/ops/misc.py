@@ -17,8 +17,8 @@ from asyncgrad import dtypes
 from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
-from asyncgrad.autograd.graph import NO_EDGE, before_write
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.node import NO_EDGE, before_write
 from asyncgrad.ops import indexing as _indexing
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record

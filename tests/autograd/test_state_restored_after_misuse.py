@@ -1,7 +1,7 @@
 """No state outlives its scope: each misuse below runs, then a fresh backward must see pristine state.
 
 Note [A switch restored where its scope ends] (asyncgrad/autograd/switches.py) and Note
-[Saved-tensor hooks are a stack per context] (asyncgrad/autograd/graph.py) hold under these
+[Saved-tensor hooks are a stack per context] (asyncgrad/graph/node.py) hold under these
 misuses, each a test here:
 
 1. an unpack hook that enters the ``saved_tensors_hooks`` block that recorded its graph again
@@ -43,8 +43,8 @@ import pytest
 
 import asyncgrad as ag
 from asyncgrad.autograd import grad_mode
-from asyncgrad.autograd.graph import _outer_hooks, mutation_context, saved_hooks, saved_hooks_disabled
 from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
+from asyncgrad.graph.node import _outer_hooks, mutation_context, saved_hooks, saved_hooks_disabled
 
 hooks_cls = ag.autograd.graph.saved_tensors_hooks
 

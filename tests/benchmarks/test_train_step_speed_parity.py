@@ -13,8 +13,8 @@ import pytest
 
 import asyncgrad as ag
 import asyncgrad.engine.worker as worker_module
-from asyncgrad.autograd import graph as graph_module
 from asyncgrad.engine.engine import get_engine
+from asyncgrad.graph import node as graph_module
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """CONTRIBUTING.md's worked examples are the code as it is: each python block of "Adding an op"
-(the ``log1p`` row, ``hypot`` whole) appears in ``asyncgrad/ops/elementwise.py``, comments aside."""
+(the ``log1p`` row, the ``mul`` and ``hypot`` rows of the binary table, ``hypot`` whole) appears in
+``asyncgrad/ops/elementwise.py``, comments aside."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_the_worked_examples_are_the_code():
     guide = (ROOT / "CONTRIBUTING.md").read_text()
     section = guide[guide.index("## Adding an op"):guide.index("### Arrays")]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 4
     source = "\n".join(_code((ROOT / "asyncgrad" / "ops" / "elementwise.py").read_text()))
     for block in blocks:
         assert "\n".join(_code(block)) in source, f"CONTRIBUTING's example is not in ops/elementwise.py:\n{block}"

@@ -47,7 +47,7 @@ SURFACE = (
 
 # Packages that ``import asyncgrad`` leaves as attributes but that hold the implementation: what they
 # offer a user is re-exported at the top level (``ag.zeros``, not ``ag.factories.zeros``).
-IMPLEMENTATION = {"constructors", "devices", "dtypes", "engine", "factories", "ops", "serialization"}
+IMPLEMENTATION = {"constructors", "devices", "dtypes", "engine", "factories", "graph", "ops", "serialization"}
 
 
 def _module(name: str) -> types.ModuleType:

@@ -1,7 +1,7 @@
 """The engine's behaviour where torch.autograd's is subtle, checked side by side with torch.
 
 * Which nodes refuse a second backward once a backward without ``retain_graph`` freed them
-  (Note [Which nodes refuse a second pass] in autograd/graph.py).
+  (Note [Which nodes refuse a second pass] in graph/node.py).
 * What runs of a root that ``inputs=`` or ``grad()`` does not need (Note [A root that leads to
   no input] in engine/engine.py).
 * ``backward(inputs=[t])`` with ``t`` a non-leaf root.

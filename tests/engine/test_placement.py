@@ -1,4 +1,4 @@
-"""Where a node runs (Note [Placement] in autograd/graph.py): each node kind says it with
+"""Where a node runs (Note [Placement] in graph/node.py): each node kind says it with
 ``Node.placement``; ``work`` is only the cost estimate BY_COST nodes are compared by. No inline
 threshold, however large, makes an ``async def`` backward or a possibly-reentrant plain one run
 inline, and none, however small, sends an AccumulateGrad or a GraphRoot off the loop."""

@@ -1,5 +1,5 @@
 """The forward recording path's shortcuts, second round: the operator forms that take the number
-path themselves (Note [Operator forms take the number path first] in ops/elementwise.py). Each must
+path themselves (Note [The number path] in ops/elementwise.py). Each must
 give what the function form gives: the same node, the same values and gradients, the same errors."""
 
 from __future__ import annotations

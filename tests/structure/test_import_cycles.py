@@ -1,8 +1,11 @@
-"""The package's import graph, function-level imports included, has no cycle.
+"""The package's import graph, function-level imports and imports for type checking included, has
+no cycle.
 
-The layers import downwards only: devices and dtypes; the graph record (``autograd.graph``);
+The layers import downwards only: devices and dtypes; the graph record (``asyncgrad.graph``);
 ``tensor``; what needs Tensors (saved tensors, ``AccumulateGrad``, hook calls); ``ops``; the
-engine; the front door (``autograd.api``). A module that closes a cycle fails here, named.
+engine; the front door (``autograd.api``, ``autograd.graph``). A module that closes a cycle fails
+here, named. An import under ``if TYPE_CHECKING:`` counts as any other: a type a lower module
+needs from a higher one is a protocol of the lower one (``RunningGraphTask`` in graph/node.py).
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, modules: set[str]) -> set[str]:
-    """The package modules ``path`` imports anywhere it runs (``from a import b`` counts ``a.b``
-    when that is a module, else ``a``)."""
+def _imports(path: Path, modules: set[str], type_checking: bool = True) -> set[str]:
+    """The package modules ``path`` imports anywhere (``from a import b`` counts ``a.b`` when that
+    is a module, else ``a``); ``type_checking=False`` leaves out the bodies of ``if TYPE_CHECKING:``."""
     found = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if type_checking else _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -85,10 +89,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(type_checking: bool = True) -> dict[str, set[str]]:
     paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     modules = set(paths)
-    return {name: _imports(path, modules) - {name} for name, path in paths.items()}
+    return {name: _imports(path, modules, type_checking) - {name} for name, path in paths.items()}
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -98,13 +102,38 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_package_has_no_import_cycle():
     cycles = _cycles(_graph())
-    assert not cycles, f"import cycles (import lower layers only): {sorted(map(sorted, cycles))}"
+    assert not cycles, f"import cycles, TYPE_CHECKING imports counted (import lower layers only): " \
+                       f"{sorted(map(sorted, cycles))}"
+
+
+def test_type_checking_imports_are_counted():
+    graph = _graph()
+    assert "asyncgrad.engine.roles" in graph["asyncgrad.engine.kernels"]  # only under TYPE_CHECKING there
+    assert "asyncgrad.engine.roles" not in _graph(type_checking=False)["asyncgrad.engine.kernels"]
 
 
 def test_the_engine_and_the_graph_record_know_no_op():
-    """``engine`` never knows individual ops, and the graph record knows neither ops nor Tensor."""
+    """``engine`` never knows individual ops, and the graph record knows nothing above it."""
     graph = _graph()
     for name, imported in graph.items():
         if name.startswith("asyncgrad.engine"):
             assert not {m for m in imported if m.startswith("asyncgrad.ops")}, (name, imported)
-    assert not {m for m in graph["asyncgrad.autograd.graph"] if m.startswith(("asyncgrad.ops", "asyncgrad.tensor"))}
+    leaves = {"asyncgrad.autograd.switches"}  # context-variable helpers that import nothing of the package
+    for leaf in leaves:
+        assert not graph[leaf], (leaf, graph[leaf])
+    for name in ("asyncgrad.graph", "asyncgrad.graph.node"):
+        assert not {m for m in graph[name] if not m.startswith("asyncgrad.graph") and m not in leaves}, (name,
+                                                                                                       graph[name])
+
+
+def test_no_module_installs_a_name_into_the_graph_record():
+    """``graph.x = ...`` or ``setattr(graph_module, ...)`` from outside: a lower module's names are its own."""
+    for path in PACKAGE.rglob("*.py"):
+        if _module_name(path).startswith("asyncgrad.graph"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    assert target.value.id not in ("graph", "graph_module", "node_module"), (path, node.lineno)
