@@ -391,6 +391,8 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> 
         key = tuple(dev.backend.zeros(tuple(index.shape), np.dtype(np.int64)) for _ in range(x.ndim))
         return record(GatherBackward0, (x,), dev.backend.getitem(x.data, key), dev, x.shape, key)
     index = _index_arg(index, "gather", 2, "gather(): Expected dtype int32/int64 for index")
+    if index.numel() == 0 and index.ndim != x.ndim:  # an empty index of another rank: torch's empty result
+        return reshape(getitem(reshape(x, (-1,)), slice(0, 0)), tuple(index.shape))
     _check_along("gather", x, index, axis)
     dev = x.device
     backend = dev.backend

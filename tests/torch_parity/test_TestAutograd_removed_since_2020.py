@@ -21,8 +21,6 @@ import warnings
 import pytest
 from torch_port import (  # noqa: F401  (double_default: an autouse fixture)
     S,
-    _assert_interleaved_struct,
-    _assert_same_struct,
     assert_equal,
     double_default,
     graph_desc,

@@ -36,44 +36,6 @@ def assert_equal(actual, expected, atol=None, rtol=None):
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
 
 
-def _assert_same_struct(res, base):
-    """TestAutogradFunctional._assert_same_struct."""
-    if isinstance(base, ag.Tensor):
-        assert isinstance(res, ag.Tensor)
-        assert tuple(base.shape) == tuple(res.shape)
-    elif isinstance(base, tuple):
-        assert isinstance(res, tuple)
-        assert len(base) == len(res)
-        for el_base, el_res in zip(base, res):
-            assert isinstance(el_base, ag.Tensor) and isinstance(el_res, ag.Tensor)
-            assert tuple(el_base.shape) == tuple(el_res.shape)
-    else:
-        raise RuntimeError("The base given to `_assert_same_struct` doesn't have the right structure.")
-
-
-def _assert_interleaved_struct(res, base1, base2):
-    """TestAutogradFunctional._assert_interleaved_struct."""
-    if isinstance(base1, ag.Tensor) and isinstance(base2, ag.Tensor):
-        assert isinstance(res, ag.Tensor)
-        assert tuple(res.shape) == tuple(base1.shape) + tuple(base2.shape)
-    elif isinstance(base1, tuple) and isinstance(base2, ag.Tensor):
-        assert isinstance(res, tuple) and len(res) == len(base1)
-        for el_res, el_base1 in zip(res, base1):
-            assert tuple(el_res.shape) == tuple(el_base1.shape) + tuple(base2.shape)
-    elif isinstance(base1, ag.Tensor) and isinstance(base2, tuple):
-        assert isinstance(res, tuple) and len(res) == len(base2)
-        for el_res, el_base2 in zip(res, base2):
-            assert tuple(el_res.shape) == tuple(base1.shape) + tuple(el_base2.shape)
-    elif isinstance(base1, tuple) and isinstance(base2, tuple):
-        assert isinstance(res, tuple) and len(res) == len(base1)
-        for el_res, el_base1 in zip(res, base1):
-            assert isinstance(el_res, tuple) and len(res) == len(base2)
-            for el_el_res, el_base2 in zip(el_res, base2):
-                assert tuple(el_el_res.shape) == tuple(el_base1.shape) + tuple(el_base2.shape)
-    else:
-        raise RuntimeError("The bases given to `_assert_interleaved_struct` don't have the right structure.")
-
-
 def random_symmetric_matrix(l, *batches):
     """common_utils.random_symmetric_matrix: (A + Aᵀ) / 2 of a standard normal A."""
     A = ag.randn(*(batches + (l, l)))
