@@ -708,7 +708,8 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
         return self._cupyx_special("digamma", array)
 
     def polygamma(self, n: int, array: Any) -> Any:
-        return self._cupyx_special("polygamma", n, array)
+        # cupyx's polygamma takes the order as an array (it tests ``n == 0`` elementwise), not a Python int
+        return self._cupyx_special("polygamma", self.cupy.full(array.shape, n, dtype=array.dtype), array)
 
     def i0(self, array: Any) -> Any:
         return self._cupyx_special("i0", array)
