@@ -991,46 +991,6 @@ async def test_dstack():
     assert_equal(z.grad, grad[:, :, 2])
 
 
-# 218
-async def test_autograd_complex_views_python():
-    """Port of TestAutograd.test_autograd_complex_views_python.
-
-    In 2020 torch warned (once) when a view a custom Function returned was modified in place;
-    torch 2.13, which asyncgrad follows, raises instead (the deprecation ended): the port asserts
-    torch 2.13's error."""
-    bw_called = [0]
-
-    class ComplexView(Function):
-        @staticmethod
-        def forward(ctx, a, idx):
-            res = a.narrow(0, idx, 1)
-            res = a.select(0, idx)
-            ctx.save_for_backward(a)
-            ctx.idx = idx
-            return res
-
-        @staticmethod
-        def backward(ctx, grad):
-            bw_called[0] += 1
-            a, = ctx.saved_tensors
-            res = ag.zeros_like(a)
-            res.select(0, ctx.idx).copy_(grad)
-            return res, None
-
-    a = ag.ones(2, requires_grad=True)
-    idx = 1
-
-    bw_called[0] = 0
-    out = ComplexView.apply(a.clone(), idx)
-    await out.sum().backward()
-    assert bw_called[0] == 1
-
-    out = ComplexView.apply(a.clone(), idx)
-    with pytest.raises(RuntimeError, match="Output 0 of ComplexView is a view and is being modified inplace. This "
-                                           "view was created inside a custom Function"):
-        out += 1
-
-
 # 222
 async def test_pow_scalar_base():
     """Port of TestAutograd.test_pow_scalar_base."""
