@@ -15,13 +15,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
+import os
 import socket
 import statistics
 import sys
 import time
 from typing import Any
 
-import numpy as np
+# One BLAS thread, before numpy loads its BLAS: torch trains here with torch.set_num_threads(1), and
+# the loop is the process's other user of the CPU. OpenBLAS's own threads, woken for every product of
+# this small model, spin on cores the loop and the load generator need.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
 
 
 def _free_port() -> int:
