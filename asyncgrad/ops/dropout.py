@@ -27,7 +27,7 @@ def _keep(shape: tuple[int, ...], p: float) -> np.ndarray:
     ``2**-32`` (float32 uniforms would round ``p`` to 24 bits and cost a conversion per element)."""
     n = math.prod(shape)
     words = numpy_generator(None, "dropout").bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n]
-    return np.reshape(words >= np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1)), shape)
+    return (words >= np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))).reshape(shape)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
