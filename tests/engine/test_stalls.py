@@ -15,7 +15,7 @@ from helpers import Boom
 
 import asyncgrad as ag
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.engine import engine as engine_module
+from asyncgrad.engine import budget as budget_module
 from asyncgrad.engine.counts import SHARD_AT, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import current_graph_task
@@ -168,7 +168,7 @@ async def test_turned_off_nothing_is_frozen():
 async def test_graph_preparation_yields_to_the_loop_in_slices(monkeypatch):
     """Preparing a 5,000-node chain, with the slice length set to nothing, lets another coroutine
     run between slices of 1,024 nodes before the first node of the backward runs."""
-    monkeypatch.setattr(engine_module, "YIELD_AFTER_S", 0.0)
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
     ticks = 0
 
     async def ticker():
