@@ -23,6 +23,7 @@ from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.budget import LoopBudget
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedMap, ShardedSet
+from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
@@ -311,6 +312,8 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
                 shards = graph_task.dependency_shards
             if budget.due():
                 await _next_slice(graph_task, budget)
+    if shards is not None:
+        FrozenWhileBusy.settle()  # Note [Full passes while busy] in gcfreeze.py
 
 
 # Note [A root that leads to no input]: as torch's GraphTask::init_to_execute, the root has an
@@ -370,6 +373,8 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
                 graph_task.expect(exec_info)
             if budget.due():
                 await _next_slice(graph_task, budget)
+    if type(exec_info) is ShardedMap:
+        FrozenWhileBusy.settle()  # Note [Full passes while busy] in gcfreeze.py
     if type(visited) is ShardedSet:  # freed a shard at a time, not in one long step
         while visited.drop_shard():
             if budget.due():

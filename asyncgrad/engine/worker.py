@@ -61,7 +61,7 @@ the loop is held at most about ``CLOCK_BUDGET`` element-operations past ``YIELD_
 fraction of the slice; a node that alone passes the budget (a large
 kernel run inline, Note [Nothing to overlap]) reads the clock right after it. A profiled graph task
 times every node (a budget of -1). What it buys: a clock read per node on W1's backward
-(``python -m benchmarks --only W1``); the pauses it allows: ``python -m benchmarks.stalls --only huge``."""
+(``python -m benchmarks --only W1``); the pauses it allows: ``python -m benchmarks.stalls --only chain``."""
 
 NODE_CLOCK_COST = 4_000
 """A node's fixed cost in element-operations for Note [Reading the clock]: about what a tiny node's

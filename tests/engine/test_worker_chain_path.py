@@ -153,7 +153,7 @@ async def test_tiny_nodes_read_the_clock_by_their_budget(monkeypatch):
     nodes = 50 * per_read
     ticks = await ticks_during(w1(ag, x, nodes).sum().backward())
     # about nodes / per_read readings (a node's own work moves it by one or two), each yielding for
-    # give_way's three sleeps; reading after every node would give 3 * nodes ticks
+    # the budget's two free iterations and the turn; reading after every node would give 3 * nodes ticks
     assert nodes // per_read <= ticks <= nodes // (per_read - 4) * 3
 
 
