@@ -1,7 +1,8 @@
 """Tensor: a device array plus the autograd state torch keeps beside it.
 
-Operators and math methods are installed by ``asyncgrad.ops`` (one place per op, forward and
-backward together); this module holds the state, the metadata and the autograd entry points.
+This module holds the state, the metadata and the autograd entry points; the operators, math
+methods, ``data`` and ``backward`` are declared and installed by ``asyncgrad/_surface.py`` (Note
+[One declaration of Tensor's surface]).
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from asyncgrad import _tensor_str, _validate, dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import normalize_dim
 from asyncgrad.autograd import awaitable
-from asyncgrad.autograd.grad_mode import (
+from asyncgrad.devices import Device
+from asyncgrad.devices import device as as_device
+from asyncgrad.graph.grad_mode import (
     INFERENCE_ACTIVE,
     InferenceVersion,
     fresh_version,
     grad_enabled,
     inference_enabled,
 )
-from asyncgrad.devices import Device
-from asyncgrad.devices import device as as_device
 from asyncgrad.graph.node import Node, RemovableHandle, add_hook
 
 creation_lock = threading.Lock()
@@ -144,8 +145,8 @@ class Tensor:
     It holds its device's array (numpy on ``cpu``), ``requires_grad``, ``grad``, ``grad_fn`` (the
     ``Node`` that made it) and a version counter for in-place checks. Its operators and methods are
     torch's; the ones that run the engine, ``backward`` first, return awaitables:
-    ``await loss.backward()`` (installed by the front door: Note [The front door installs
-    Tensor.backward] in autograd/api.py)."""
+    ``await loss.backward()``. The methods the ops, the factories and the front door provide are
+    installed by asyncgrad/_surface.py (Note [One declaration of Tensor's surface])."""
 
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_counter", "_extra",
                  "__weakref__")
@@ -160,7 +161,7 @@ class Tensor:
         self.grad_fn = None
         self.output_nr = 0
         self._grad = None
-        self._counter = fresh_version()  # Note [Inference tensors] in autograd/grad_mode.py
+        self._counter = fresh_version()  # Note [Inference tensors] in graph/grad_mode.py
         self._extra = None
         if requires_grad:
             self.requires_grad_(True)
@@ -179,7 +180,7 @@ class Tensor:
         t.grad_fn = grad_fn
         t.output_nr = output_nr
         t._grad = None
-        # Note [Inference tensors] in autograd/grad_mode.py: under inference_mode() a new counter (a new
+        # Note [Inference tensors] in graph/grad_mode.py: under inference_mode() a new counter (a new
         # tensor's, version 0) becomes an inference one; callers that share one (views, detach) put theirs back
         t._counter = vc if not INFERENCE_ACTIVE[0] or vc.__class__ is not list or vc[0] or not inference_enabled.get() \
             else InferenceVersion(vc)
@@ -199,8 +200,8 @@ class Tensor:
         whatever asked: a view, a detach, a saved tensor, an in-place op's bump. Nothing can have
         bumped or shared a counter nobody has asked for, so it is at version 0, as a fresh one is.
         Only ``record``, ``Tensor._make`` and ``__init__`` write ``_counter``; everything else
-        reads and writes ``_vc`` (``python -m benchmarks.instructions W1`` shows the forward's
-        per-node cost). A result that keeps its own counter (tanh's, saved in its node) still
+        reads and writes ``_vc`` (W1's forward shows the per-node cost: ``python -m benchmarks
+        --only W1``). A result that keeps its own counter (tanh's, saved in its node) still
         makes one."""
         vc = self._counter
         if vc is None:
@@ -296,7 +297,7 @@ class Tensor:
             # torch 2.13's words for requires_grad_(); its factories still say "and complex dtype"
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._vc.__class__ is InferenceVersion and not inference_enabled.get():
-            # Note [Inference tensors] in autograd/grad_mode.py
+            # Note [Inference tensors] in graph/grad_mode.py
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
@@ -558,11 +559,6 @@ class Tensor:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
-
     def __repr__(self) -> str:
         """torch's repr (Note [Printing as torch prints] in _tensor_str.py)."""
         host = np.asarray(self.device.to_host(self._data))
@@ -599,7 +595,7 @@ def _set_data(tensor: Tensor, value: Any) -> None:
     (the number fast paths of ops/elementwise.py, the unary ops) read ``_data``: ``t * 2.0`` reads
     it twice. Writes, likewise, assign the slot (``t._data = x``), not the property nor the slot
     descriptor's ``__set__`` called from Python, since every op's result is made so
-    (``python -m benchmarks.instructions W1``)."""
+    (W1: ``python -m benchmarks --only W1``)."""
     if isinstance(value, Tensor):
         if value.device is not tensor.device:
             raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
@@ -617,8 +613,8 @@ def _delete_data(tensor: Tensor) -> None:
 
 
 _PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
-Tensor.data = property(_data_slot.__get__, _set_data, _delete_data,  # type: ignore[assignment]
-                       doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
+_data_property = property(_data_slot.__get__, _set_data, _delete_data,
+                          doc="The device array (``t.data = other`` takes another tensor's array, torch's checks).")
 _ndarray = np.ndarray
 _BY_NUMPY = dtypes._BY_NUMPY
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES

@@ -1,38 +1,37 @@
-"""One time budget per event loop, shared by everything the engine runs on that loop.
-
-Note [One budget per loop]: the engine gives the loop back after holding it ``YIELD_AFTER_S``,
-and that must hold for the loop, not for each thing the engine runs: a thousand backwards
-started in one step are a thousand task steps in one loop iteration, each one short, and a
-slice per graph task would let all of them run before a timer could. So each engine (one per
-loop, Note [Engine per loop, not a RunVar] in engine.py) has one ``LoopBudget``, and every place
-where the engine may go on (a graph task's start, each slice of its preparation, each clock
-reading of a device worker's server, at any nesting depth of reentrant backwards) asks it
-``due()`` and, when told to, awaits ``give_way()``.
-
-A *spell* is a stretch of loop iterations in which the engine runs: it opens at the first ``due()``
-after the loop was free of the engine, and lasts while some ``due()`` comes in every iteration
-(``_tick``). Once the spell has lasted ``YIELD_AFTER_S``, ``due()`` says so and the budget *closes*:
-everyone who asks while it is closed parks too, in one first-in first-out line of futures, at the
-cost of one future each. The loop then runs two iterations without the engine and the budget reopens
-in the third: a timer that came due while the engine ran gets its callback queued behind the
-budget's first hop, and that callback only schedules its task's step, which runs in the second
-iteration (with one free iteration, a 1 ms heartbeat waited two spells). The budget reopens a new
-spell and wakes the line in batches: each batch's steps run in the next iteration, followed by
-``_more``, which wakes the next batch if the spell is still open. A batch that closed the spell
-halves the next one, a batch that did not doubles it, so a line of a thousand short preparations is
-woken about as many at a time as fit in a spell, and a woken one that finds the spell closed again
-parks again at the head of the line. So however many graph tasks, servers and nested calls run on a
-loop, the loop is held about ``YIELD_AFTER_S`` plus one clock reading's work at most (``python -m
-benchmarks.stalls``).
-
-Only loop code uses it (Note [Loop-only bookkeeping] in graph_task.py).
-"""
+"""One time budget per event loop, shared by everything the engine runs on that loop."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections import deque
+
+# Note [One budget per loop]: the engine gives the loop back after holding it ``YIELD_AFTER_S``,
+# and that must hold for the loop, not for each thing the engine runs: a thousand backwards
+# started in one step are a thousand task steps in one loop iteration, each one short, and a
+# slice per graph task would let all of them run before a timer could. So each engine (one per
+# loop, Note [Engine per loop, not a RunVar] in engine.py) has one ``LoopBudget``, and every place
+# where the engine may go on (a graph task's start, each slice of its preparation, each clock
+# reading of a device worker's server, at any nesting depth of reentrant backwards) asks it
+# ``due()`` and, when told to, awaits ``give_way()``.
+#
+# A *spell* is a stretch of loop iterations in which the engine runs: it opens at the first ``due()``
+# after the loop was free of the engine, and lasts while some ``due()`` comes in every iteration
+# (``_tick``). Once the spell has lasted ``YIELD_AFTER_S``, ``due()`` says so and the budget *closes*:
+# everyone who asks while it is closed parks too, in one first-in first-out line of futures, at the
+# cost of one future each. The loop then runs two iterations without the engine and the budget reopens
+# in the third: a timer that came due while the engine ran gets its callback queued behind the
+# budget's first hop, and that callback only schedules its task's step, which runs in the second
+# iteration (with one free iteration, a 1 ms heartbeat waited two spells). The budget reopens a new
+# spell and wakes the line in batches: each batch's steps run in the next iteration, followed by
+# ``_more``, which wakes the next batch if the spell is still open. A batch that closed the spell
+# halves the next one, a batch that did not doubles it, so a line of a thousand short preparations is
+# woken about as many at a time as fit in a spell, and a woken one that finds the spell closed again
+# parks again at the head of the line. So however many graph tasks, servers and nested calls run on a
+# loop, the loop is held about ``YIELD_AFTER_S`` plus one clock reading's work at most (``python -m
+# benchmarks.stalls``).
+#
+# Only loop code uses it (Note [Loop-only bookkeeping] in graph_task.py).
 
 YIELD_AFTER_S = 0.002
 """Note [Yielding]: the engine gives the loop back after holding it this long (Note [One budget
