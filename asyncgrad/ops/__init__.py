@@ -97,7 +97,9 @@ def _to(dtype):
 
 
 _METHODS = {
-    **elementwise.FUNCTIONS, **elementwise.OPERATORS,  # the binary table (Note [The binary table])
+    # the binary table (Note [The binary table])
+    **{name: fn for name, fn in elementwise.FUNCTIONS.items() if name not in elementwise.NOT_METHODS},
+    **elementwise.OPERATORS,
     "__matmul__": _operator(linalg.matmul), "__rmatmul__": _operator(lambda a, b: linalg.matmul(b, a)),
     "matmul": linalg.matmul,
     "__neg__": elementwise.neg, "neg": elementwise.neg, "__abs__": elementwise.abs, "abs": elementwise.abs,
@@ -119,7 +121,7 @@ _METHODS = {
     "int": _to(dtypes.int32), "bool": _to(dtypes.bool), "half": _to(dtypes.float16),
     **{name + "_": _inplace_method(elementwise.FUNCTIONS[name], name + "_") for name, _ in elementwise.IN_PLACE},
     **{"__i" + dunder[2:]: _operator(_inplace_method(elementwise.FUNCTIONS[name], name + "_"))
-       for name, dunder in elementwise.IN_PLACE},  # __iadd__ ... __itruediv__
+       for name, dunder in elementwise.IN_PLACE if dunder is not None},  # __iadd__ ... __ifloordiv__
     "clamp_": _inplace_method(elementwise.clamp, "clamp_"), "relu_": _inplace_method(elementwise.relu, "relu_"),
     "fill_": _inplace_method(inplace.filled, "fill_"), "zero_": _inplace_method(inplace.zeroed, "zero_"),
     "copy_": _inplace_method(inplace.copied, "copy_"),
