@@ -379,6 +379,11 @@ from asyncgrad.ops.composites import (  # noqa: E402
 from asyncgrad.ops.elementwise import fill, frexp  # noqa: E402
 from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
 from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
+
+# the LU family's torch.* names (ops/lu.py; torch.linalg's are in ag.linalg)
+from asyncgrad.ops.lu import lu_legacy as lu  # noqa: E402
+from asyncgrad.ops.lu import lu_solve_legacy as lu_solve  # noqa: E402
+from asyncgrad.ops.lu import lu_unpack  # noqa: E402
 from asyncgrad.ops.shape import diag_embed, rot90  # noqa: E402
 from asyncgrad.ops.sorting import aminmax, cummax, cummin, mode  # noqa: E402
 from asyncgrad.ops.view_copies import (  # noqa: E402

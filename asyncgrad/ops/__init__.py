@@ -18,6 +18,7 @@ from asyncgrad.ops import (
     indexing,
     inplace,
     linalg,
+    lu,
     misc,
     nn,
     reduction,
@@ -28,8 +29,8 @@ from asyncgrad.ops import (
 )
 from asyncgrad.tensor import Tensor
 
-__all__ = ["composites", "elementwise", "indexing", "inplace", "linalg", "misc", "nn", "reduction", "shape", "sorting",
-           "tensor_math", "views", "_node"]
+__all__ = ["composites", "elementwise", "indexing", "inplace", "linalg", "lu", "misc", "nn", "reduction", "shape",
+           "sorting", "tensor_math", "views", "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -244,6 +245,9 @@ _METHODS.update({
     "__rdiv__": _operator(elementwise.rdiv),
     "__rmod__": _operator(lambda self, other: elementwise.remainder(other, self)),
 })
+
+# the LU family's legacy methods (ops/lu.py)
+_METHODS.update({"lu": lu.lu_legacy, "lu_solve": lu.lu_solve_legacy})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
