@@ -203,6 +203,15 @@ class ArrayBackend:
     def i0(self, array: Any) -> Any:
         return self._special(bessel.i0, array)
 
+    def i0e(self, array: Any) -> Any:
+        return self._special(bessel.i0e, array)
+
+    def i1(self, array: Any) -> Any:
+        return self._special(bessel.i1, array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._special(bessel.i1e, array)
+
     def erfcx(self, array: Any) -> Any:
         return self._special(special.erfcx, array)
 
@@ -214,15 +223,6 @@ class ArrayBackend:
     def lu_permutation(self, pivots: Any, m: int, dtype: np.dtype) -> Any:
         """P of ``A = P L U`` from getrf's pivots, in ``dtype``."""
         return lu.permutation_matrix(self, pivots, m, dtype)
-
-    def i0e(self, array: Any) -> Any:
-        return self._special(special.i0e, array)
-
-    def i1(self, array: Any) -> Any:
-        return self._special(special.i1, array)
-
-    def i1e(self, array: Any) -> Any:
-        return self._special(special.i1e, array)
 
     def _special(self, fn: Any, array: Any) -> Any:
         """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back;
