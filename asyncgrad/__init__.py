@@ -379,6 +379,7 @@ from asyncgrad.ops.composites import (  # noqa: E402
 from asyncgrad.ops.elementwise import fill, frexp  # noqa: E402
 from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
 from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
+from asyncgrad.ops.linalg_composed import ormqr, pca_lowrank, svd_lowrank  # noqa: E402
 
 # the LU family's torch.* names (ops/lu.py; torch.linalg's are in ag.linalg)
 from asyncgrad.ops.lu import lu_legacy as lu  # noqa: E402

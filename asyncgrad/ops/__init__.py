@@ -18,6 +18,7 @@ from asyncgrad.ops import (
     indexing,
     inplace,
     linalg,
+    linalg_composed,
     lu,
     misc,
     nn,
@@ -29,8 +30,8 @@ from asyncgrad.ops import (
 )
 from asyncgrad.tensor import Tensor
 
-__all__ = ["composites", "elementwise", "indexing", "inplace", "linalg", "lu", "misc", "nn", "reduction", "shape",
-           "sorting", "tensor_math", "views", "_node"]
+__all__ = ["composites", "elementwise", "indexing", "inplace", "linalg", "linalg_composed", "lu", "misc", "nn",
+           "reduction", "shape", "sorting", "tensor_math", "views", "_node"]
 
 
 def _inplace_method(compute, name: str):
@@ -247,7 +248,7 @@ _METHODS.update({
 })
 
 # the LU family's legacy methods (ops/lu.py)
-_METHODS.update({"lu": lu.lu_legacy, "lu_solve": lu.lu_solve_legacy})
+_METHODS.update({"lu": lu.lu_legacy, "lu_solve": lu.lu_solve_legacy, "ormqr": linalg_composed.ormqr})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
