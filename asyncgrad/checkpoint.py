@@ -24,8 +24,8 @@ from typing import Any, Callable, ContextManager
 from asyncgrad import factories
 from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
-from asyncgrad.autograd.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.graph.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.graph.node import saved_tensors_hooks
 from asyncgrad.tensor import Tensor
 
