@@ -185,6 +185,11 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
                       inputs: TensorOrTensors | None) -> tuple:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
     tensors = _tuple(tensors, "tensors")
+    if type(inputs) is dict:  # torch 2.13: the dict's values are the inputs
+        inputs = tuple(inputs.values())
+    elif isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
     if inputs is not None:
         inputs = _inputs(inputs, "backward")
     retain_graph, create_graph = _flag(retain_graph, "backward", "retain_graph"), _flag(create_graph, "backward",
