@@ -614,14 +614,7 @@ async def test_gradcheck_nondeterministic(fast_mode):
     await ag.gradgradcheck(lambda x: NonDetFunc.apply(x, 1e-12), inp, nondet_tol=1e-5, **kw)
 
 
-STRIDE_0 = _xfail("gradcheck does not refuse an input with a stride-0 dimension (an expanded tensor): torch raises "
-                  "'The 0th input has a dimension with stride 0'")
-
-
-@pytest.mark.parametrize("fast_mode", [
-    pytest.param(True, marks=STRIDE_0),
-    pytest.param(False, marks=_xfail("gradcheck does not refuse an input with a stride-0 dimension (an expanded "
-                                     "tensor): torch raises 'The 0th input has a dimension with stride 0'"))])
+@FAST_MODE
 async def test_gradcheck_validates_inputs(fast_mode):
     """Port of TestAutograd.test_gradcheck_validates_inputs (its dense cases)."""
     x = ag.rand(10, requires_grad=False)
