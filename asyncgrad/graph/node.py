@@ -39,6 +39,7 @@ class RunningGraphTask(Protocol):
     never imports (Note [The graph record is the lowest layer] in graph/__init__.py)."""
 
     final_callbacks: list
+    exec_group: Any
 
     def will_execute(self, node: Node) -> bool: ...
 

@@ -330,7 +330,6 @@ async def test_checkpoint_warns_if_use_reentrant_not_passed_explcitly():
         await checkpoint(lambda x: x, a)
 
 
-@_xfail("asyncgrad.utils.checkpoint has no checkpoint_sequential")
 async def test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly():
     """Port of TestAutograd.test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly."""
     from asyncgrad.utils.checkpoint import checkpoint_sequential
@@ -345,7 +344,6 @@ async def test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly
         await checkpoint_sequential(modules_list, 3, a)
 
 
-@_xfail("asyncgrad.utils.checkpoint has no GraphExecGroup")
 async def test_checkpoint_graph_execution_group():
     """Port of TestAutograd.test_checkpoint_graph_execution_group."""
     from asyncgrad.utils.checkpoint import GraphExecGroup
@@ -382,7 +380,6 @@ async def test_checkpoint_graph_execution_group():
             await out.sum().backward()
 
 
-@_xfail("asyncgrad.utils.checkpoint has no set_checkpoint_early_stop / set_checkpoint_debug_enabled")
 async def test_checkpoint_detects_non_determinism():
     """Port of TestAutograd.test_checkpoint_detects_non_determinism."""
     from asyncgrad.utils.checkpoint import set_checkpoint_debug_enabled, set_checkpoint_early_stop
