@@ -388,3 +388,10 @@ from asyncgrad.ops.view_copies import (  # noqa: E402
     view_copy,
 )
 from asyncgrad.ops.views import as_strided_scatter, diagonal_scatter, select_scatter, slice_scatter  # noqa: E402
+
+# behaviour: ops torch's current autograd tests use (factories.py, ops/elementwise.py, ops/misc.py, ops/reduction.py)
+# isort: split
+from asyncgrad.factories import tril_indices, triu_indices  # noqa: E402
+from asyncgrad.ops.elementwise import signbit  # noqa: E402
+from asyncgrad.ops.misc import isin  # noqa: E402
+from asyncgrad.ops.reduction import count_nonzero  # noqa: E402

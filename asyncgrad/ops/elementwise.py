@@ -1205,6 +1205,20 @@ isinf = _predicate("isinf", lambda xp, d: xp.isinf(d), False)
 isfinite = _predicate("isfinite", lambda xp, d: xp.isfinite(d), True)
 
 
+def signbit(x: Tensor) -> Tensor:
+    """torch's ``signbit``: whether each element's sign bit is set (``-0.0`` and ``-nan`` count), a
+    bool result, never a node; an integer's is whether it is negative, a bool's is False."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "signbit")
+    dev = x.device
+    data = x.data
+    if x.dtype.kind == "f":
+        return plain(dev.xp.signbit(data), dev)
+    if x.dtype.kind == "b":
+        return plain(dev.backend.full(data.shape, False, dtypes.bool), dev)
+    return plain(data < 0, dev)
+
+
 # two operands, each summed back to its own shape
 class _TwoSided(OpNode):
     """A binary op whose formula is ``(grad_a, grad_b) = self.grads(F, g, a, b, out)``."""

@@ -670,7 +670,6 @@ async def test_custom_function_local_inplace():
     assert foo.grad_fn.__class__.__name__ == "MyFnBackward"
 
 
-@_xfail("Tensor has no count_nonzero")
 async def test_integer_outputs():
     """Port of TestAutograd.test_integer_outputs (up to count_nonzero; see the module docstring)."""
     inp = ag.rand(4, requires_grad=True)
