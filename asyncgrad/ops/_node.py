@@ -609,6 +609,11 @@ class ArrayMath:
         return xp.sum(magnitude ** p, axis=axes, keepdims=keepdim) ** (1 / p)
 
     @staticmethod
+    def delayed_error(g: Any, message: str) -> Any:
+        """``g`` whose own backward raises ``message`` (torch's DelayedError); nothing records here."""
+        return g
+
+    @staticmethod
     def scatter_prod(base: Any, key: tuple, axis: int, index: Any, src: Any) -> Any:
         """``base`` with ``src``'s entries multiplied in at ``key`` (scatter_reduce's "prod")."""
         backend = backend_of(base)

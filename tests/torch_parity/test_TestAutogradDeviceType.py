@@ -95,8 +95,6 @@ async def test_scatter_index_reduce_amin_amax_aminmax_backprops_to_all_values():
         assert await ag.gradcheck(fn, (input, 0, idx, src, reduction), check_batched_grad=False)
 
 
-@_xfail("scatter_reduce/index_reduce('prod') compute a double backward (wrong where a zero repeats) instead of "
-        "refusing it with torch's 'Double backward is unsupported for'")
 async def test_scatter_index_reduce_prod_gradgrad_error():
     """Port of TestAutogradDeviceType.test_scatter_index_reduce_prod_gradgrad_error."""
     input = ag.tensor([1.0], dtype=ag.float64, requires_grad=True)
