@@ -4,8 +4,11 @@ Data flows one way: ``tensor`` -> ``ops`` (forward + backward formulas) -> ``aut
 (the recorded graph) -> ``engine`` (runs it backward) -> ``devices``.
 """
 
+# isort: split
+from asyncgrad import _surface  # noqa: F401  (installs Tensor's methods: Note [One declaration of Tensor's surface])
+
+# isort: split
 from asyncgrad import functional, nn, optim, profiler, utils, viz  # noqa: E402
-from asyncgrad import ops as _ops  # noqa: F401  (installs the Tensor methods)
 from asyncgrad.autograd.accumulate import AccumulateGrad
 from asyncgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync

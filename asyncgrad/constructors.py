@@ -84,7 +84,3 @@ def is_tensor(obj: Any) -> bool:
     """torch's ``is_tensor``: whether ``obj`` is a Tensor."""
     return isinstance(obj, Tensor)
 
-
-for _name, _method in {"new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
-                       "new_tensor": new_tensor}.items():
-    setattr(Tensor, _name, _method)

@@ -595,7 +595,3 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator=None) -> Tensor:
     _check_p(p)
     return apply_inplace(self, lambda x: _refill(BernoulliBackward2, x, rng.random(x.shape) < p))
 
-
-for _name, _method in {"uniform_": uniform_, "normal_": normal_, "bernoulli_": bernoulli_, "bernoulli": bernoulli,
-                       "multinomial": multinomial}.items():
-    setattr(Tensor, _name, _method)

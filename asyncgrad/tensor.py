@@ -1,7 +1,8 @@
 """Tensor: a device array plus the autograd state torch keeps beside it.
 
-Operators and math methods are installed by ``asyncgrad.ops`` (one place per op, forward and
-backward together); this module holds the state, the metadata and the autograd entry points.
+This module holds the state, the metadata and the autograd entry points; the operators, math
+methods, ``data`` and ``backward`` are declared and installed by ``asyncgrad/_surface.py`` (Note
+[One declaration of Tensor's surface]).
 """
 
 from __future__ import annotations
@@ -144,8 +145,8 @@ class Tensor:
     It holds its device's array (numpy on ``cpu``), ``requires_grad``, ``grad``, ``grad_fn`` (the
     ``Node`` that made it) and a version counter for in-place checks. Its operators and methods are
     torch's; the ones that run the engine, ``backward`` first, return awaitables:
-    ``await loss.backward()`` (installed by the front door: Note [The front door installs
-    Tensor.backward] in autograd/api.py)."""
+    ``await loss.backward()``. The methods the ops, the factories and the front door provide are
+    installed by asyncgrad/_surface.py (Note [One declaration of Tensor's surface])."""
 
     __slots__ = ("_data", "device", "_requires_grad", "grad_fn", "output_nr", "_grad", "_counter", "_extra",
                  "__weakref__")
@@ -558,11 +559,6 @@ class Tensor:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
-
     def __repr__(self) -> str:
         """torch's repr (Note [Printing as torch prints] in _tensor_str.py)."""
         host = np.asarray(self.device.to_host(self._data))
@@ -617,8 +613,8 @@ def _delete_data(tensor: Tensor) -> None:
 
 
 _PYTHON_VALUES = (int, float, bool, complex, list, tuple, str, type(None))
-Tensor.data = property(_data_slot.__get__, _set_data, _delete_data,  # type: ignore[assignment]
-                       doc="The device array (``t.data = other`` takes another tensor's array, with torch's checks).")
+_data_property = property(_data_slot.__get__, _set_data, _delete_data,
+                          doc="The device array (``t.data = other`` takes another tensor's array, torch's checks).")
 _ndarray = np.ndarray
 _BY_NUMPY = dtypes._BY_NUMPY
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES

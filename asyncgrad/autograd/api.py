@@ -517,11 +517,9 @@ def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: A
     return run_sync(_grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)
 
 
-# Note [The front door installs Tensor.backward]: ``Tensor`` sits below the engine and knows
-# nothing of it, so ``t.backward()`` and ``t.backward_sync()`` are installed here, by the module
-# that stands above both (as ``ops`` installs the operators); ``tensor.pyi`` declares them for
-# type checkers, and ``import asyncgrad`` always imports this module.
-def _tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
+# ``t.backward()`` and ``t.backward_sync()``: installed on Tensor by asyncgrad/_surface.py (Note [One
+# declaration of Tensor's surface]).
+def tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
                      create_graph: bool = False, inputs: TensorOrTensors | None = None) -> EngineCall[None]:
     """``await t.backward()``: accumulate into the leaves' ``.grad``, as torch's ``backward()``.
 
@@ -531,12 +529,10 @@ def _tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph:
     return backward(self, gradient, retain_graph, create_graph, inputs=inputs, _depth=2)
 
 
-def _tensor_backward_sync(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
+def tensor_backward_sync(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
                           create_graph: bool = False, inputs: TensorOrTensors | None = None) -> None:
     backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
-_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
-_tensor_backward_sync.__name__ = _tensor_backward_sync.__qualname__ = "backward_sync"
-Tensor.backward = _tensor_backward  # type: ignore[method-assign]
-Tensor.backward_sync = _tensor_backward_sync  # type: ignore[method-assign]
+tensor_backward.__name__ = tensor_backward.__qualname__ = "backward"
+tensor_backward_sync.__name__ = tensor_backward_sync.__qualname__ = "backward_sync"

@@ -24,7 +24,7 @@ def _rows() -> list[tuple[str, list[str]]]:
 
 def _defined(path: Path) -> set[str]:
     """Top-level functions and classes, ``Class.member`` for their methods and properties, and
-    module-level assignments."""
+    module-level assignments (annotated or not)."""
     names = set()
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -34,6 +34,8 @@ def _defined(path: Path) -> set[str]:
                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
         if isinstance(node, ast.Assign):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
     return names
 
 

@@ -1,15 +1,16 @@
-"""The typed surface: ``asyncgrad/tensor.pyi`` matches the runtime ``Tensor``, and mypy follows it.
+"""The typed surface: ``asyncgrad/tensor.pyi`` is the stub ``python -m tools.gen_tensor_stub`` writes
+from ``SURFACE`` (asyncgrad/_surface.py), it matches the runtime ``Tensor``, and mypy follows it.
 
-Most of ``Tensor`` is installed with ``setattr`` after the class is built (``asyncgrad.ops``,
-``asyncgrad.factories``, ``asyncgrad.autograd.api``), which a type checker cannot follow, so the
-stub declares it. Two kinds of check keep that true:
-
-* sync (no mypy): every public name and operator of the runtime class after ``import asyncgrad``
-  is declared in the stub's class and the other way round; each is the same kind of thing
-  (property, settable or not; slot attribute; method; staticmethod); and each method's parameters
-  match the runtime's ``inspect.signature`` (positional names in order, which ones have a
-  default, ``*args``, keyword-only names). The module's own public names are compared too, and
-  what the stub imports must exist.
+* declaration: ``SURFACE`` names every member the runtime class has after ``import asyncgrad``,
+  each once, and the members it marks ``CLASS`` are the ones tensor.py's class body defines.
+* generation: the committed stub is the one the script writes now (a stale stub fails).
+* sync (no mypy): every public name and operator of the runtime class is declared in the stub's
+  class and the other way round; each is the same kind of thing (property, settable or not; slot
+  attribute; method; staticmethod); and each method's parameters match the runtime's
+  ``inspect.signature`` (positional names in order, which ones have a default, ``*args``,
+  keyword-only names). The module's own public names are compared too, and what the stub imports
+  must exist. The generator takes names from the runtime, so these hold by construction except
+  where a row's ``types`` spells out a whole signature or overloads.
 * mypy: a realistic user script (``tests/docs_and_examples/typing_user_script.py``) type-checks with mypy's default
   flags, and a wrong one reports exactly the errors it marks. One mypy run serves both (a
   module-scoped fixture). It takes about 30 s on a cold cache (the cache lives in a temp dir):
@@ -41,7 +42,9 @@ from pathlib import Path
 import pytest
 
 import asyncgrad  # noqa: F401  (installs the Tensor methods)
+from asyncgrad import _surface
 from asyncgrad.tensor import Tensor
+from tools import gen_tensor_stub
 
 tensor_module = sys.modules["asyncgrad.tensor"]  # ``asyncgrad.tensor`` the attribute is the factory
 
@@ -53,6 +56,59 @@ USER_SCRIPT = TESTS / "typing_user_script.py"
 BOOKKEEPING = {"__module__", "__qualname__", "__doc__", "__slots__", "__weakref__", "__dict__", "__annotations__",
                "__firstlineno__", "__static_attributes__"}
 """Class-dict entries Python makes itself: not part of the surface the stub declares."""
+
+
+# ---------------------------------------------------------------------------------------- the declaration
+DECLARED = [member for group in _surface.SURFACE for member in group.members]
+
+
+def _class_body_names() -> set[str]:
+    """What tensor.py's ``class Tensor:`` defines itself (defs, assignments, slots)."""
+    tree = ast.parse(Path(tensor_module.__file__).read_text())
+    cls = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Tensor")
+    names: set[str] = set()
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == "__slots__":
+                    names.update(ast.literal_eval(node.value))
+                elif isinstance(target, ast.Name):
+                    names.add(target.id)
+    return names - BOOKKEEPING
+
+
+def test_the_declaration_names_every_member_once():
+    names = [member.name for member in DECLARED]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    assert not twice, f"declared more than once in asyncgrad/_surface.py: {twice}"
+    runtime = set(vars(Tensor)) - BOOKKEEPING
+    assert runtime == set(names), (f"on Tensor but not in SURFACE: {sorted(runtime - set(names))}; "
+                                   f"in SURFACE but not on Tensor: {sorted(set(names) - runtime)}")
+
+
+def test_class_rows_are_the_class_body_and_the_rest_are_installed():
+    body = _class_body_names()
+    marked = {member.name for member in DECLARED if member.value is _surface.CLASS}
+    assert marked == body, (f"defined in tensor.py's class but not marked CLASS: {sorted(body - marked)}; "
+                            f"marked CLASS but not in the class body: {sorted(marked - body)}")
+    for member in DECLARED:
+        if member.value is not _surface.CLASS:
+            assert vars(Tensor)[member.name] is member.value, f"Tensor.{member.name} is not the declared value"
+
+
+def test_the_committed_stub_is_the_generated_one():
+    """A changed declaration, a changed op signature or a hand edit of the stub fails here; the
+    fix is ``python -m tools.gen_tensor_stub``."""
+    generated = gen_tensor_stub.generate()
+    committed = STUB.read_text()
+    if committed != generated:
+        import difflib
+
+        diff = "".join(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True),
+                                            "tensor.pyi (committed)", "tensor.pyi (generated)", n=1))
+        pytest.fail(f"asyncgrad/tensor.pyi is stale: run python -m tools.gen_tensor_stub\n{diff[:4000]}")
 
 
 # ---------------------------------------------------------------------------------------- the stub, parsed

@@ -1,7 +1,7 @@
 """A user's training script, type-checked by ``tests/docs_and_examples/test_typing.py`` (never run by pytest).
 
 It touches the public surface a user types against: factories, Tensor operators and methods
-(installed at runtime by ``asyncgrad.ops``, declared in ``asyncgrad/tensor.pyi``), ``nn``,
+(installed at runtime by ``asyncgrad/_surface.py``, declared in ``asyncgrad/tensor.pyi``), ``nn``,
 ``optim`` and the awaited backward. mypy must report nothing here with its default flags.
 """
 
