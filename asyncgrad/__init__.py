@@ -394,6 +394,7 @@ from asyncgrad.ops.views import as_strided_scatter, diagonal_scatter, select_sca
 
 # behaviour: ops torch's current autograd tests use (factories.py, ops/elementwise.py, ops/misc.py, ops/reduction.py)
 # isort: split
+from asyncgrad.autograd.api import is_warn_always_enabled, set_warn_always  # noqa: E402
 from asyncgrad.factories import tril_indices, triu_indices  # noqa: E402
 from asyncgrad.ops.elementwise import signbit  # noqa: E402
 from asyncgrad.ops.misc import isin  # noqa: E402

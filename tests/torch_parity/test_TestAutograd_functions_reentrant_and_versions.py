@@ -681,7 +681,9 @@ async def test_pow_zero_tensor_gradient():
     await run_test((10,), 0)
 
 
-@_xfail("nn.Module has no register_full_backward_hook (BackwardHookFunction nodes)")
+@_xfail("the hooks run in torch's order around each node, but the graph of nn.Linear differs: asyncgrad records one "
+        "AddmmBackward0 over (input, weight, bias), torch addmm(bias, input, TBackward0(weight)), so the node ids and "
+        "the place of weight's AccumulateGrad differ")
 async def test_backward_hook_relative_ordering():
     """Port of TestAutograd.test_backward_hook_relative_ordering (AccumulateGrad's ``name()`` is
     asyncgrad's ``AccumulateGrad`` where torch's reads ``torch::autograd::AccumulateGrad``)."""
