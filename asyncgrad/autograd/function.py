@@ -183,7 +183,7 @@ class Function:
     """
 
     _async_backward = False
-    _node_class: type[FunctionNode]
+    _backward_cls: type[FunctionNode]
     _forward_signature: inspect.Signature | None = None
     """The forward's signature when the Function uses ``setup_context`` (its inputs are bound to it)."""
     clear_saved_tensors_on_access = False
@@ -218,7 +218,7 @@ class Function:
         # Note [Placement] in graph/node.py: an async def backward runs as a task of its own; a plain
         # one may block on a reentrant backward (backward_sync), so it never runs plainly inline.
         placement = Placement.OWN_TASK if cls._async_backward else Placement.PORTAL
-        cls._node_class = type(f"{cls.__name__}Backward", (FunctionNode,),
+        cls._backward_cls = type(f"{cls.__name__}Backward", (FunctionNode,),
                                {"_function": cls, "placement": placement})
 
     @staticmethod
@@ -245,10 +245,17 @@ class Function:
             bound = cls._forward_signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
+        elif kwargs:  # as torch, an argument given by name is the input at its place in forward's signature
+            try:
+                bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
+            except TypeError:  # the call cannot bind either: it raises Python's own words, running nothing
+                cls.forward(None, *args, **kwargs)
+                raise
+            args, kwargs = bound.args[1:], bound.kwargs
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         recording = grad_enabled.get() and any(args[i]._requires_grad for i in positions)
         edges = tuple(gradient_edge(args[i]) for i in positions) if recording else ()
-        node = cls._node_class(edges)
+        node = cls._backward_cls(edges)
         if node.placement is Placement.PORTAL:
             portal_needed[0] = True  # Note [Servers become portals on demand] in engine/worker.py
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)

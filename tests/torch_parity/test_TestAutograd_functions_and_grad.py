@@ -380,10 +380,6 @@ async def test_custom_function_apply_kwargs():
     assert_equal(out_default, out_default_expected)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'Function.apply with the tensors given as keyword arguments records no graph (element 0 of tensors '
-    'does not require grad)'
-))
 async def test_custom_function_apply_kwargs_required():
     """Port of TestAutograd.test_custom_function_apply_kwargs_required."""
     class Add(Function):
@@ -413,10 +409,6 @@ async def test_custom_function_apply_kwargs_required():
     assert_equal(y.grad, ag.tensor([1.0]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Function.apply counts only positional arguments as inputs: backward's gradient for a keyword tensor "
-    'is refused (expected 1, got 3)'
-))
 async def test_custom_function_apply_kwargs_tensor():
     """Port of TestAutograd.test_custom_function_apply_kwargs_tensor."""
     class ScaledMul(Function):
