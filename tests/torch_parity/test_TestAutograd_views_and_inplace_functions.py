@@ -317,8 +317,6 @@ async def test_autograd_print_tensor():
     assert repr(c) == "tensor([2.], grad_fn=<FuncBackward>)"
 
 
-@_xfail("a view of a view made in inference_mode and modified in place: the error says 'created in "
-        "no_grad mode' where torch says 'inside the inference_mode'")
 async def test_autograd_inplace_view_of_view():
     """Port of TestAutograd.test_autograd_inplace_view_of_view."""
     x = ag.zeros(2)
