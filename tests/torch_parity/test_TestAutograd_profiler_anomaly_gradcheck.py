@@ -187,8 +187,6 @@ async def test_record_function_multithreaded():
     rf.__exit__(None, None, None)  # exiting after another one ended does not raise
 
 
-@_xfail("Node.register_hook refuses an object that is not callable (TypeError: hook must be callable); "
-        "torch stores it (the test only counts its deallocation)")
 async def test_inplace_on_view_saved_output():
     """Port of TestAutograd.test_inplace_on_view_saved_output."""
     dealloc = [0]
