@@ -399,3 +399,11 @@ from asyncgrad.factories import tril_indices, triu_indices  # noqa: E402
 from asyncgrad.ops.elementwise import signbit  # noqa: E402
 from asyncgrad.ops.misc import isin  # noqa: E402
 from asyncgrad.ops.reduction import count_nonzero  # noqa: E402
+
+# the unary table in place (Note [In-place forms of the unary table] in ops/elementwise.py): a function where torch
+# has one (it has only the method for these five)
+# isort: split
+from asyncgrad.ops import UNARY_INPLACE as _UNARY_INPLACE  # noqa: E402
+
+globals().update({name: fn for name, fn in _UNARY_INPLACE.items()
+                  if name not in ("sign_", "erfinv_", "sgn_", "lgamma_", "digamma_")})

@@ -514,9 +514,6 @@ async def test_unrelated_inputs():
     assert await ag.gradgradcheck(my_function, (x, y))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "asyncgrad has no acosh_ (torch's in-place acosh whose derivative is not implemented)"
-))
 async def test_not_implemented_grad():
     """Port of TestAutograd.test_not_implemented_grad."""
     a = ag.rand(2, requires_grad=True)
