@@ -1,7 +1,7 @@
 """asyncgrad: PyTorch's autograd engine rebuilt on asyncio, with numpy (and CuPy) arrays.
 
-Data flows one way: ``tensor`` -> ``ops`` (forward + backward formulas) -> ``autograd``
-(the recorded graph) -> ``engine`` (runs it backward) -> ``devices``.
+Data flows one way: ``tensor`` -> ``ops`` (forward + backward formulas) -> ``graph`` (the
+recorded graph) -> ``engine`` (runs it backward) -> ``devices``; ``autograd`` is the front door.
 """
 
 # isort: split
@@ -10,10 +10,8 @@ from asyncgrad import _surface  # noqa: F401  (installs Tensor's methods: Note [
 # isort: split
 from asyncgrad import functional, nn, optim, profiler, utils, viz  # noqa: E402
 from asyncgrad.autograd.accumulate import AccumulateGrad
-from asyncgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
 from asyncgrad.autograd.function import Function, FunctionCtx, once_differentiable
-from asyncgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
 
@@ -71,6 +69,8 @@ from asyncgrad.factories import (
     zeros_like,
 )
 from asyncgrad.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+from asyncgrad.graph.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from asyncgrad.graph.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from asyncgrad.graph.node import Edge, GraphRoot, Node, RemovableHandle
 from asyncgrad.ops.elementwise import (
     abs,
@@ -257,15 +257,14 @@ from asyncgrad.ops.linalg import svd_legacy as svd  # noqa: E402
 arctan2 = atan2
 
 # grad modes: torch's multithreading switch and inference mode
-from asyncgrad.autograd.grad_mode import (  # noqa: E402
+# dtypes: torch's dtype class and functions (Note [Dtypes are numpy dtypes underneath] in dtypes.py)
+from asyncgrad.constructors import is_complex, is_floating_point  # noqa: E402
+from asyncgrad.dtypes import dtype, finfo, iinfo  # noqa: E402
+from asyncgrad.graph.grad_mode import (  # noqa: E402
     inference_mode,
     is_inference_mode_enabled,
     set_multithreading_enabled,
 )
-
-# dtypes: torch's dtype class and functions (Note [Dtypes are numpy dtypes underneath] in dtypes.py)
-from asyncgrad.constructors import is_complex, is_floating_point  # noqa: E402
-from asyncgrad.dtypes import dtype, finfo, iinfo  # noqa: E402
 
 # indexing: gather/scatter, index_select/index_add, masks, sorting, scans and reductions
 from asyncgrad.ops.indexing import (  # noqa: E402

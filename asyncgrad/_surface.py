@@ -10,22 +10,21 @@ members are declared here too (as ``CLASS``), so that ``SURFACE`` names the whol
 ``tests/docs_and_examples/test_typing.py`` fails when the committed stub is stale or ``SURFACE``
 misses a member). Each installed value is the op's own function set as a plain class attribute, with
 nothing between the method lookup and the op (workload W1, ``python -m benchmarks --only W1``, is
-made of such calls).
+made of such calls)."""
 
-A row is ``(name, value)`` or ``(name, value, types)``. ``types`` is how the stub declares it:
-
-* a method, by default: the runtime's parameters (``inspect.signature``; the first is ``self``),
-  each ``Any``, returning ``Tensor``; ``"dim: int, keepdim: bool -> ReductionResult"`` annotates
-  the named parameters and the return (a name the runtime lacks is skipped: a table's rows share one
-  string);
-* ``"(other: _Operand, /) -> Tensor"`` (starting with ``(``): the whole signature after ``self``,
-  for a method whose runtime takes ``(*args, **kwargs)``; a tuple of them: the ``@overload``s;
-* a property, a slot or a class constant: its type.
-
-Annotations name the aliases of the stub's ``HEADER`` (tools/gen_tensor_stub.py) and the builtins
-by their plain names (``int``: the generator writes ``builtins.int`` where a method of the same
-name would shadow it). A trailing ``# ...`` is copied to the stub's line (``# type: ignore[misc]``).
-"""
+# A row is ``(name, value)`` or ``(name, value, types)``. ``types`` is how the stub declares it:
+#
+# * a method, by default: the runtime's parameters (``inspect.signature``; the first is ``self``),
+#   each ``Any``, returning ``Tensor``; ``"dim: int, keepdim: bool -> ReductionResult"`` annotates
+#   the named parameters and the return (a name the runtime lacks is skipped: a table's rows share one
+#   string);
+# * ``"(other: _Operand, /) -> Tensor"`` (starting with ``(``): the whole signature after ``self``,
+#   for a method whose runtime takes ``(*args, **kwargs)``; a tuple of them: the ``@overload``s;
+# * a property, a slot or a class constant: its type.
+#
+# Annotations name the aliases of the stub's ``HEADER`` (tools/gen_tensor_stub.py) and the builtins
+# by their plain names (``int``: the generator writes ``builtins.int`` where a method of the same
+# name would shadow it). A trailing ``# ...`` is copied to the stub's line (``# type: ignore[misc]``).
 
 from __future__ import annotations
 

@@ -28,11 +28,11 @@ from typing import Any, Callable, ContextManager, NoReturn
 from asyncgrad import factories
 from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
-from asyncgrad.autograd.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.autograd.recorder import PROFILING, current_recorder
-from asyncgrad.autograd.switches import leave
 from asyncgrad.engine.graph_task import current_exec_group, current_graph_task
+from asyncgrad.graph.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.graph.node import saved_tensors_hooks
+from asyncgrad.graph.switches import leave
 from asyncgrad.nn.container import Sequential
 from asyncgrad.tensor import Tensor
 

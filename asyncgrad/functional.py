@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from asyncgrad import factories
 from asyncgrad.autograd.api import call_plain, grad
-from asyncgrad.autograd.grad_mode import enable_grad
+from asyncgrad.graph.grad_mode import enable_grad
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
 

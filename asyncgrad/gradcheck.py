@@ -19,7 +19,7 @@ from asyncgrad._validate import type_label
 from asyncgrad.autograd.api import call_plain, grad
 from asyncgrad.autograd.awaitable import require_asyncio
 from asyncgrad.autograd.function import Function
-from asyncgrad.autograd.grad_mode import enable_grad
+from asyncgrad.graph.grad_mode import enable_grad
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
 

@@ -18,15 +18,15 @@ from asyncgrad import _tensor_str, _validate, dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import normalize_dim
 from asyncgrad.autograd import awaitable
-from asyncgrad.autograd.grad_mode import (
+from asyncgrad.devices import Device
+from asyncgrad.devices import device as as_device
+from asyncgrad.graph.grad_mode import (
     INFERENCE_ACTIVE,
     InferenceVersion,
     fresh_version,
     grad_enabled,
     inference_enabled,
 )
-from asyncgrad.devices import Device
-from asyncgrad.devices import device as as_device
 from asyncgrad.graph.node import Node, RemovableHandle, add_hook
 
 creation_lock = threading.Lock()
@@ -163,7 +163,7 @@ class Tensor:
         self.grad_fn = None
         self.output_nr = 0
         self._grad = None
-        self._counter = fresh_version()  # Note [Inference tensors] in autograd/grad_mode.py
+        self._counter = fresh_version()  # Note [Inference tensors] in graph/grad_mode.py
         self._extra = None
         if requires_grad:
             self.requires_grad_(True)
@@ -182,7 +182,7 @@ class Tensor:
         t.grad_fn = grad_fn
         t.output_nr = output_nr
         t._grad = None
-        # Note [Inference tensors] in autograd/grad_mode.py: under inference_mode() a new counter (a new
+        # Note [Inference tensors] in graph/grad_mode.py: under inference_mode() a new counter (a new
         # tensor's, version 0) becomes an inference one; callers that share one (views, detach) put theirs back
         t._counter = vc if not INFERENCE_ACTIVE[0] or vc.__class__ is not list or vc[0] or not inference_enabled.get() \
             else InferenceVersion(vc)
@@ -202,8 +202,8 @@ class Tensor:
         whatever asked: a view, a detach, a saved tensor, an in-place op's bump. Nothing can have
         bumped or shared a counter nobody has asked for, so it is at version 0, as a fresh one is.
         Only ``record``, ``Tensor._make`` and ``__init__`` write ``_counter``; everything else
-        reads and writes ``_vc`` (``python -m benchmarks.instructions W1`` shows the forward's
-        per-node cost). A result that keeps its own counter (tanh's, saved in its node) still
+        reads and writes ``_vc`` (W1's forward shows the per-node cost: ``python -m benchmarks
+        --only W1``). A result that keeps its own counter (tanh's, saved in its node) still
         makes one."""
         vc = self._counter
         if vc is None:
@@ -299,7 +299,7 @@ class Tensor:
             # torch 2.13's words for requires_grad_(); its factories still say "and complex dtype"
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._vc.__class__ is InferenceVersion and not inference_enabled.get():
-            # Note [Inference tensors] in autograd/grad_mode.py
+            # Note [Inference tensors] in graph/grad_mode.py
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
@@ -597,7 +597,7 @@ def _set_data(tensor: Tensor, value: Any) -> None:
     (the number fast paths of ops/elementwise.py, the unary ops) read ``_data``: ``t * 2.0`` reads
     it twice. Writes, likewise, assign the slot (``t._data = x``), not the property nor the slot
     descriptor's ``__set__`` called from Python, since every op's result is made so
-    (``python -m benchmarks.instructions W1``)."""
+    (W1: ``python -m benchmarks --only W1``)."""
     if isinstance(value, Tensor):
         if value.device is not tensor.device:
             raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "

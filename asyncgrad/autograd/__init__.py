@@ -1,19 +1,17 @@
 """``ag.autograd``: torch.autograd's namespace (``grad``, ``backward``, ``Function``, ``functional``,
-``graph``, ``gradcheck``, anomaly and grad modes), over the package that holds the graph record,
-grad and anomaly modes, and the backward()/grad() entry points.
+``graph``, ``gradcheck``, anomaly and grad modes), over the front door (``api.py``, ``function.py``,
+``graph.py``, ``profiler.py``) and what sits between ``Tensor`` and the ops.
 
-Note [A namespace over the low layers]: this package is also home to layers below the front door
-(``grad_mode.py``, ``saved.py``, ``accumulate.py`` sit below the ops), and Python runs this file
-before any of its submodules. Importing the front door here at import time would make loading
-``grad_mode.py`` load the engine, the ops and ``Tensor`` first: a cycle through ``tensor.py``. So the public names
-are loaded on first use, by the module-level ``__getattr__`` below (PEP 562), through ordinary
-import statements, which ``tests/structure/test_import_cycles.py`` and ``tools/import-cycles.py`` count
-like any other: they are edges from this package module to the layers above, and no module
-imports this package module itself (``from asyncgrad.autograd import graph`` resolves to the
-submodule), so they close no cycle. Each name is then kept in this module's globals, so
-``__getattr__`` runs once per name. Re-exporting from ``asyncgrad/__init__.py`` onto this module
-would work too, but would leave these names defined in no file of this package, invisible to
-readers of it and reachable only after the top-level package has finished loading.
+Note [A namespace over the low layers]: ``saved.py``, ``accumulate.py`` and ``hook_calls.py`` need
+``Tensor``, so they cannot join the graph record (which knows no Tensor), and the ops import them,
+as ``tensor.py`` imports ``awaitable.py``, the engine ``ownership.py`` and the factories
+``recorder.py``. Python runs this file before any of its submodules, so importing the front door
+here at import time would make the first of those imports load the engine, the ops and ``Tensor``
+while ``tensor.py`` is half made: a cycle. The public names are loaded on first use instead, by
+the module-level ``__getattr__`` below (PEP 562), through ordinary import statements that
+``tests/structure/test_import_cycles.py`` counts like any other; no module imports this package
+module itself, so they close no cycle. Each name is then kept in this module's globals, so
+``__getattr__`` runs once per name. (Grad and anomaly modes are the graph record's: graph/.)
 """
 
 from __future__ import annotations
@@ -23,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what __getattr__ gives, for type checkers
     from asyncgrad import functional
     from asyncgrad.autograd import profiler
-    from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable
-    from asyncgrad.autograd.grad_mode import (
+    from asyncgrad.autograd.profiler import _profiler_enabled
+    from asyncgrad.gradcheck import gradcheck, gradgradcheck
+    from asyncgrad.graph.anomaly import detect_anomaly, set_detect_anomaly
+    from asyncgrad.graph.grad_mode import (
         enable_grad,
         inference_mode,
         is_multithreading_enabled,
@@ -34,8 +34,6 @@ if TYPE_CHECKING:  # what __getattr__ gives, for type checkers
         set_grad_enabled,
         set_multithreading_enabled,
     )
-    from asyncgrad.autograd.profiler import _profiler_enabled
-    from asyncgrad.gradcheck import gradcheck, gradgradcheck
 
 __all__ = [
     "Function",
@@ -71,10 +69,12 @@ def _public() -> dict[str, Any]:
     import asyncgrad.autograd.graph as graph
     import asyncgrad.autograd.profiler as profiler
     from asyncgrad import functional
-    from asyncgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
     from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
     from asyncgrad.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable
-    from asyncgrad.autograd.grad_mode import (
+    from asyncgrad.autograd.profiler import _profiler_enabled
+    from asyncgrad.gradcheck import gradcheck, gradgradcheck
+    from asyncgrad.graph.anomaly import detect_anomaly, set_detect_anomaly
+    from asyncgrad.graph.grad_mode import (
         enable_grad,
         inference_mode,
         is_multithreading_enabled,
@@ -82,8 +82,6 @@ def _public() -> dict[str, Any]:
         set_grad_enabled,
         set_multithreading_enabled,
     )
-    from asyncgrad.autograd.profiler import _profiler_enabled
-    from asyncgrad.gradcheck import gradcheck, gradgradcheck
 
     return {
         "Function": Function, "FunctionCtx": FunctionCtx, "InplaceFunction": InplaceFunction, "backward": backward,

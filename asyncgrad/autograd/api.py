@@ -444,7 +444,7 @@ class _ThreadLoop:
         self.runner = asyncio.Runner()
         # Made in an empty context: the runner and the loop's own handles keep a copy of the context
         # they are made in for as long as the thread lives, and every call brings its own context
-        # (Note [A switch restored where its scope ends] in switches.py: no state outlives its scope,
+        # (Note [A switch restored where its scope ends] in graph/switches.py: no state outlives its scope,
         # not even the one that was open at the first call).
         self.loop = contextvars.Context().run(self.runner.get_loop)
         self.ident = threading.get_ident()

@@ -14,15 +14,15 @@ from typing import Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.anomaly import ANOMALY_USED, anomaly_enabled, anomaly_parent, forward_traceback
-from asyncgrad.autograd.grad_mode import grad_enabled, no_grad
 from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
-from asyncgrad.autograd.switches import restore
 from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
 from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import numpy_dtype
+from asyncgrad.graph.anomaly import ANOMALY_USED, anomaly_enabled, anomaly_parent, forward_traceback
+from asyncgrad.graph.grad_mode import grad_enabled, no_grad
 from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
+from asyncgrad.graph.switches import restore
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
@@ -151,7 +151,7 @@ class FunctionNode(FunctionCtx, Node):
         backward = self._function._user_backward()
         if self._function._async_backward:
             return self._apply_async(backward, grads, create_graph)
-        if ANOMALY_USED[0] and anomaly_enabled.get()[0]:  # Note [Anomaly parents] in anomaly.py
+        if ANOMALY_USED[0] and anomaly_enabled.get()[0]:  # Note [Anomaly parents] in graph/anomaly.py
             token = anomaly_parent.set(self)
             try:
                 return self._grads_out(backward(self, *self._grads_in(grads, create_graph)), create_graph)
@@ -161,7 +161,7 @@ class FunctionNode(FunctionCtx, Node):
 
     async def _apply_async(self, backward: Callable, grads: list, create_graph: bool) -> list:
         token = anomaly_parent.set(self) if ANOMALY_USED[0] and anomaly_enabled.get()[0] else None
-        try:  # Note [Anomaly parents] in anomaly.py
+        try:  # Note [Anomaly parents] in graph/anomaly.py
             return self._grads_out(await backward(self, *self._grads_in(grads, create_graph)), create_graph)
         finally:
             if token is not None:
@@ -274,7 +274,7 @@ class Function:
         if recording and anomaly_enabled.get()[0]:
             node.metadata["traceback_"] = forward_traceback()
             parent = anomaly_parent.get()
-            if parent is not None:  # Note [Anomaly parents] in anomaly.py
+            if parent is not None:  # Note [Anomaly parents] in graph/anomaly.py
                 node.metadata["parent_"] = parent
         return result[0] if single else result
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
-from asyncgrad.autograd.switches import restore
+from asyncgrad.graph.switches import restore
 
 # Note [When a forward op started]: an op reaches the profiler when it returns (``record`` is called
 # with its result), and no op pays for a clock read on entry. Its interval ends there and starts

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.autograd.anomaly import is_anomaly_enabled
-from asyncgrad.autograd.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
+from asyncgrad.graph.anomaly import is_anomaly_enabled
+from asyncgrad.graph.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
 from asyncgrad.graph.node import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
 
@@ -55,7 +55,7 @@ class SavedTensor:
     def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.data = tensor._data  # the slot, not the property (Note [The data slot] in tensor.py)
         self.vc = vc = tensor._vc  # read once: a property (Note [A version counter made when first asked for])
-        if vc.__class__ is InferenceVersion:  # Note [Inference tensors] in grad_mode.py
+        if vc.__class__ is InferenceVersion:  # Note [Inference tensors] in graph/grad_mode.py
             raise RuntimeError(INFERENCE_SAVED)
         self.version = vc[0]
         self.device = tensor.device

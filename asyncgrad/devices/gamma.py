@@ -3,23 +3,22 @@
 As for erf (devices/special.py): the standard and numpy have none of these, scipy is no dependency,
 and a Python loop over ``math.lgamma`` costs microseconds an element. Each function is written once
 against ``xp``; the backends (devices/backend.py) call it in float64 and cast back, and CuPy's
-backend uses cupyx's kernels instead.
+backend uses cupyx's kernels instead."""
 
-Note [Gamma functions to double precision]
-* ``lgamma(x) = log|Γ(x)|``: Lanczos' sum (g = 7, nine terms; relative error of Γ below 2e-15) for
-  ``x >= 0.5``, taken in logarithms so nothing overflows; below 0.5 the reflection
-  ``lgamma(x) = log(π / |sin(πx)|) - lgamma(1 - x)``, with ``sin(πx)`` computed on ``x - round(x)``
-  so a large negative ``x`` loses no digits. Poles (0, -1, -2, ...) give +inf, and 1 and 2 exactly
-  0, as torch.
-* ``digamma``: the recurrence ``ψ(x) = ψ(x + 1) - 1/x`` lifts every ``x`` to at least 10, where the
-  asymptotic series ``log x - 1/(2 x) - Σ B_2k / (2k x^2k)`` (seven terms) is exact to rounding;
-  ``x < 0`` reflects, ``ψ(x) = ψ(1 - x) - π / tan(πx)``. torch's values at the poles: ``ψ(±0) = ∓inf``,
-  NaN at the negative integers.
-* ``polygamma(n, x) = (-1)^(n+1) n! ζ(n + 1, x)`` for ``n >= 1``, with Hurwitz's zeta summed directly
-  until ``x + k >= 10`` and finished by Euler-Maclaurin (the integral, half the last term and eight
-  Bernoulli corrections), which is also how torch's kernel (Cephes' ``zeta``) computes it, negative
-  ``x`` included; at the poles ``ζ`` is +inf.
-"""
+# Note [Gamma functions to double precision]
+# * ``lgamma(x) = log|Γ(x)|``: Lanczos' sum (g = 7, nine terms; relative error of Γ below 2e-15) for
+#   ``x >= 0.5``, taken in logarithms so nothing overflows; below 0.5 the reflection
+#   ``lgamma(x) = log(π / |sin(πx)|) - lgamma(1 - x)``, with ``sin(πx)`` computed on ``x - round(x)``
+#   so a large negative ``x`` loses no digits. Poles (0, -1, -2, ...) give +inf, and 1 and 2 exactly
+#   0, as torch.
+# * ``digamma``: the recurrence ``ψ(x) = ψ(x + 1) - 1/x`` lifts every ``x`` to at least 10, where the
+#   asymptotic series ``log x - 1/(2 x) - Σ B_2k / (2k x^2k)`` (seven terms) is exact to rounding;
+#   ``x < 0`` reflects, ``ψ(x) = ψ(1 - x) - π / tan(πx)``. torch's values at the poles: ``ψ(±0) = ∓inf``,
+#   NaN at the negative integers.
+# * ``polygamma(n, x) = (-1)^(n+1) n! ζ(n + 1, x)`` for ``n >= 1``, with Hurwitz's zeta summed directly
+#   until ``x + k >= 10`` and finished by Euler-Maclaurin (the integral, half the last term and eight
+#   Bernoulli corrections), which is also how torch's kernel (Cephes' ``zeta``) computes it, negative
+#   ``x`` included; at the poles ``ζ`` is +inf.
 
 from __future__ import annotations
 

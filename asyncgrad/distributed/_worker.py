@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asyncgrad.autograd.api import backward, grad
-from asyncgrad.autograd.grad_mode import enable_grad, no_grad
 from asyncgrad.distributed._wire import WireTensor, host_array, pack, to_tensor, unpack
+from asyncgrad.graph.grad_mode import enable_grad, no_grad
 from asyncgrad.graph.node import SECOND_BACKWARD
 from asyncgrad.nn.module import Module
 from asyncgrad.optim.optimizer import Optimizer

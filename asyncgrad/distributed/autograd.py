@@ -17,7 +17,7 @@ import contextvars
 import itertools
 from typing import Any, Protocol
 
-from asyncgrad.autograd.switches import restore
+from asyncgrad.graph.switches import restore
 from asyncgrad.tensor import Tensor
 
 __all__ = ["context", "get_gradients"]

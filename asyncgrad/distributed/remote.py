@@ -23,12 +23,12 @@ import weakref
 from typing import Any, Literal
 
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.distributed import autograd as dist_autograd
 from asyncgrad.distributed._backends import LocalBackend, RayBackend, WorkerError
 from asyncgrad.distributed._wire import WireTensor, host_array, pack, to_tensor, unpack
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.graph.grad_mode import grad_enabled
 from asyncgrad.graph.node import RELEASED, SECOND_BACKWARD, Node, Placement
 from asyncgrad.nn.module import IncompatibleKeys
 from asyncgrad.tensor import Tensor

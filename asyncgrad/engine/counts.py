@@ -4,9 +4,9 @@ Note [Sharded counts]: a dict grows by rebuilding its whole table in one C call,
 dependency count of a huge graph, built a slice at a time (Note [Slices] in engine.py), would
 still hold the loop for its last resize alone, far past ``YIELD_AFTER_S``. Past ``SHARD_AT``
 entries, ``compute_dependencies`` moves the counts into ``SHARDS`` dicts chosen by
-``sequence_nr``, so that no single dict holds more than 3% of the graph, and the shards' resizes
-fall at different times (``python -m benchmarks.stalls --only huge``). Small graphs keep a plain dict, so the
-common path pays nothing; on a sharded one the engine's ``route`` picks the shard itself (Note
+``sequence_nr``, so that each dict holds about one ``SHARDS``-th of the graph, and the shards'
+resizes fall at different times (``python -m benchmarks.stalls --only huge``). Small graphs keep a
+plain dict, so the common path pays nothing; on a sharded one the engine's ``route`` picks the shard itself (Note
 [Shards picked inline] in engine.py). ``init_to_execute`` shards its ``exec_info`` and its visited
 set the same way.
 """

@@ -17,8 +17,6 @@ import weakref
 from heapq import heappush
 from typing import Any, Callable
 
-from asyncgrad.autograd.anomaly import anomaly_enabled
-from asyncgrad.autograd.grad_mode import multithreading_enabled
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
@@ -29,6 +27,8 @@ from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import ReadyQueue, node_task
 from asyncgrad.engine.scope import GraphTaskScope
 from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+from asyncgrad.graph.anomaly import anomaly_enabled
+from asyncgrad.graph.grad_mode import multithreading_enabled
 from asyncgrad.graph.node import Edge, GraphRoot, Node, portal_needed
 
 # Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward

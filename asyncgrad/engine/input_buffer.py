@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def new_buffer(node: Node, position: int, grad: Any) -> list:
     size = len(node._input_meta)
-    if size == 1:
+    if size == 1:  # as ``route`` builds it itself (Note [One-input buffers inlined] in engine.py)
         return [grad]
     buffer = [None] * size
     buffer[position] = grad

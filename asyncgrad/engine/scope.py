@@ -19,9 +19,9 @@ import asyncio
 from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable
 
-from asyncgrad.autograd.anomaly import report_failure
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task
+from asyncgrad.graph.anomaly import report_failure
 
 if TYPE_CHECKING:
     from asyncgrad.engine.roles import EngineRole

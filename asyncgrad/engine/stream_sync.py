@@ -1,44 +1,43 @@
-"""Which stream a node's backward runs on, and the events between streams (non-cpu devices only).
+"""Which stream a node's backward runs on, and the events between streams (non-cpu devices only)."""
 
-Note [Streaming backwards] (torch's note of that name, in its engine and input_buffer.cpp):
-a node's backward runs on the stream its forward ran on (``forward_stream``: ``record`` keeps
-it, Note [Streams per device] in devices/streams.py), with that stream current and its device
-the current device in the thread that runs the kernel (the loop for an inline node, a kernel
-thread for a large one). Where a gradient produced on one stream is consumed on another:
-
-* after the producer ran and its outputs were routed, an event is recorded on the producer's
-  stream for each consumer on another stream (and, for a consumer on another device, on that
-  device's current stream in this thread, where ``route`` copied the gradient), and kept for the
-  consumer in the graph task's table;
-* before the consumer runs, its stream waits on those events;
-* before a producer runs, its stream also waits on the events already kept for its consumers:
-  ``route`` adds its gradient into a buffer that may hold another producer's, on this producer's
-  stream, which must come after that other producer's work (torch picks an accumulation stream;
-  waiting here orders the same work, at the price of also ordering this producer's kernel);
-* nodes with no outputs (AccumulateGrad: the leaves) and nodes whose gradients ``grad()``
-  captures record their stream as a leaf stream; when the graph task finishes, before any final
-  callback, the current stream of each leaf stream's device (in the thread finishing it: the
-  engine's loop) waits for it, so ``.grad`` and captured gradients are safe to read there.
-
-The cpu worker never comes here (Note [Per-node cost] in worker.py): cpu streams are no-ops.
-
-Where this differs from torch, and why:
-* an ``async def`` custom backward (OWN_TASK) awaits on the loop: its stream cannot stay
-  current across the await without leaking into every other coroutine of the loop thread, so
-  only its waits, routing and events are on its stream; a kernel it launches goes to the loop
-  thread's current stream. A plain-def backward (PORTAL) runs like any node, its stream current;
-  if it reenters (``backward_sync``, Note [Servers] in worker.py) its server is suspended with
-  that stream still current in the loop thread, which the nested backward's nodes, entering and
-  leaving their own streams, restore in LIFO order;
-* the "caller's current stream" of the leaf sync is the finishing thread's (the engine's loop)
-  when the graph task finishes, not the streams current when ``backward`` was called: the
-  engine does not see the caller's thread (a ``backward_sync`` from another thread);
-* a gradient that ``route`` copies between devices, or that a cpu node sends to a device, is
-  copied on that device's current stream of the loop thread. With CuPy's default (legacy null)
-  stream, which every ``Stream`` (blocking, as torch's) synchronises with, that copy is ordered
-  with the consumer's stream; with ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` only the event
-  recorded on it after a producer on another device orders it.
-"""
+# Note [Streaming backwards] (torch's note of that name, in its engine and input_buffer.cpp):
+# a node's backward runs on the stream its forward ran on (``forward_stream``: ``record`` keeps
+# it, Note [Streams per device] in devices/streams.py), with that stream current and its device
+# the current device in the thread that runs the kernel (the loop for an inline node, a kernel
+# thread for a large one). Where a gradient produced on one stream is consumed on another:
+#
+# * after the producer ran and its outputs were routed, an event is recorded on the producer's
+#   stream for each consumer on another stream (and, for a consumer on another device, on that
+#   device's current stream in this thread, where ``route`` copied the gradient), and kept for the
+#   consumer in the graph task's table;
+# * before the consumer runs, its stream waits on those events;
+# * before a producer runs, its stream also waits on the events already kept for its consumers:
+#   ``route`` adds its gradient into a buffer that may hold another producer's, on this producer's
+#   stream, which must come after that other producer's work (torch picks an accumulation stream;
+#   waiting here orders the same work, at the price of also ordering this producer's kernel);
+# * nodes with no outputs (AccumulateGrad: the leaves) and nodes whose gradients ``grad()``
+#   captures record their stream as a leaf stream; when the graph task finishes, before any final
+#   callback, the current stream of each leaf stream's device (in the thread finishing it: the
+#   engine's loop) waits for it, so ``.grad`` and captured gradients are safe to read there.
+#
+# The cpu worker never comes here (Note [Per-node cost] in worker.py): cpu streams are no-ops.
+#
+# Where this differs from torch, and why:
+# * an ``async def`` custom backward (OWN_TASK) awaits on the loop: its stream cannot stay
+#   current across the await without leaking into every other coroutine of the loop thread, so
+#   only its waits, routing and events are on its stream; a kernel it launches goes to the loop
+#   thread's current stream. A plain-def backward (PORTAL) runs like any node, its stream current;
+#   if it reenters (``backward_sync``, Note [Servers] in worker.py) its server is suspended with
+#   that stream still current in the loop thread, which the nested backward's nodes, entering and
+#   leaving their own streams, restore in LIFO order;
+# * the "caller's current stream" of the leaf sync is the finishing thread's (the engine's loop)
+#   when the graph task finishes, not the streams current when ``backward`` was called: the
+#   engine does not see the caller's thread (a ``backward_sync`` from another thread);
+# * a gradient that ``route`` copies between devices, or that a cpu node sends to a device, is
+#   copied on that device's current stream of the loop thread. With CuPy's default (legacy null)
+#   stream, which every ``Stream`` (blocking, as torch's) synchronises with, that copy is ordered
+#   with the consumer's stream; with ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` only the event
+#   recorded on it after a producer on another device orders it.
 
 from __future__ import annotations
 

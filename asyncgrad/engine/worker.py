@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import greenback
 
-from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices.streams import forward_stream
 from asyncgrad.engine import stream_sync
 from asyncgrad.engine.calls import call_function, call_function_async, validate_grad
@@ -28,6 +27,7 @@ from asyncgrad.engine.counts import SHARD_OF, SPREAD
 from asyncgrad.engine.graph_task import GraphTask, current_graph_task, current_recorder
 from asyncgrad.engine.kernels import run_kernel, submit
 from asyncgrad.engine.ready_queue import GRAPH_TASK, INPUTS, NODE, ReadyQueue, node_task
+from asyncgrad.graph.grad_mode import grad_enabled
 from asyncgrad.graph.node import Placement, hooks_in_use, portal_needed
 
 if TYPE_CHECKING:
@@ -88,8 +88,8 @@ async def give_way() -> None:
 
 
 ALONE_INLINE_FACTOR = 10
-"""Note [Nothing to overlap]: a node below this many times the inline threshold runs inline when
-nothing could run beside it."""
+"""A node below this many times the inline threshold runs inline when nothing could run beside it
+(Note [Nothing to overlap])."""
 
 _ALONE_SCAN = 8
 """``alone`` looks at most this many queued nodes: a longer queue is taken to hold one that overlaps."""
@@ -283,8 +283,8 @@ class DeviceWorker:
                     continue
             else:
                 if not heap:
-                    # Note [A server's context is emptied as it ends]: an idle or ending server holds no graph
-                    # task either (Note [A failed backward frees its graph] in scope.py: its frame may be in a
+                    # an idle or ending server holds no graph task either (Note [A server's context is emptied
+                    # as it ends], Note [A failed backward frees its graph] in scope.py: its frame may be in a
                     # traceback); and current is None after every await: a helper looks at its reentry again
                     entry = node = inputs = graph_task = current = profile = outputs = fns = fn = counts = None
                     dependencies = shards = None

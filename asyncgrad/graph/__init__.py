@@ -1,4 +1,6 @@
-"""The graph record: ``Node``, edges, node hooks, saved-tensor hook storage, the running graph task.
+"""The graph record: ``Node``, edges, node hooks, saved-tensor hook storage, the running graph task
+(``node.py``), and the modes the recording reads: grad and inference mode (``grad_mode.py``),
+anomaly mode (``anomaly.py``), and the scoped switches they are made of (``switches.py``).
 
 Note [The graph record is the lowest layer]: this package sits below ``Tensor``, the ops, the
 engine and the front door, and imports none of them, not even for type checking

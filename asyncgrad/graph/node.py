@@ -1,22 +1,21 @@
-"""The recorded backward graph: Node, Edge, GraphRoot, node hooks (stored here, run by hook_calls.py).
+"""The recorded backward graph: Node, Edge, GraphRoot, node hooks (stored here, run by hook_calls.py)."""
 
-Note [Grads on the fast path]: when a backward does not record a graph
-(``create_graph=False``) the engine moves raw device arrays between nodes, not Tensors;
-with ``create_graph=True`` it moves Tensors so that every formula records itself. Nodes
-receive ``create_graph`` in ``apply`` and hooks always see Tensors: the wrapping happens
-in ``hook_calls.py``, and only when a hook exists.
-
-Note [Which nodes refuse a second pass]: torch refuses to run a node again after a backward
-without ``retain_graph`` freed it exactly when the node held SavedVariables that were defined
-when saved (its generated ``apply`` unpacks them all first: "Trying to backward through the
-graph a second time..."), or a saved tensor list (``indices_released_``), or is a CopySlices
-(its ``fn`` is reset). A node that kept only numbers and sizes (AddBackward0's alpha,
-SumBackward's sizes, views) runs again. asyncgrad nodes keep numbers as numbers and indices as
-arrays, so a node whose torch twin saved a wrapped number (``x * 2.0``: MulBackward0 saves
-``other``), an index tensor (advanced IndexBackward0), or a CopySlices says so with
-``saves_variables``; ``release_variables`` then marks it RELEASED like a node with saved tensors,
-and its ``apply`` (``SavesVariables`` in ops/_node.py) refuses a RELEASED node before its formula runs.
-"""
+# Note [Grads on the fast path]: when a backward does not record a graph
+# (``create_graph=False``) the engine moves raw device arrays between nodes, not Tensors;
+# with ``create_graph=True`` it moves Tensors so that every formula records itself. Nodes
+# receive ``create_graph`` in ``apply`` and hooks always see Tensors: the wrapping happens
+# in ``hook_calls.py``, and only when a hook exists.
+#
+# Note [Which nodes refuse a second pass]: torch refuses to run a node again after a backward
+# without ``retain_graph`` freed it exactly when the node held SavedVariables that were defined
+# when saved (its generated ``apply`` unpacks them all first: "Trying to backward through the
+# graph a second time..."), or a saved tensor list (``indices_released_``), or is a CopySlices
+# (its ``fn`` is reset). A node that kept only numbers and sizes (AddBackward0's alpha,
+# SumBackward's sizes, views) runs again. asyncgrad nodes keep numbers as numbers and indices as
+# arrays, so a node whose torch twin saved a wrapped number (``x * 2.0``: MulBackward0 saves
+# ``other``), an index tensor (advanced IndexBackward0), or a CopySlices says so with
+# ``saves_variables``; ``release_variables`` then marks it RELEASED like a node with saved tensors,
+# and its ``apply`` (``SavesVariables`` in ops/_node.py) refuses a RELEASED node before its formula runs.
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ import weakref
 from collections.abc import Generator, Iterable
 from typing import Any, Callable, NamedTuple, Protocol, TypeAlias
 
-from asyncgrad.autograd.switches import restore
+from asyncgrad.graph.switches import restore
 
 
 class RunningGraphTask(Protocol):
@@ -379,23 +378,21 @@ task created inside the block inherits the hooks in its context copy and may rec
 block has exited, so a count of open blocks could not say that no context holds hooks."""
 
 
+# Note [Saved-tensor hooks are a stack per context]: as torch's stack of default hooks is per
+# thread, each context has its own stack (``_outer_hooks`` and, on top, ``saved_hooks``): an
+# enter pushes this block's pair, an exit pops the top pair, whichever block pushed it, and an
+# exit with nothing pushed in this context changes nothing. The manager itself keeps no state,
+# so misuse cannot strand a pair in any context: an extra exit (an unpack hook exiting the block
+# that recorded its graph) pops what torch's would pop, and once the extra enters are exited the
+# stack is empty; an enter from a hook during backward pushes onto the copy of the engine's
+# context that the hook runs in (``PackedSavedTensor.unpacked``), never onto the caller's, so the
+# caller's ``with`` block exits cleanly and the hooks end with it.
 class saved_tensors_hooks:
     """Pack each tensor an op saves for backward with ``pack_hook(tensor)``; ``unpack_hook(packed)``
     gives it back when the backward needs it (torch.autograd.graph.saved_tensors_hooks).
 
     Only the innermost pair applies; the hooks hold for the asyncio task (context) that entered
-    them. A packed tensor is not version-checked on unpack: what the hooks return is used, as torch.
-
-    Note [Saved-tensor hooks are a stack per context]: as torch's stack of default hooks is per
-    thread, each context has its own stack (``_outer_hooks`` and, on top, ``saved_hooks``): an
-    enter pushes this block's pair, an exit pops the top pair, whichever block pushed it, and an
-    exit with nothing pushed in this context changes nothing. The manager itself keeps no state,
-    so misuse cannot strand a pair in any context: an extra exit (an unpack hook exiting the block
-    that recorded its graph) pops what torch's would pop, and once the extra enters are exited the
-    stack is empty; an enter from a hook during backward pushes onto the copy of the engine's
-    context that the hook runs in (``PackedSavedTensor.unpacked``), never onto the caller's, so the
-    caller's ``with`` block exits cleanly and the hooks end with it.
-    """
+    them. A packed tensor is not version-checked on unpack: what the hooks return is used, as torch."""
 
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
         self.pack_hook = pack_hook

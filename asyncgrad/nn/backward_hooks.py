@@ -17,7 +17,7 @@ import warnings
 from typing import Any, Callable
 
 from asyncgrad.autograd.function import Function
-from asyncgrad.autograd.grad_mode import grad_enabled
+from asyncgrad.graph.grad_mode import grad_enabled
 from asyncgrad.tensor import Tensor
 
 

@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from asyncgrad._validate import tensor_arg
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
 from asyncgrad.ops.linalg import einsum

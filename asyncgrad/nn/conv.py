@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
 from asyncgrad.ops.conv import conv_nd, conv_transpose_nd

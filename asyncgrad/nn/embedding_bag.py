@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from asyncgrad._validate import tensor_arg
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import randn, tensor
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.nn.module import Module
 from asyncgrad.nn.parameter import Parameter
 from asyncgrad.ops.elementwise import where

@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.random import Generator, numpy_generator
 from asyncgrad.tensor import Tensor
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from asyncgrad._validate import tensor_arg
-from asyncgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from asyncgrad.factories import arange
 from asyncgrad.factories import tensor as make
+from asyncgrad.graph.grad_mode import is_grad_enabled, no_grad
 from asyncgrad.nn.module import Module
 from asyncgrad.ops.activation import logsigmoid
 from asyncgrad.ops.ctc import ctc_loss

@@ -13,11 +13,11 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
 from asyncgrad.dtypes import float32, float64
 from asyncgrad.factories import tensor as as_tensor
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.graph.node import RemovableHandle
 from asyncgrad.nn.backward_hooks import BackwardHook
 from asyncgrad.nn.parameter import Parameter, zero_grads

@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from asyncgrad._validate import int_list
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import rand
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.nn import functional as F
 from asyncgrad.nn.container import Sequential  # noqa: F401  (Sequential lives in container.py)
 from asyncgrad.nn.module import Module

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import empty
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.tensor import Tensor
 
 

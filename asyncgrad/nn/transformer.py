@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import empty, zeros
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.nn import init
 from asyncgrad.nn.dropout import Dropout
 from asyncgrad.nn.module import Module

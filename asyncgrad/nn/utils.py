@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import tensor as new_tensor
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.ops.shape import cat, stack
 from asyncgrad.tensor import Tensor
 

@@ -18,8 +18,6 @@ from typing import Any
 import numpy as np
 
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.anomaly import ANOMALY_USED, anomaly_enabled, forward_traceback
-from asyncgrad.autograd.grad_mode import INFERENCE_ACTIVE, grad_enabled, inference_enabled
 from asyncgrad.autograd.recorder import PROFILING, note_op
 from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
@@ -27,6 +25,8 @@ from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES, numpy_dtype
 from asyncgrad.graph import node as graph_module
+from asyncgrad.graph.anomaly import ANOMALY_USED, anomaly_enabled, forward_traceback
+from asyncgrad.graph.grad_mode import INFERENCE_ACTIVE, grad_enabled, inference_enabled
 from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Node, hooks_in_use, saved_hooks, split_edges
 from asyncgrad.ops import windows
 from asyncgrad.tensor import INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
@@ -250,24 +250,22 @@ class SavesVariables(OpNode):
         return self.backward(ArrayMath, grads[0])
 
 
+# Note [A saved result kept in its node]: a node keeps what it saved as a tuple of SavedTensors,
+# and for a saved result that is two objects the cyclic collector tracks (the entry and the
+# tuple) plus their construction, for every tanh, exp, sigmoid, relu... of a graph. A node of
+# this class keeps its result instead as ``result`` (the array) and ``result_vc`` (its version
+# counter, at 0 when saved: ``record`` keeps it so only for a fresh output, no saved tensors
+# hooks active, nothing else saved), and ``saved`` stays empty. ``unpack_arrays`` checks the
+# version and hands the array on; every other reader of ``saved`` (the recorded backward's
+# ``unpack_tensors``, an in-place op rewriting the entry, a modified result's error, drawing the
+# graph) first calls ``keep_result_as_saved``, which makes the SavedTensor ``record`` would have
+# made, so those paths and torch's error texts are as for any node. Release empties both slots.
+# The unary table's ops that save their result are of this class (``_generate`` in
+# elementwise.py), and so are softmax's and log_softmax's nodes; a hand-written node that saves
+# its result beside other tensors keeps SavedTensors. What it buys: W1's forward and the
+# collector's passes over a recorded graph (``python -m benchmarks --only W1``).
 class SavesResult(OpNode):
-    """An op node whose backward needs only the op's own result, kept in two slots of its own.
-
-    Note [A saved result kept in its node]: a node keeps what it saved as a tuple of SavedTensors,
-    and for a saved result that is two objects the cyclic collector tracks (the entry and the
-    tuple) plus their construction, for every tanh, exp, sigmoid, relu... of a graph. A node of
-    this class keeps its result instead as ``result`` (the array) and ``result_vc`` (its version
-    counter, at 0 when saved: ``record`` keeps it so only for a fresh output, no saved tensors
-    hooks active, nothing else saved), and ``saved`` stays empty. ``unpack_arrays`` checks the
-    version and hands the array on; every other reader of ``saved`` (the recorded backward's
-    ``unpack_tensors``, an in-place op rewriting the entry, a modified result's error, drawing the
-    graph) first calls ``keep_result_as_saved``, which makes the SavedTensor ``record`` would have
-    made, so those paths and torch's error texts are as for any node. Release empties both slots.
-    The unary table's ops that save their result are of this class (``_generate`` in
-    elementwise.py), and so are softmax's and log_softmax's nodes; a hand-written node that saves
-    its result beside other tensors keeps SavedTensors. What it buys: W1's forward and the
-    collector's passes over a recorded graph (``python -m benchmarks --only W1``).
-    """
+    """An op node whose backward needs only the op's own result, kept in two slots of its own."""
 
     __slots__ = ("result", "result_vc")
     saves_result = True
@@ -314,19 +312,16 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
     """Note [One way to record an op]: every differentiable op returns through this function.
 
     An op is declared once, as an ``OpNode`` subclass beside its forward: the node's name (the
-    class name, torch's), its backward formula (``backward(F, grad)``, one gradient per input),
-    the fields it keeps (``OpNode.fields``: its ``__slots__`` after its op bases', filled in order from
-    ``fields``), what it saves (the
-    tensors in ``saved``, version-checked on unpack, plus its own result when the class says
-    ``saves_result``) and its cost class (``work_per_element``, Note [Cost classes]). The forward
-    computes ``out`` on the device's arrays and hands everything here; ``record``
-
-    * returns a plain tensor when nothing records (grad mode off, or no input requires grad),
-    * else builds the node with one edge per input (``gradient_edge``; None inputs, numbers,
-      and tensors that need no gradient get none), its output metadata, its cost and, in
-      anomaly mode, the forward's traceback,
-    * and makes the output a view of ``view_of`` (sharing its version counter and base) when
-      given: a view op's output is a view whether or not it records.
+    class name, torch's), its backward formula (``backward(F, grad)``, one gradient per input), the
+    fields it keeps (``OpNode.fields``: its ``__slots__`` after its op bases', filled in order from
+    ``fields``), what it saves (the tensors in ``saved``, version-checked on unpack, plus its own
+    result when the class says ``saves_result``) and its cost class (``work_per_element``, Note
+    [Cost classes]). The forward computes ``out`` on the device's arrays and hands everything here;
+    ``record`` returns a plain tensor when nothing records (grad mode off, or no input requires
+    grad), else builds the node with one edge per input (``gradient_edge``; None inputs, numbers,
+    and tensors that need no gradient get none), its output metadata, its cost and, in anomaly mode,
+    the forward's traceback; and it makes the output a view of ``view_of`` (sharing its version
+    counter and base) when given: a view op's output is a view whether or not it records.
     """
     vc = None if view_of is None else view_of._vc  # Note [A version counter made when first asked for]
     # One and two inputs (nearly every op) are spelled out: the per-op cost of the forward is

@@ -641,7 +641,7 @@ def _sinc_backward(F: Any, g: Any, x: Any) -> Any:
 # Note [Float literals in formulas]: the derivatives write their constants as floats (``1.0 - y * y``):
 # numpy converts a Python int operand by a slower path than a float, and both are the same weak
 # scalar to every float or complex operand (NEP 50; torch's wrapped numbers), so the result is the
-# same, bit for bit. The rows below follow it; ``python -m benchmarks.instructions W1`` shows the cost.
+# same, bit for bit. The rows below follow it; W1's forward shows the cost (``python -m benchmarks --only W1``).
 _UNARY = (
     # name        node                   forward                                       to_float saves    work
     #     derivative                                            on_bool
@@ -769,7 +769,7 @@ def _generate(name: str, node_name: str, forward: Callable | str, to_float: bool
     # Note [A unary forward called by name]: a row whose forward is ``xp.tanh(x)`` names the
     # function instead of wrapping it in a lambda, and the float path calls it as
     # ``getattr(dev.xp, "tanh")(data)``: no Python frame between the op and the array library
-    # (W1's forward, a third of whose nodes are tanh: ``python -m benchmarks.instructions W1``).
+    # (W1's forward, a third of whose nodes are tanh, shows it: ``python -m benchmarks --only W1``).
     by_name = forward if isinstance(forward, str) else None
     if by_name is not None:
         forward = lambda xp, x: getattr(xp, by_name)(x)  # noqa: E731 - the other paths' form of the row

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from asyncgrad._validate import tensor_arg
-from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.ops._node import OpNode, plain, record, recording, same_device
 from asyncgrad.tensor import Tensor, scalar_type_name
 

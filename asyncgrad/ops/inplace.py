@@ -22,11 +22,11 @@ import numpy as np
 
 from asyncgrad._validate import number_arg, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.autograd.function import install_view_rebase
-from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
 from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.graph.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
 from asyncgrad.graph.node import RELEASED as RELEASED_VALUES
 from asyncgrad.graph.node import Edge, Node, before_write, hooks_in_use, mutation_context, saved_hooks
 from asyncgrad.ops import _node

@@ -16,8 +16,8 @@ import numpy as np
 from asyncgrad import dtypes
 from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.devices.backend import backend_of
+from asyncgrad.graph.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.graph.node import NO_EDGE, before_write
 from asyncgrad.ops import elementwise as _elementwise
 from asyncgrad.ops import indexing as _indexing
@@ -433,7 +433,7 @@ def _sizes(args: tuple, fn: str) -> tuple[int, ...]:
 
 def _refuse_inference(x: Tensor) -> None:
     """resize_ and set_ are in-place ops: an inference tensor is refused outside inference_mode
-    before anything is written (Note [Inference tensors] in autograd/grad_mode.py), and a tensor
+    before anything is written (Note [Inference tensors] in graph/grad_mode.py), and a tensor
     saved inside allow_mutation_on_saved_tensors is cloned first."""
     if x._vc.__class__ is InferenceVersion and not inference_enabled.get():
         raise RuntimeError(INFERENCE_INPLACE)

@@ -15,7 +15,7 @@ import math
 from typing import Any, Sequence
 
 from asyncgrad._validate import tensor_arg
-from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.ops._node import OpNode, plain, record, same_device
 from asyncgrad.tensor import Tensor
 

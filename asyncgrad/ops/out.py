@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from asyncgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from asyncgrad.graph.grad_mode import is_grad_enabled, no_grad
 from asyncgrad.ops.inplace import check_overlap
 from asyncgrad.tensor import Tensor, scalar_type_name
 

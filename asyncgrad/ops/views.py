@@ -24,9 +24,9 @@ import numpy as np
 from asyncgrad._convert import to_array
 from asyncgrad._validate import int_arg, int_list, normalize_dim, tensor_arg
 from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.anomaly import anomaly_enabled, forward_traceback
-from asyncgrad.autograd.grad_mode import grad_enabled
 from asyncgrad.devices import device as as_device
+from asyncgrad.graph.anomaly import anomaly_enabled, forward_traceback
+from asyncgrad.graph.grad_mode import grad_enabled
 from asyncgrad.graph.node import Node
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, mark_view, plain, record, recording

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import full_like
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.optim.optimizer import Optimizer, ParamsT
 from asyncgrad.tensor import Tensor
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from asyncgrad.autograd.grad_mode import no_grad
 from asyncgrad.factories import zeros_like
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.optim.optimizer import Optimizer, ParamsT
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from asyncgrad.autograd.grad_mode import enable_grad, no_grad
 from asyncgrad.factories import zeros
+from asyncgrad.graph.grad_mode import enable_grad, no_grad
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.shape import cat
 from asyncgrad.optim.optimizer import Optimizer, ParamsT

@@ -8,7 +8,7 @@ import inspect
 from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 from asyncgrad.autograd import awaitable
-from asyncgrad.autograd.grad_mode import enable_grad
+from asyncgrad.graph.grad_mode import enable_grad
 from asyncgrad.nn.parameter import zero_grads
 from asyncgrad.tensor import Tensor, type_name
 

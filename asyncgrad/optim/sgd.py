@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asyncgrad.autograd.grad_mode import no_grad
+from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.optim.optimizer import Optimizer, ParamsT
 
 

@@ -1,6 +1,6 @@
 """No state outlives its scope: each misuse below runs, then a fresh backward must see pristine state.
 
-Note [A switch restored where its scope ends] (asyncgrad/autograd/switches.py) and Note
+Note [A switch restored where its scope ends] (asyncgrad/graph/switches.py) and Note
 [Saved-tensor hooks are a stack per context] (asyncgrad/graph/node.py) hold under these
 misuses, each a test here:
 

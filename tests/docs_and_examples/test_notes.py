@@ -1,9 +1,13 @@
 """The package's ``Note [...]`` blocks (CONTRIBUTING.md, "Notes"): every citation names a Note that
 exists, every Note is cited where it governs, and a Note states an invariant: no measurements in it
-(those are in benchmarks/HISTORY.md) and no path outside the repository."""
+(those are in benchmarks/HISTORY.md) and no path outside the repository. Around them: no docstring
+in the package or tools/ runs over 15 lines (essays go to docs/design/, Notes to comment blocks),
+and no line of the package, tools/ or the tests names instruction counts or their tools, which
+belong to benchmarks/ (the scripts, their tests and HISTORY.md) and the design pages."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -21,11 +25,9 @@ _ANY = re.compile(r"Note \[([^\]]+)\]")
 _CONTINUATION = re.compile(r"\s*\n\s*(?:#\s*)?")  # a citation broken over two comment lines
 # A measurement: "24,648 -> 23,624", an instruction count, a time in µs or ns, a percentage, "10x".
 _FIGURE = re.compile(r"\d[\d,.]*\s*[kKM]?\s*(?:->|→)\s*\d|(?<![.\w])instructions?\b|cachegrind|callgrind"
-                     r"|\d+(?:\.\d+)?\s*(?:µs|us|ns)\b|\d+(?:\.\d+)?\s?%|\b\d+(?:\.\d+)?x\b")
-# Code other work is rewriting as these rules came in (the engine's hot path, the graph record's
-# move, the binary ops' table): its Notes are held to the rules once that work is done.
-_BEING_REWRITTEN = ("asyncgrad/engine/",)
-_BEING_REWRITTEN_NOTES: set[str] = set()
+                     r"|\d+(?:\.\d+)?\s*(?:µs|us|ns|ms)\b|\d+(?:\.\d+)?\s?%|\b\d+(?:\.\d+)?x\b")
+# A line that names instruction counts or the tools that take them.
+_INSTRUCTIONS = re.compile(r"(?i)\binstructions?\b|cachegrind|callgrind")
 _OUTSIDE = re.compile(r"(?<![\w.])/(?:tmp|work|root|home|Users)/")
 
 
@@ -104,11 +106,6 @@ def test_the_rules_read_notes_as_written(tmp_path):
     assert _OUTSIDE.search("measured with /work/wt/cntf.sh") and not _OUTSIDE.search("benchmarks/instructions.py")
 
 
-def _held(name: str, path: Path) -> bool:
-    """Whether the rules hold this Note now (not code being rewritten elsewhere)."""
-    return name not in _BEING_REWRITTEN_NOTES and not str(path.relative_to(ROOT)).startswith(_BEING_REWRITTEN)
-
-
 def _in_code(path: Path) -> bool:
     """A Note in the code, rather than in a design page (which may keep its evidence and a Note
     that only the page's other Notes lead to)."""
@@ -121,7 +118,7 @@ def test_each_note_is_defined_once():
     twice = {}
     for name, places in _all_definitions().items():
         longer = [(p, line) for p, line, body in places if "\n" in body] if len(places) > 1 else []
-        if (len(longer) > 1 or (len(places) > 1 and not longer)) and _held(name, places[0][0]):
+        if (len(longer) > 1 or (len(places) > 1 and not longer)):
             twice[name] = [f"{p.relative_to(ROOT)}:{line}" for p, line, _ in places]
     assert not twice, f"Notes defined more than once: {twice}"
 
@@ -137,22 +134,49 @@ def test_every_note_is_cited_where_it_governs():
     cited = {name for _, name in _citations()}
     uncited = sorted(f"{places[0][0].relative_to(ROOT)}:{places[0][1]} Note [{name}]"
                      for name, places in _all_definitions().items()
-                     if name not in cited and _held(name, places[0][0]) and _in_code(places[0][0]))
+                     if name not in cited and _in_code(places[0][0]))
     assert not uncited, "Notes nothing cites:\n" + "\n".join(uncited)
 
 
 def test_notes_state_invariants_not_measurements():
     bad = sorted(f"{path.relative_to(ROOT)}:{line} Note [{name}]"
                  for name, places in _all_definitions().items() for path, line, body in places
-                 if _held(name, path) and _in_code(path) and (_FIGURE.search(body) or _OUTSIDE.search(body)))
+                 if _in_code(path) and (_FIGURE.search(body) or _OUTSIDE.search(body)))
     assert not bad, ("Notes with measurements or paths outside the repository (move the figures to "
                      "benchmarks/HISTORY.md):\n" + "\n".join(bad))
 
 
 def test_no_path_outside_the_repository_in_the_package():
-    exempt = {(path, line + i) for name, places in _all_definitions().items() for path, line, body in places
-              if not _held(name, path) for i in range(body.count("\n") + 1)}
     bad = [f"{path.relative_to(ROOT)}:{i}" for path in PACKAGE.rglob("*.py")
-           for i, line in enumerate(path.read_text().split("\n"), 1)
-           if _OUTSIDE.search(line) and (path, i) not in exempt and _held("", path)]
+           for i, line in enumerate(path.read_text().split("\n"), 1) if _OUTSIDE.search(line)]
     assert not bad, bad
+
+
+def _docstrings(path: Path):
+    """(name, line, number of lines) of each docstring of ``path``: the module's, each class's and function's."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
+                    and isinstance(node.body[0].value.value, str):
+                doc = node.body[0].value
+                yield getattr(node, "name", "<module>"), doc.lineno, doc.end_lineno - doc.lineno + 1
+
+
+def test_no_docstring_runs_over_fifteen_lines():
+    """A longer one is an essay (docs/design/) or a Note (a comment block beside the code it governs)."""
+    long = [f"{path.relative_to(ROOT)}:{line} {name} ({count} lines)"
+            for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "tools").rglob("*.py")])
+            for name, line, count in _docstrings(path) if count > 15]
+    assert not long, "docstrings over 15 lines:\n" + "\n".join(long)
+
+
+def test_instruction_counts_stay_in_the_benchmarks():
+    """The counts, and the tools that take them, are named in benchmarks/ (the scripts, HISTORY.md),
+    their tests (tests/benchmarks/) and the design pages; the code names the workload instead."""
+    here = Path(__file__)
+    files = [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyi"), *(ROOT / "tools").rglob("*.py"),
+             *(p for p in (ROOT / "tests").rglob("*.py") if "benchmarks" not in p.relative_to(ROOT).parts)]
+    bad = [f"{path.relative_to(ROOT)}:{i}" for path in files if path != here
+           for i, line in enumerate(path.read_text().split("\n"), 1) if _INSTRUCTIONS.search(line)]
+    assert not bad, "lines naming instruction counts outside benchmarks/:\n" + "\n".join(bad)

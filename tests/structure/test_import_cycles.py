@@ -118,12 +118,13 @@ def test_the_engine_and_the_graph_record_know_no_op():
     for name, imported in graph.items():
         if name.startswith("asyncgrad.engine"):
             assert not {m for m in imported if m.startswith("asyncgrad.ops")}, (name, imported)
-    leaves = {"asyncgrad.autograd.switches"}  # context-variable helpers that import nothing of the package
-    for leaf in leaves:
-        assert not graph[leaf], (leaf, graph[leaf])
-    for name in ("asyncgrad.graph", "asyncgrad.graph.node"):
-        assert not {m for m in graph[name] if not m.startswith("asyncgrad.graph") and m not in leaves}, (name,
-                                                                                                       graph[name])
+    assert not graph["asyncgrad.graph.switches"], graph["asyncgrad.graph.switches"]  # imports nothing of the package
+    below = {"asyncgrad.dtypes", "asyncgrad._validate"}  # the values layer, under the record
+    for name, imported in graph.items():
+        if name.startswith("asyncgrad.graph"):
+            above = {m for m in imported
+                     if m not in below and not m.startswith(("asyncgrad.graph", "asyncgrad.devices"))}
+            assert not above, (name, above)
 
 
 def test_no_module_installs_a_name_into_the_graph_record():
