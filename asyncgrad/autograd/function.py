@@ -105,6 +105,10 @@ class FunctionNode(FunctionCtx, Node):
         self._dirty: tuple = ()
         self._non_differentiable: tuple = ()
         self.materialize_grads = True
+        self._materialize_non_diff_grads = True
+        """torch's: False leaves the undefined gradient of a non-differentiable output None in backward,
+        whatever ``materialize_grads`` says."""
+        self._non_diff_outputs: tuple[int, ...] = ()
         self.needs_input_grad: tuple[bool, ...] = ()
         self._tensor_positions: tuple[int, ...] = ()
 
@@ -112,12 +116,12 @@ class FunctionNode(FunctionCtx, Node):
         """Incoming gradients as the user's backward sees them: Tensors (zeros where undefined),
         None for an output that is not a Tensor (Note [One gradient slot per output])."""
         out = []
-        for (shape, dtype, device), grad in zip(self._input_meta, grads):
+        for i, ((shape, dtype, device), grad) in enumerate(zip(self._input_meta, grads)):
             if dtype is None:
                 out.append(None)
                 continue
             if grad is None:
-                if self.materialize_grads:
+                if self.materialize_grads and (self._materialize_non_diff_grads or i not in self._non_diff_outputs):
                     grad = Tensor._make(device.backend.zeros(shape, dtype), device, False, None, 0, [0])
             elif not create_graph:
                 grad = Tensor._make(grad, device, False, None, 0, [0])
@@ -359,9 +363,11 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out.grad_fn = node
             out.output_nr = output_nr
             out._requires_grad = True
-        elif is_modified:
-            out.grad_fn = None
-            out._requires_grad = False
+        else:
+            node._non_diff_outputs += (output_nr,)
+            if is_modified:
+                out.grad_fn = None
+                out._requires_grad = False
         wrapped.append(out)
     _mark_views(node, wrapped, dirty, inputs)
     # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether

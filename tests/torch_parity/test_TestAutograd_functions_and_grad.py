@@ -196,10 +196,6 @@ async def test_function_returns_undefined_tensor():
     assert (await ag.autograd.grad(MyFunction.apply(x), x, allow_unused=True))[0] is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ctx._materialize_non_diff_grads = False is ignored: the non-differentiable output's gradient reaches"
-    ' backward as zeros where torch passes None'
-))
 async def test_set_materialize_non_diff_grads():
     """Port of TestAutograd.test_set_materialize_non_diff_grads."""
     class Func(Function):
