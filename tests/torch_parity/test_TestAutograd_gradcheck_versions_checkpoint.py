@@ -317,8 +317,8 @@ async def test_checkpointing_without_reentrant_context_fn_cannot_suppress_forwar
     assert str(context.exc_value) == "forward failed"
 
 
-@_xfail("checkpoint without use_reentrant gives no UserWarning (torch: 'the use_reentrant parameter should "
-        "be passed explicitly')")
+@_xfail("API.md makes use_reentrant=False checkpoint's default, so leaving it out is no mistake to warn about; "
+        "torch 2.13 warns ('the use_reentrant parameter should be passed explicitly') and takes True")
 async def test_checkpoint_warns_if_use_reentrant_not_passed_explcitly():
     """Port of TestAutograd.test_checkpoint_warns_if_use_reentrant_not_passed_explcitly."""
     a = ag.randn(1, requires_grad=True)
