@@ -152,7 +152,7 @@ def _check_inputs(inputs: tuple) -> None:
                     f"Input #{i} requires gradient and is not a double precision floating point or complex. This "
                     "check will likely fail if all the inputs are not of double precision floating point or complex. ",
                     UserWarning, stacklevel=_user_stacklevel())
-            if not all(st > 0 or sz <= 1 for st, sz in zip(t.stride(), t.shape)):
+            if t.numel() and not all(st > 0 or sz <= 1 for st, sz in zip(t.stride(), t.shape)):
                 raise RuntimeError(
                     f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that are "
                     "non-overlapping to be able to compute the numerical gradients correctly. You should call "

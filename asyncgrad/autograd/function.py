@@ -378,14 +378,16 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     outs = {id(o): o for o in wrapped if isinstance(o, Tensor)}
     layout = tuple(None if t is None else True for t in node._to_save)
     saved = []
-    for t in node._to_save:
-        if t is None:
-            continue
-        is_output = id(t) in outs and t.grad_fn is node
-        saved.append(SavedTensor(t, is_output=is_output))
+    try:
+        for t in node._to_save:
+            if t is None:
+                continue
+            is_output = id(t) in outs and t.grad_fn is node
+            saved.append(SavedTensor(t, is_output=is_output))
+    finally:  # a pack hook that raises (a checkpoint's early stop) leaves no cycle output -> node -> output
+        node._to_save = ()
     node.saved = tuple(saved)
     node._saved_layout = layout
-    node._to_save = ()
     if dirty_view is not None:
         _rebase_dirty_view(node, args, dirty_view)
     return tuple(wrapped)
