@@ -9,9 +9,9 @@ and warm-up cancel out:
 * backward per node = ((FB(2N) - F(2N)) - (FB(N) - F(N))) / N, where FB(n) also runs the backward.
 
 Each is measured with the garbage collector on (the default thresholds) and off (``gc.disable()``
-after the imports). The worker's clock-driven yields (Note [Reading the clock] in engine/worker.py)
-are switched off, since they depend on time and valgrind runs about 50x slower. The figures quoted
-in benchmarks/HISTORY.md were taken this way.
+after the imports). The engine's clock-driven yields (Note [Reading the clock] in engine/worker.py,
+Note [One budget per loop] in engine/budget.py) are switched off, since they depend on time and
+valgrind runs about 50x slower. The figures quoted in benchmarks/HISTORY.md were taken this way.
 """
 
 from __future__ import annotations
@@ -51,12 +51,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _child(workload: str, phase: str, n: int, collect: bool) -> None:
     """Build the workload's graph of ``n`` nodes once (and run its backward for ``both``)."""
-    from asyncgrad.engine import worker
+    from asyncgrad.engine import budget, worker
 
     from .frameworks import Asyncgrad
     from .workloads.w1_chain import chain_graph
 
     worker.CLOCK_BUDGET = float("inf")  # no clock reads, no time-driven yields
+    budget.YIELD_AFTER_S = float("inf")  # nor the loop budget's (Note [One budget per loop])
     fw = Asyncgrad()
 
     async def main() -> None:

@@ -1,33 +1,45 @@
-"""`python -m benchmarks.stalls`: how long the engine holds the event loop (issue 8's figures).
+"""`python -m benchmarks.stalls`: how long the engine holds the event loop (issues 8 and 30).
 
-A heartbeat coroutine sleeps 1 ms in a loop and records how late it wakes, while the engine
-runs a backward. Python's GC pauses are measured apart (``gc.callbacks``): the engine's own
-stalls are measured with the collector off, the collector's pauses in their own scenario.
+A heartbeat coroutine sleeps 1 ms in a loop and records how late it wakes while a workload runs.
+Each workload runs twice per round: with the collector off (the engine's own stalls) and with it
+on (what a program sees; the collector's pauses are timed apart through ``gc.callbacks``).
+``--runs N`` repeats the rounds and prints, per workload, the worst and the median over the runs
+of each run's worst delay.
 
 On a loaded machine the operating system also takes the loop thread away, which a wall-clock
-heartbeat counts as lateness; ``worst_cpu_ms`` counts only the CPU time the loop thread spent
-on others (the engine) while a beat slept, minus the beat's 1 ms: the stall an idle machine
-would show. ``--no-freeze`` turns Note [Frozen while busy] off, for the GC figures before it.
+heartbeat counts as lateness; ``cpu`` counts only the CPU time the loop thread spent on others
+(the engine, the collector) while a beat slept, minus the beat's 1 ms: the stall an idle machine
+would show. ``wall`` is the plain lateness. ``--no-freeze`` turns Note [Frozen while busy] off.
 
-Scenarios:
-* ``medium``: a chain of 300 inline nodes just under the inline threshold (``x * 1.01`` on
-  150k float64 elements, one multiply per element: inline by design).
-* ``sin``: a chain of 300 ``sin`` nodes on 150k elements (their backward costs about nine
-  multiplies per element, Note [Cost classes]: the engine sends them to its executor).
-* ``huge``: a backward through a chain of 10^6 tiny nodes (preparation and running).
-* ``huge_grad`` (not run by default): ``grad()`` through the same chain (``init_to_execute`` too).
-* ``gc``: 1,000 concurrent backwards of 50-node graphs with the collector on: the worst and
-  total GC pause, and the heartbeat's worst lateness.
+Workloads (``--scale`` multiplies every count, never an array's size):
+* ``sin``: one backward through a chain of 300 ``sin`` nodes on 150k elements (each runs inline:
+  Note [Nothing to overlap]).
+* ``chain``: a backward through a chain of 10^6 tiny nodes (preparation and running).
+* ``fanin``: a backward through a sum tree of 10^6 nodes (2^19 products of one leaf, added pairwise).
+* ``many``: 1,000 backwards started in one step, each through its own 100-node graph.
+* ``shared``: 1,000 concurrent backwards through one shared 100-node graph (``retain_graph``).
+* ``create_graph``: 1,000 concurrent ``grad(create_graph=True)`` through 20-node graphs, each
+  followed by the backward of its gradient (the second order).
+* ``async_5000``: reentrant ``async def`` backwards, each awaiting the backward of a fresh graph
+  whose own node nests again, 5,000 deep.
+* ``sync_1000``, ``sync_5000``: the same with plain-def backwards calling ``backward_sync``.
+* ``threads_1000``: ``sync_1000`` with every node sent to a kernel thread (inline threshold 0),
+  so the nested calls come from kernel threads.
+* ``forward``: the forward of a 10^6-node chain, written as async code that awaits
+  ``asyncio.sleep(0)`` every 200 ops (what the engine cannot help is the ops' own time; what it
+  can is the collector's pauses over the growing graph).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
+import statistics
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import numpy as np
 
@@ -38,16 +50,24 @@ from .workloads.w7_heartbeat import PERIOD_S, Heartbeat
 
 
 class CPUHeartbeat(Heartbeat):
-    """Also records, per beat, the loop thread's CPU time while it slept (``cpu_hold``)."""
+    """Records how late each beat wakes, measured from the previous wake (so that nothing that runs
+    between two beats, the beat's own step included, escapes it), and the loop thread's CPU time over
+    the same span (``cpu_hold``)."""
 
     async def _beat(self) -> None:
         self.cpu_hold: list[float] = []
+        wall, self._cpu = time.perf_counter(), time.thread_time()
         while True:
-            self._since = time.perf_counter()
-            cpu = time.thread_time()
+            self._since = wall
             await asyncio.sleep(PERIOD_S)
-            self.lateness.append(time.perf_counter() - self._since - PERIOD_S)
-            self.cpu_hold.append(time.thread_time() - cpu)
+            now, now_cpu = time.perf_counter(), time.thread_time()
+            self.lateness.append(now - wall - PERIOD_S)
+            self.cpu_hold.append(now_cpu - self._cpu)
+            wall, self._cpu = now, now_cpu
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.cpu_hold.append(time.thread_time() - self._cpu)  # the beat in flight
+        await super().__aexit__(*exc)
 
     def worst_cpu_ms(self) -> float:
         return max(0.0, max(self.cpu_hold, default=0.0) - PERIOD_S) * 1e3
@@ -62,9 +82,9 @@ class GCPauses:
 
     def _callback(self, phase: str, info: dict) -> None:
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start = time.thread_time()  # CPU time: on a loaded machine, preemption is not the collector
         else:
-            self.pauses.append(time.perf_counter() - self._start)
+            self.pauses.append(time.thread_time() - self._start)
 
     def __enter__(self) -> GCPauses:
         gc.callbacks.append(self._callback)
@@ -82,67 +102,229 @@ def chain(n: int, size: int, step: Callable[[ag.Tensor], ag.Tensor]) -> tuple[ag
     return x, h.sum()
 
 
-async def heartbeat_during(make: Callable[[], tuple[ag.Tensor, ag.Tensor]], use_grad: bool = False) -> dict[str, float]:
-    """``make()`` gives a leaf and a loss: the loss's backward, or with ``use_grad`` ``grad(loss, leaf)``."""
-    x, loss = make()
-    async with CPUHeartbeat() as hb:
-        t0 = time.perf_counter()
-        if use_grad:
-            await ag.grad(loss, x)
-        else:
-            await loss.backward()
-        backward_s = time.perf_counter() - t0
-    late = sorted(hb.lateness)
-    return {"worst_ms": late[-1] * 1e3, "median_ms": late[len(late) // 2] * 1e3, "worst_cpu_ms": hb.worst_cpu_ms(),
-            "backward_ms": backward_s * 1e3}
+def _n(count: int, scale: float) -> int:
+    return max(1, round(count * scale))
 
 
-async def scenario_gc(graphs: int, nodes: int) -> dict[str, float]:
-    leaves = [ag.tensor(np.random.default_rng(i).random(16), requires_grad=True) for i in range(graphs)]
-    losses = []
-    for x in leaves:
+# --------------------------------------------------------------------------- workloads
+# Each builds its graphs (not measured) and returns the coroutine function the heartbeat measures.
+Prepared = Callable[[], Awaitable[Any]]
+
+
+def prepare_sin(scale: float) -> Prepared:
+    _, loss = chain(_n(300, scale), 150_000, lambda h: h.sin())
+    return loss.backward
+
+
+def prepare_chain(scale: float) -> Prepared:
+    _, loss = chain(_n(1_000_000, scale), 1, lambda h: h * 1.0001)
+    return loss.backward
+
+
+def prepare_fanin(scale: float) -> Prepared:
+    x = ag.tensor([0.5], dtype=ag.float64, requires_grad=True)
+    level = [x * (1.0 + i * 1e-6) for i in range(_n(1 << 19, scale))]
+    while len(level) > 1:
+        level = [level[i] + level[i + 1] if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
+    loss = level[0].sum()
+    return loss.backward
+
+
+def _small_graphs(count: int, steps: int) -> list[tuple[ag.Tensor, ag.Tensor]]:
+    graphs = []
+    for i in range(count):
+        x = ag.tensor(np.random.default_rng(i).random(16), requires_grad=True)
         h = x
-        for _ in range(nodes):
+        for _ in range(steps):
             h = (h * 1.01).tanh()
-        losses.append(h.sum())
-    with GCPauses() as pauses:
-        async with CPUHeartbeat() as hb:
-            t0 = time.perf_counter()
-            await asyncio.gather(*(loss.backward() for loss in losses))
-            backward_s = time.perf_counter() - t0
-    worst_gc = max(pauses.pauses, default=0.0)
-    return {"worst_gc_ms": worst_gc * 1e3, "total_gc_ms": sum(pauses.pauses) * 1e3, "collections": len(pauses.pauses),
-            "worst_heartbeat_ms": max(hb.lateness) * 1e3, "worst_cpu_ms": hb.worst_cpu_ms(),
-            "backward_ms": backward_s * 1e3}
+        graphs.append((x, h.sum()))
+    return graphs
 
 
-async def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    results = {}
-    FrozenWhileBusy.enabled = not args.no_freeze
-    gc.disable()
+def prepare_many(scale: float) -> Prepared:
+    losses = [loss for _, loss in _small_graphs(_n(1000, scale), 50)]
+
+    async def run() -> None:
+        await asyncio.gather(*(loss.backward() for loss in losses))
+    return run
+
+
+def prepare_shared(scale: float) -> Prepared:
+    ((_, loss),) = _small_graphs(1, 50)
+    count = _n(1000, scale)
+
+    async def run() -> None:
+        await asyncio.gather(*(loss.backward(retain_graph=True) for _ in range(count)))
+    return run
+
+
+def prepare_create_graph(scale: float) -> Prepared:
+    graphs = _small_graphs(_n(1000, scale), 10)
+
+    async def second_order(x: ag.Tensor, loss: ag.Tensor) -> None:
+        (g,) = await ag.grad(loss, x, create_graph=True)
+        await (g * g).sum().backward()
+
+    async def run() -> None:
+        await asyncio.gather(*(second_order(x, loss) for x, loss in graphs))
+    return run
+
+
+def _nested(depth: int, kind: str) -> ag.Tensor:
+    """The outermost loss of backwards nested ``depth`` deep: each level's custom node runs the
+    backward of a fresh one-node graph of the next level from its own backward."""
+    w = ag.tensor([0.5, -1.0], dtype=ag.float64, requires_grad=True)
+
+    def graph(level: int) -> ag.Tensor:
+        with ag.enable_grad():
+            return (Nest.apply(w, level) * 1.5).sum()
+
+    if kind == "async":
+        class Nest(ag.Function):
+            @staticmethod
+            def forward(ctx, t, level):
+                ctx.level = level
+                return t * 2
+
+            @staticmethod
+            async def backward(ctx, g):
+                if ctx.level < depth:
+                    await graph(ctx.level + 1).backward()
+                return g * 2, None
+    else:
+        class Nest(ag.Function):  # type: ignore[no-redef]
+            @staticmethod
+            def forward(ctx, t, level):
+                ctx.level = level
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                if ctx.level < depth:
+                    graph(ctx.level + 1).backward_sync()
+                return g * 2, None
+    return graph(0)
+
+
+def prepare_nested(depth: int, kind: str) -> Callable[[float], Prepared]:
+    return lambda scale: _nested(_n(depth, scale), kind).backward
+
+
+@contextlib.contextmanager
+def _kernel_threads() -> Any:
+    cpu = ag.device("cpu")
+    before = cpu.inline_threshold
+    ag.set_inline_threshold("cpu", 0)
     try:
-        if "medium" in args.only:
-            results["medium"] = await heartbeat_during(lambda: chain(300, 150_000, lambda h: h * 1.01))
-        if "sin" in args.only:
-            results["sin"] = await heartbeat_during(lambda: chain(300, 150_000, lambda h: h.sin()))
-        if "huge" in args.only:
-            results["huge"] = await heartbeat_during(lambda: chain(args.huge, 1, lambda h: h * 1.0001))
-        if "huge_grad" in args.only:
-            results["huge_grad"] = await heartbeat_during(lambda: chain(args.huge, 1, lambda h: h * 1.0001), True)
+        yield
+    finally:
+        ag.set_inline_threshold("cpu", before)
+
+
+def prepare_forward(scale: float) -> Prepared:
+    n = _n(1_000_000, scale)
+
+    async def run() -> ag.Tensor:
+        h = ag.tensor([1.0], dtype=ag.float64, requires_grad=True)
+        for i in range(n):
+            h = h * 1.0000001
+            if not i % 200:
+                await asyncio.sleep(0)
+        return h  # the graph is dropped after the heartbeat (freeing it is not the forward)
+    return run
+
+
+WORKLOADS: dict[str, tuple[str, Callable[[float], Prepared], Any]] = {
+    "sin": ("one backward through 300 inline sin nodes of 150k elements", prepare_sin, None),
+    "chain": ("10^6-node chain backward", prepare_chain, None),
+    "fanin": ("10^6-node sum-tree fan-in backward", prepare_fanin, None),
+    "many": ("1,000 backwards started in one step (independent small graphs)", prepare_many, None),
+    "shared": ("1,000 concurrent backwards through one shared graph (retain_graph)", prepare_shared, None),
+    "create_graph": ("1,000 concurrent grad(create_graph=True) and their second order", prepare_create_graph, None),
+    "async_5000": ("reentrant async def backwards, 5,000 deep", prepare_nested(5000, "async"), None),
+    "sync_1000": ("reentrant backward_sync from plain backwards, 1,000 deep", prepare_nested(1000, "sync"), None),
+    "sync_5000": ("reentrant backward_sync from plain backwards, 5,000 deep", prepare_nested(5000, "sync"), None),
+    "threads_1000": ("the same through kernel threads, 1,000 deep", prepare_nested(1000, "sync"), _kernel_threads),
+    "forward": ("forward of a 10^6-node chain (yielding every 200 ops)", prepare_forward, None),
+}
+
+
+async def measure(name: str, scale: float, collector: bool) -> dict[str, float]:
+    """One run of workload ``name``, the collector on or off from its preparation to its end."""
+    _, prepare, around = WORKLOADS[name]
+    gc.collect()
+    if collector:
+        gc.enable()
+    else:
+        gc.disable()
+    try:
+        with around() if around is not None else contextlib.nullcontext():
+            run = prepare(scale)
+            with GCPauses() as pauses:
+                async with CPUHeartbeat() as hb:
+                    t0 = time.perf_counter()
+                    result = await run()
+                    took = time.perf_counter() - t0
+            del run, result
     finally:
         gc.enable()
-    if "gc" in args.only:
-        gc.collect()
-        results["gc"] = await scenario_gc(args.graphs, 50)
+    return {"wall_ms": max(hb.lateness) * 1e3, "cpu_ms": hb.worst_cpu_ms(),
+            "gc_ms": max(pauses.pauses, default=0.0) * 1e3, "run_ms": took * 1e3}
+
+
+def summary(runs: list[dict[str, float]]) -> dict[str, float]:
+    out = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        out[f"{key}_worst"] = round(max(values), 2)
+        out[f"{key}_median"] = round(statistics.median(values), 2)
+    return out
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    FrozenWhileBusy.enabled = not args.no_freeze
+    results: dict[str, Any] = {}
+    for name in args.only:
+        per = {"gc_off": [], "gc_on": []}
+        for _ in range(args.runs):
+            per["gc_off"].append(await measure(name, args.scale, False))
+            per["gc_on"].append(await measure(name, args.scale, True))
+        results[name] = {mode: summary(runs) for mode, runs in per.items()}
+        print(f"{name}: {json.dumps(results[name])}", flush=True)
     return results
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = ["| workload | worst ms, GC off: worst / median of runs (cpu; wall) "
+             "| worst ms, GC on (cpu; wall) | worst GC pause ms | run ms |",
+             "| --- | --- | --- | --- | --- |"]
+    for name, r in results.items():
+        off, on = r["gc_off"], r["gc_on"]
+        lines.append(
+            f"| {WORKLOADS[name][0]} | {off['cpu_ms_worst']:.1f} / {off['cpu_ms_median']:.1f} "
+            f"({off['wall_ms_worst']:.1f} / {off['wall_ms_median']:.1f}) "
+            f"| {on['cpu_ms_worst']:.1f} / {on['cpu_ms_median']:.1f} ({on['wall_ms_worst']:.1f} / "
+            f"{on['wall_ms_median']:.1f}) | {on['gc_ms_worst']:.1f} / {on['gc_ms_median']:.1f} "
+            f"| {on['run_ms_median']:.0f} |")
+    return "\n".join(lines)
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown: {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
+    return names
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m benchmarks.stalls", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", type=lambda text: set(text.split(",")), default="medium,sin,huge,gc",
-                        help="scenarios, comma-separated (huge_grad too)")
-    parser.add_argument("--huge", type=int, default=1_000_000, help="nodes in the huge chain")
-    parser.add_argument("--graphs", type=int, default=1000, help="concurrent backwards in the gc scenario")
+    parser.add_argument("--only", type=_names, default=list(WORKLOADS), help="workloads, comma-separated")
+    parser.add_argument("--runs", type=int, default=1, help="rounds; worst and median over them")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every workload's counts")
     parser.add_argument("--no-freeze", action="store_true", help="turn Note [Frozen while busy] off")
-    print(json.dumps(asyncio.run(main(parser.parse_args())), indent=1))
+    parser.add_argument("--json", action="store_true", help="print the results as JSON, not a table")
+    arguments = parser.parse_args()
+    outcome = asyncio.run(main(arguments))
+    print(json.dumps(outcome, indent=1) if arguments.json else table(outcome))

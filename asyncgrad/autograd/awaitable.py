@@ -67,6 +67,18 @@ pending: set[EngineCall] = set()
 """Un-awaited calls that a next use must report: fresh, in the background, failed, or left
 behind by a loop that stopped. Empty in correct code, so every check is one truth test."""
 
+_fresh_on: dict[asyncio.AbstractEventLoop, int] = {}
+"""How many calls of ``pending`` are fresh calls of each loop (a loop leaves when its count is 0):
+a new ``backward()``/``grad()`` call, which leaves its loop's fresh calls alone, looks no further
+when they are all of ``pending`` (Note [Fresh calls are counted])."""
+
+# Note [Fresh calls are counted]: ``asyncio.gather(*(loss.backward() for loss in losses))`` makes
+# every call fresh before any starts, and each call's own ``check`` would walk all the fresh calls
+# made before it: quadratic in one step of the caller's task, which holds the loop. Every call
+# enters and leaves the fresh state through ``_fresh_enter``/``_fresh_leave``, so ``_fresh_on``
+# is exact and ``check(fresh=False)`` returns at once when nothing but this loop's fresh calls is
+# pending, as the walk would have found.
+
 
 _T = TypeVar("_T")
 
@@ -92,6 +104,7 @@ class EngineCall(Coroutine[Any, Any, _T]):
             self._where = (frame.f_code.co_filename, frame.f_lineno)
             self._state = FRESH
             pending.add(self)
+            _fresh_on[loop] = _fresh_on.get(loop, 0) + 1  # Note [Fresh calls are counted]
             if loop not in _sweeps:  # Note [One sweep per loop iteration]
                 _sweeps.add(loop)
                 loop.call_soon(_sweep, loop)
@@ -109,6 +122,7 @@ class EngineCall(Coroutine[Any, Any, _T]):
         if state == FRESH:
             self._state = STARTED
             pending.discard(self)
+            self._fresh_leave()
             return self._coro.__await__()
         if state == FINISHED and self._task is None:
             return _finished(self._value)
@@ -172,6 +186,7 @@ class EngineCall(Coroutine[Any, Any, _T]):
     # ------------------------------------------------------------------ un-awaited
     def _promote(self) -> None:
         """Nobody awaited it or gave it to a task: run it in the background (Note [Await or not])."""
+        self._fresh_leave()
         self._state = BACKGROUND
         self._task = self._loop.create_task(self._coro, name=f"asyncgrad {self.kind}() not awaited")
         self._task.add_done_callback(self._background_done)
@@ -201,11 +216,21 @@ class EngineCall(Coroutine[Any, Any, _T]):
                 "task": task,
             })
 
+    def _fresh_leave(self) -> None:
+        """It leaves the fresh state (Note [Fresh calls are counted]); only a fresh call calls this."""
+        loop = self._loop
+        left = _fresh_on[loop] - 1
+        if left:
+            _fresh_on[loop] = left
+        else:
+            del _fresh_on[loop]
+
     def _at(self) -> str:
         return f" at {self._where[0]}:{self._where[1]}" if self._where else ""
 
     def _discard(self) -> None:
         """Forget a fresh call without running it (its missing ``await`` has been reported)."""
+        self._fresh_leave()
         self._state = CLOSED
         pending.discard(self)
         self._coro.close()
@@ -243,6 +268,8 @@ def check(what: str, fresh: bool = True) -> None:
     loop = _get_running_loop()
     if loop is not None and current_graph_task.get() is not None:
         return  # inside a backward (a hook, a node): the engine's own business
+    if not fresh and len(pending) == _fresh_on.get(loop, 0):
+        return  # nothing but this loop's fresh calls (Note [Fresh calls are counted])
     for call in tuple(pending):
         state = call._state
         if call._loop is loop:

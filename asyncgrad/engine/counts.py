@@ -5,7 +5,7 @@ dependency count of a huge graph, built a slice at a time (Note [Slices] in engi
 still hold the loop for its last resize alone, far past ``YIELD_AFTER_S``. Past ``SHARD_AT``
 entries, ``compute_dependencies`` moves the counts into ``SHARDS`` dicts chosen by
 ``sequence_nr``, so that each dict holds about one ``SHARDS``-th of the graph, and the shards'
-resizes fall at different times (``python -m benchmarks.stalls --only huge``). Small graphs keep a
+resizes fall at different times (``python -m benchmarks.stalls --only chain``). Small graphs keep a
 plain dict, so the common path pays nothing; on a sharded one the engine's ``route`` picks the shard itself (Note
 [Shards picked inline] in engine.py). ``init_to_execute`` shards its ``exec_info`` and its visited
 set the same way.
@@ -28,7 +28,7 @@ SHARD_AT = 1 << 14
 """Entries past which ``compute_dependencies`` shards its counts. Sharding costs every lookup a
 Python-level call, so W1's 10,000-node chain (``python -m benchmarks --only W1``) keeps a plain
 dict. Not higher: the move into shards copies every entry in one step, which must not hold the loop
-much past ``YIELD_AFTER_S`` (``python -m benchmarks.stalls --only huge``)."""
+much past ``YIELD_AFTER_S`` (``python -m benchmarks.stalls --only chain``)."""
 
 
 class ShardedMap:

@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 import weakref
 from heapq import heappush
 from typing import Any, Callable
 
 from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
+from asyncgrad.engine.budget import LoopBudget
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedMap, ShardedSet
+from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_exec_group, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import ReadyQueue, node_task
 from asyncgrad.engine.scope import GraphTaskScope
-from asyncgrad.engine.worker import YIELD_AFTER_S, DeviceWorker, give_way
+from asyncgrad.engine.worker import DeviceWorker
 from asyncgrad.graph.anomaly import anomaly_enabled
 from asyncgrad.graph.grad_mode import multithreading_enabled
 from asyncgrad.graph.node import Edge, GraphRoot, Node, portal_needed
@@ -72,6 +73,9 @@ class Engine:
     def __init__(self) -> None:
         self.workers: dict[Device, DeviceWorker] = {}
         self.live: set[GraphTask] = set()
+        self.budget = LoopBudget()
+        """The loop's time budget, shared by every graph task and server (Note [One budget per loop] in
+        budget.py)."""
 
     # ------------------------------------------------------------------ devices
     def worker(self, device: Device) -> DeviceWorker:
@@ -90,6 +94,8 @@ class Engine:
     async def execute(self, roots: list[Edge], grad_outputs: list, keep_graph: bool, create_graph: bool,
                       accumulate_grad: bool, outputs: list[Edge] | None = None) -> list:
         """Run backward from ``roots``; return the gradients captured for ``outputs``."""
+        if self.budget.due():  # Note [One budget per loop]: many started in one step wait their turn here
+            await self.budget.give_way()
         parent = current_graph_task.get()
         anomaly, check_nan = anomaly_enabled.get()
         skip_root = len(roots) == 1
@@ -286,8 +292,7 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
     stack = [root]
     pop = stack.pop
     push = stack.append
-    clock = time.perf_counter
-    started = clock()
+    budget = get_engine().budget
     steps = 0
     while stack:
         fn = pop()
@@ -306,9 +311,10 @@ async def compute_dependencies(root: Node, graph_task: GraphTask, min_topo_nr: i
             if shards is None and len(dependencies) > SHARD_AT:
                 graph_task.shard_dependencies(ShardedMap(dependencies))
                 shards = graph_task.dependency_shards
-            if clock() - started > YIELD_AFTER_S:
-                await _next_slice(graph_task)
-                started = clock()
+            if budget.due():
+                await _next_slice(graph_task, budget)
+    if shards is not None:
+        FrozenWhileBusy.settle()  # Note [Full passes while busy] in gcfreeze.py
 
 
 # Note [A root that leads to no input]: as torch's GraphTask::init_to_execute, the root has an
@@ -342,8 +348,7 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
             info.captures.append((input_nr, output_idx))
     visited: set[Node] | ShardedSet = {root}
     stack = [(root, iter(root.edge_fns))]
-    clock = time.perf_counter
-    started = clock()
+    budget = get_engine().budget
     steps = 0
     while stack:
         fn, children = stack[-1]
@@ -367,25 +372,26 @@ async def init_to_execute(graph_task: GraphTask, root: Node, outputs: list[Edge]
             if type(exec_info) is dict and len(exec_info) > SHARD_AT:
                 exec_info = ShardedMap(exec_info)
                 graph_task.expect(exec_info)
-            if clock() - started > YIELD_AFTER_S:
-                await _next_slice(graph_task)
-                started = clock()
+            if budget.due():
+                await _next_slice(graph_task, budget)
+    if type(exec_info) is ShardedMap:
+        FrozenWhileBusy.settle()  # Note [Full passes while busy] in gcfreeze.py
     if type(visited) is ShardedSet:  # freed a shard at a time, not in one long step
         while visited.drop_shard():
-            if clock() - started > YIELD_AFTER_S:
-                await _next_slice(graph_task)
-                started = clock()
+            if budget.due():
+                await _next_slice(graph_task, budget)
 
 
 _SLICE_MASK = 1023
 """Note [Slices]: preparing a huge graph is a long stretch of pure Python. Every 1024 steps the
-walk looks at the clock and, past ``YIELD_AFTER_S``, lets the loop run other coroutines, so the
-engine never holds the loop much longer than that (``python -m benchmarks.stalls --only huge``;
-the figures are in RELIABILITY.md). A graph task aborted meanwhile stops there."""
+walk asks the loop's budget (Note [One budget per loop] in budget.py) and, once it is spent, lets the
+loop run other coroutines, so the engine never holds the loop much longer than ``YIELD_AFTER_S``
+(``python -m benchmarks.stalls --only chain``; the figures are in RELIABILITY.md). A graph task
+aborted meanwhile stops there."""
 
 
-async def _next_slice(graph_task: GraphTask) -> None:
-    await give_way()
+async def _next_slice(graph_task: GraphTask, budget: LoopBudget) -> None:
+    await budget.give_way()
     if graph_task.has_error:
         raise asyncio.CancelledError()
 

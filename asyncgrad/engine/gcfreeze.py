@@ -5,9 +5,11 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 import weakref
 from typing import Any
 
+from asyncgrad.graph.node import nodes_recorded
 
 # Note [Frozen while busy]: a full (generation 2) collection walks every object the
 # collector tracks, and a recorded graph is several tracked objects per node (the node, its
@@ -15,9 +17,9 @@ from typing import Any
 # holds the loop for tens of milliseconds. While any backward of the process runs (a graph
 # task's scope calls ``enter`` as it opens and ``exit`` as it closes), everything that was alive
 # when the first one started sits in the collector's permanent generation (``gc.freeze``, O(1)),
-# so collections during backwards walk only what was allocated since
-# (``python -m benchmarks.stalls --only gc``); when the last one ends, ``gc.unfreeze`` (O(1)) hands it all back to the
-# oldest generation. Frozen objects are still freed by reference counting as usual; only
+# so collections during backwards walk only what was allocated since (``python -m
+# benchmarks.stalls --only many,fanin``); when the last one ends, ``gc.unfreeze`` (O(1)) hands it
+# all back to the oldest generation. Frozen objects are still freed by reference counting as usual; only
 # cyclic garbage older than the busy spell waits for its end to be collected.
 #
 # A graph task that never ends (its coroutine left on a loop that stopped and was closed) must
@@ -30,6 +32,44 @@ from typing import Any
 # (``gc.get_freeze_count`` walks the whole generation: asked again at every busy spell, it
 # would cost milliseconds each time in such a program). ``FrozenWhileBusy.enabled = False``
 # turns it off.
+#
+# Note [Full passes while busy]: objects made during a busy spell are not frozen by its start:
+# the gradients, input buffers and queue entries of a huge backward, the graphs that reentrant or
+# concurrent create_graph backwards record; each full pass would walk those that survived. So a
+# callback of the collector (``gc.callbacks``, installed once) freezes again as a full pass
+# *starts* while the process is busy: the young generations join the permanent one (O(1)) and the
+# pass walks nothing. The passes of the two young generations, which walk at most a few thousand
+# objects, run as usual, so short-lived cyclic garbage is still collected at once.
+#
+# The same holds while a huge graph is being recorded and no backward runs (the forward of the
+# graph that a backward will walk next): once at least ``GROWING_NODES`` nodes were recorded since
+# the last busy spell ended, full passes freeze instead of walking the growing graph again, and
+# the process stays frozen until the next busy spell ends. A training loop's forward records far
+# fewer nodes between two backwards, so its collections are left alone.
+#
+# What waits is cyclic garbage that outlived the young passes. So that it never waits long, a full
+# pass that starts more than ``WALK_EVERY_S`` after the last pass that walked everything walks
+# everything (unfrozen first), and the survivors are frozen again as it stops, if the process is
+# still busy or growing then. Only the passes the allocator starts are changed (it starts one when
+# the youngest generation's count passes its threshold, which an explicit ``gc.collect()`` does not
+# wait for): ``gc.collect()`` walks what it always walked. The callback runs in whatever thread
+# allocated, so it only tries the lock: a collection triggered under the lock (``enter``, ``exit``)
+# is left alone.
+#
+# A container made while busy is walked whole by every pass of the generation it sits in, and the
+# maps a huge graph's preparation makes (Note [Sharded counts] in counts.py) hold every node of the
+# graph: a pass of the youngest generation that found them there would walk the whole graph, and
+# another one in the middle generation. So ``compute_dependencies`` and ``init_to_execute`` call
+# ``settle`` once they have sharded their maps: while busy, it freezes them at once.
+GROWING_NODES = 2_000
+"""Nodes recorded since the last busy spell past which a recording counts as a huge graph growing
+(Note [Full passes while busy])."""
+
+WALK_EVERY_S = 60.0
+"""The longest time between two full passes that walk everything while the process stays frozen
+(Note [Full passes while busy])."""
+
+
 class FrozenWhileBusy:
     """Keeps the collector's full passes short while backwards run (Note [Frozen while busy] above)."""
 
@@ -38,6 +78,13 @@ class FrozenWhileBusy:
     _loops: dict[int, list] = {}
     """``id(loop)``: ``[weak reference to the loop, graph tasks of it that entered and did not exit]``."""
     _frozen = False
+    _recorded = 0
+    """``nodes_recorded()`` when the last busy spell ended (Note [Full passes while busy])."""
+    _walked = 0.0
+    """``time.monotonic()`` at the last full pass that walked everything, or when the process was
+    frozen while not frozen before."""
+    _walking = False
+    """A full pass walks everything now: its survivors are frozen again as it stops."""
 
     @classmethod
     def enter(cls, graph_task: Any) -> None:
@@ -62,6 +109,7 @@ class FrozenWhileBusy:
                     else:
                         gc.freeze()
                         cls._frozen = True
+                        cls._walked = time.monotonic()
 
     @classmethod
     def exit(cls, graph_task: Any) -> None:
@@ -73,15 +121,69 @@ class FrozenWhileBusy:
             entry[1] -= 1
             if entry[1] <= 0:
                 del cls._loops[key]
-                if not cls._loops and cls._frozen:
+                if not cls._loops:
+                    cls._recorded = nodes_recorded()
+                    if cls._frozen:
+                        gc.unfreeze()
+                        cls._frozen = False
+
+    @classmethod
+    def settle(cls) -> None:
+        """While busy: the huge maps a graph task's preparation has just made are frozen before a pass of
+        the young generations walks them (Note [Full passes while busy])."""
+        with cls._lock:
+            if cls._loops and cls._frozen:
+                gc.freeze()
+
+    @classmethod
+    def _collecting(cls, phase: str, info: dict) -> None:
+        """``gc.callbacks``: a full pass that starts while busy or while a huge graph grows walks
+        nothing, except one every ``WALK_EVERY_S`` (Note [Full passes while busy])."""
+        if info["generation"] != 2 or not cls.enabled:
+            return
+        if not cls._lock.acquire(blocking=False):
+            return
+        try:
+            if phase != "start":
+                if cls._walking:  # the pass that walked everything is over: freeze its survivors
+                    cls._walking = False
+                    gc.freeze()
+                    cls._frozen = True
+                return
+            if gc.get_count()[0] <= gc.get_threshold()[0]:
+                return  # not the allocator's pass: ``gc.collect()`` walks as asked
+            if cls._loops:
+                wanted = cls._frozen
+            else:
+                wanted = nodes_recorded() - cls._recorded >= GROWING_NODES
+            if not wanted:
+                if cls._frozen:  # no backward runs and no huge graph grows: this pass walks everything
                     gc.unfreeze()
                     cls._frozen = False
+                return
+            now = time.monotonic()
+            if not cls._frozen:
+                if gc.get_freeze_count():
+                    cls.enabled = False  # the program freezes objects itself
+                    return
+                cls._walked = now
+            elif now - cls._walked > WALK_EVERY_S:
+                gc.unfreeze()  # this pass walks everything, and ``stop`` freezes again
+                cls._frozen = False
+                cls._walking = True
+                cls._walked = now
+                return
+            gc.freeze()
+            cls._frozen = True
+        finally:
+            cls._lock.release()
 
     @classmethod
     def _after_fork(cls) -> None:
         """A forked child runs none of its parent's backwards."""
         cls._lock = threading.Lock()
         cls._loops = {}
+        cls._walking = False
         if cls._frozen:
             gc.unfreeze()
             cls._frozen = False
@@ -89,3 +191,4 @@ class FrozenWhileBusy:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=FrozenWhileBusy._after_fork)
+gc.callbacks.append(FrozenWhileBusy._collecting)

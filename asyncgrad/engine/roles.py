@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from asyncgrad.devices import Device
+    from asyncgrad.engine.budget import LoopBudget
     from asyncgrad.engine.graph_task import GraphTask
     from asyncgrad.graph.node import Node
 
@@ -16,6 +17,7 @@ class EngineRole(Protocol):
 
     live: set[GraphTask]
     workers: dict[Device, Any]
+    budget: LoopBudget
 
     def route(self, graph_task: GraphTask, node: Node, outputs: Any, chain: Any = None) -> tuple | None: ...
 

@@ -52,39 +52,20 @@ _serving: contextvars.ContextVar[tuple[DeviceWorker, asyncio.Task] | None] = con
 """In a server's context (Note [Servers]): its worker and its task. Tasks the server creates copy
 its context, so ``reenter`` compares the task too."""
 
-YIELD_AFTER_S = 0.002
-"""Note [Yielding]: the engine gives the loop back after holding it this long. The worker reads
-the clock once the inline nodes run since its last reading add up to ``CLOCK_BUDGET`` (Note
-[Reading the clock]), so a run of expensive inline nodes cannot hold the loop for more than about
-``CLOCK_BUDGET`` element-operations past this."""
-
 CLOCK_BUDGET = 100_000
 """Note [Reading the clock]: the worker reads the clock (for Note [Yielding]) once the estimated
 work of the inline nodes run since the last reading passes this many element-operations, each
 node counted as its ``work`` plus ``NODE_CLOCK_COST`` for its fixed cost, rather than after every
-node. What must hold: the loop is held at most about ``CLOCK_BUDGET`` element-operations past
-``YIELD_AFTER_S``, a small fraction of the slice; a node that alone passes the budget (a large
+node, and asks the loop's budget then (Note [One budget per loop] in budget.py). What must hold:
+the loop is held at most about ``CLOCK_BUDGET`` element-operations past ``YIELD_AFTER_S``, a small
+fraction of the slice; a node that alone passes the budget (a large
 kernel run inline, Note [Nothing to overlap]) reads the clock right after it. A profiled graph task
 times every node (a budget of -1). What it buys: a clock read per node on W1's backward
-(``python -m benchmarks --only W1``); the pauses it allows: ``python -m benchmarks.stalls --only huge``."""
+(``python -m benchmarks --only W1``); the pauses it allows: ``python -m benchmarks.stalls --only chain``."""
 
 NODE_CLOCK_COST = 4_000
 """A node's fixed cost in element-operations for Note [Reading the clock]: about what a tiny node's
 own bookkeeping costs, so that a run of them reads the clock about as often as its time requires."""
-
-
-async def give_way() -> None:
-    """Let every coroutine that became ready while the engine held the loop run before it goes on.
-
-    One ``sleep(0)`` is not enough: a timer that came due while the worker ran gets its
-    callback queued *behind* the worker's next step, and that callback only schedules its
-    task's wake-up, which runs one loop iteration later still. So the worker steps aside for
-    three iterations: a timer that came due meanwhile has run when it goes on
-    (``python -m benchmarks --only W7``: the heartbeat's lateness).
-    """
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
 
 
 ALONE_INLINE_FACTOR = 10
@@ -262,7 +243,7 @@ class DeviceWorker:
         threshold = device.inline_threshold
         by_cost, on_loop = BY_COST, ON_LOOP
         clock = time.perf_counter
-        last_yield = clock()
+        loop_budget = engine.budget  # Note [One budget per loop] in budget.py
         chained: tuple | None = None
         graph_task: Any = None  # the current one whenever ``chained`` is set
         # the current graph task's fields read by the chain step (Note [One evaluate path])
@@ -298,7 +279,6 @@ class DeviceWorker:
                     current_graph_task.set(None)
                     current_recorder.set(None)
                     await queue.wait()
-                    last_yield = clock()
                     continue
                 entry = heappop(heap)
                 graph_task, node, inputs = entry[GRAPH_TASK], entry[NODE], entry[INPUTS]
@@ -317,7 +297,6 @@ class DeviceWorker:
                         await greenback.ensure_portal()
                         portal = True
                         current = None
-                        last_yield = clock()
                         continue
                     current = graph_task
                     profile = graph_task.profile
@@ -337,7 +316,6 @@ class DeviceWorker:
                         current = None  # Note [Reentrant priority]: the next node looks at ``holds``
                         if heap:
                             await asyncio.sleep(0)  # the task takes its first step (and maybe reenters) first
-                            last_yield = clock()
                         continue
                     if node.work >= threshold and not (  # Note [Nothing to overlap]
                             placement is by_cost and not self.in_flight and node.work < threshold * ALONE_INLINE_FACTOR
@@ -346,7 +324,6 @@ class DeviceWorker:
                             heappush(heap, entry)  # back in its place; taken again once a thread is free
                             await self._free_slot()
                             current = None
-                            last_yield = clock()
                             continue
                         if self.in_flight < device.num_workers:
                             self._spawn(graph_task, node, inputs, _IN_EXECUTOR)
@@ -402,16 +379,14 @@ class DeviceWorker:
             spent += node.work + NODE_CLOCK_COST  # Note [Reading the clock]
             if spent > budget:
                 spent = 0
-                now = clock()
                 if profile is not None:
-                    profile.record(node, device, self.name, graph_task, start, now, True)
-                if now - last_yield > YIELD_AFTER_S:
+                    profile.record(node, device, self.name, graph_task, start, clock(), True)
+                if loop_budget.due():
                     if chained is not None:  # queued while the loop runs others: where a new node may come first
                         heappush(heap, node_task(graph_task, chained[0], chained[1], queue.counter))
                         chained = None
-                    await give_way()
+                    await loop_budget.give_way()
                     current = None
-                    last_yield = clock()
 
     def add_blocked(self, delta: int) -> None:
         """A kernel thread of this device started (+1) or stopped (-1) waiting on a reentrant backward."""

@@ -77,6 +77,11 @@ _sequence = itertools.count()
 """Creation order of nodes; the engine runs later-created nodes first."""
 
 
+def nodes_recorded() -> int:
+    """How many nodes the process has recorded so far (``_sequence``'s next value, not consumed)."""
+    return _sequence.__reduce__()[1][0]
+
+
 Edge: TypeAlias = "tuple[Node | None, int]"
 """Where a gradient goes: ``(function, input_nr)``, input ``input_nr`` of ``function`` (None: nowhere).
 

@@ -8,6 +8,7 @@ import pytest
 from helpers import ticks_during
 
 import asyncgrad as ag
+from asyncgrad.engine import budget as budget_module
 from asyncgrad.engine import worker as worker_module
 
 torch = pytest.importorskip("torch")
@@ -51,7 +52,7 @@ async def test_order_and_gradients_match_torch_on_chains_with_branches():
 async def test_a_chain_yields_between_nodes_and_stays_exact(monkeypatch):
     """With a time slice of nothing, the worker yields after every node: the consumer it was handed
     goes onto the heap and another coroutine runs in between."""
-    monkeypatch.setattr(worker_module, "YIELD_AFTER_S", 0.0)
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
     monkeypatch.setattr(worker_module, "CLOCK_BUDGET", 0)  # Note [Reading the clock]: after every node
     x = ag.tensor([0.1, 0.2, 0.3], dtype=ag.float64, requires_grad=True)
     y = x

@@ -15,7 +15,7 @@ from helpers import Boom
 
 import asyncgrad as ag
 from asyncgrad.autograd.accumulate import grad_accumulator
-from asyncgrad.engine import engine as engine_module
+from asyncgrad.engine import budget as budget_module
 from asyncgrad.engine.counts import SHARD_AT, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import current_graph_task
@@ -168,7 +168,7 @@ async def test_turned_off_nothing_is_frozen():
 async def test_graph_preparation_yields_to_the_loop_in_slices(monkeypatch):
     """Preparing a 5,000-node chain, with the slice length set to nothing, lets another coroutine
     run between slices of 1,024 nodes before the first node of the backward runs."""
-    monkeypatch.setattr(engine_module, "YIELD_AFTER_S", 0.0)
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
     ticks = 0
 
     async def ticker():
@@ -279,3 +279,138 @@ def test_sharded_set_adds_finds_and_frees_shard_by_shard():
     while visited.drop_shard():
         drops += 1
     assert not any(visited.shards) and 1 < drops <= 64 and nodes[0] not in visited
+
+
+# --------------------------------------------------------------------------- the collector while busy
+@pytest.fixture
+def eager_collector():
+    """Thresholds low enough that the allocator starts full passes within a small test; restored."""
+    before = gc.get_threshold()
+    gc.set_threshold(100, 2, 2)
+    yield
+    gc.set_threshold(*before)
+
+
+class Hoard(ag.Function):
+    """An async backward that keeps many new objects alive and reports the permanent generation
+    before and after making them."""
+
+    kept: list = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx, g):
+        before = gc.get_freeze_count()
+        Hoard.kept = [[i] for i in range(20_000)]
+        Hoard.seen = (before, gc.get_freeze_count())
+        return g
+
+
+async def test_full_passes_while_busy_freeze_what_the_backward_made(eager_collector):
+    """Note [Full passes while busy]: survivors made during the backward are frozen by the full
+    passes the allocator starts meanwhile (not walked); all of it is unfrozen when the backward ends."""
+    x = ag.ones(2, requires_grad=True)
+    await Hoard.apply(x).sum().backward()
+    before, after = Hoard.seen
+    assert after > before + 10_000, "the new lists were frozen by a full pass"
+    assert gc.get_freeze_count() == 0
+    Hoard.kept = []
+
+
+async def test_an_explicit_collect_while_busy_still_collects_new_cycles(eager_collector):
+    class Cycle:
+        pass
+
+    seen = []
+
+    class Collect(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        async def backward(ctx, g):
+            a, b = Cycle(), Cycle()
+            a.other, b.other = b, a
+            alive = weakref.ref(a)
+            del a, b
+            gc.collect()
+            seen.append(alive() is None)
+            return g
+
+    x = ag.ones(2, requires_grad=True)
+    await Collect.apply(x).sum().backward()
+    assert seen == [True]
+
+
+async def test_a_huge_graph_recorded_outside_a_backward_is_frozen_until_the_next_backward_ends(eager_collector):
+    """Note [Full passes while busy]: past GROWING_NODES recorded since the last backward, the full
+    passes freeze instead of walking the growing graph; the backward's end unfreezes."""
+    from asyncgrad.engine.gcfreeze import GROWING_NODES
+
+    x = ag.ones(1, requires_grad=True)
+    h = x
+    for _ in range(GROWING_NODES + 100):
+        h = h * 1.0
+    # what else the program keeps meanwhile: enough survivors that the allocator starts a full pass
+    kept = [[i] for i in range(len(gc.get_objects()))]
+    assert gc.get_freeze_count() > len(kept) // 2
+    await h.sum().backward()
+    assert gc.get_freeze_count() == 0
+    assert x.grad.tolist() == [1.0]
+
+
+async def test_a_short_forward_leaves_the_collector_alone(eager_collector):
+    x = ag.ones(1, requires_grad=True)
+    await (x * 2).sum().backward()  # a busy spell ended: the count of recorded nodes starts again
+    h = x
+    for _ in range(200):
+        h = h * 1.0
+        [[i] for i in range(50)]  # noqa: B018  (allocations, so that passes start)
+    assert gc.get_freeze_count() == 0
+
+
+async def test_a_huge_graph_preparation_freezes_its_maps():
+    """The sharded counts are frozen once made (``settle``): no pass of a young generation walks them."""
+    seen = []
+
+    class Maps(ag.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1
+
+        @staticmethod
+        async def backward(ctx, g):
+            shards = current_graph_task.get().dependency_shards
+            tracked = {id(obj) for obj in gc.get_objects()}  # every generation but the permanent one
+            seen.append(any(id(shard) in tracked for shard in shards))
+            return g
+
+    x = ag.ones(1, requires_grad=True)
+    h = Maps.apply(x)
+    for _ in range(SHARD_AT + 2048):
+        h = h * 1.0
+    await h.sum().backward()
+    assert seen == [False]
+
+
+# --------------------------------------------------------------------------- issue 30's workloads, small
+SMALL = {"sin": 0.1, "chain": 0.02, "fanin": 0.04, "many": 0.1, "shared": 0.1, "create_graph": 0.1,
+         "async_5000": 0.1, "sync_1000": 0.1, "sync_5000": 0.1, "threads_1000": 0.1, "forward": 0.02}
+"""Each workload of ``python -m benchmarks.stalls`` at a small scale (the huge graphs past SHARD_AT still)."""
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+async def test_no_workload_holds_the_loop_long(name):
+    """The loop thread's CPU time between two beats of a 1 ms heartbeat stays under a bound generous
+    enough for a loaded machine, with the collector on (Note [One budget per loop], Note [Full passes
+    while busy])."""
+    from benchmarks import stalls
+
+    result = await stalls.measure(name, SMALL[name], collector=True)
+    x = ag.ones(1, requires_grad=True)
+    await (x * 2).sum().backward()  # ends what the forward workload left frozen
+    assert result["cpu_ms"] < 50, result

@@ -17,6 +17,7 @@ from helpers import ticks_during
 
 import asyncgrad as ag
 from asyncgrad.autograd import accumulate as accumulate_module
+from asyncgrad.engine import budget as budget_module
 from asyncgrad.engine import worker as worker_module
 
 torch = pytest.importorskip("torch")
@@ -146,20 +147,20 @@ async def test_a_failing_hook_mid_chain_ends_the_backward():
 async def test_tiny_nodes_read_the_clock_by_their_budget(monkeypatch):
     """With a slice of nothing, the worker yields only when it reads the clock: after every
     ``CLOCK_BUDGET / NODE_CLOCK_COST`` tiny nodes, not after each one."""
-    monkeypatch.setattr(worker_module, "YIELD_AFTER_S", 0.0)
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
     per_read = worker_module.CLOCK_BUDGET // worker_module.NODE_CLOCK_COST + 1
     x = ag.tensor(np.ones(2), requires_grad=True)
     nodes = 50 * per_read
     ticks = await ticks_during(w1(ag, x, nodes).sum().backward())
     # about nodes / per_read readings (a node's own work moves it by one or two), each yielding for
-    # give_way's three sleeps; reading after every node would give 3 * nodes ticks
+    # the budget's two free iterations and the turn; reading after every node would give 3 * nodes ticks
     assert nodes // per_read <= ticks <= nodes // (per_read - 4) * 3
 
 
 async def test_a_node_past_the_budget_reads_the_clock_right_after(monkeypatch):
     """A node whose own work passes ``CLOCK_BUDGET`` (still below the inline threshold) is followed
     by a clock reading, so the loop is held no longer than before the budget for large nodes."""
-    monkeypatch.setattr(worker_module, "YIELD_AFTER_S", 0.0)
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
     size = worker_module.CLOCK_BUDGET // 4 + 1  # tanh's work is 4 per element
     assert 4 * size < ag.device("cpu").inline_threshold
     x = ag.tensor(np.full(size, 0.5), requires_grad=True)

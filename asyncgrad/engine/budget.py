@@ -1,0 +1,132 @@
+"""One time budget per event loop, shared by everything the engine runs on that loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+
+# Note [One budget per loop]: the engine gives the loop back after holding it ``YIELD_AFTER_S``,
+# and that must hold for the loop, not for each thing the engine runs: a thousand backwards
+# started in one step are a thousand task steps in one loop iteration, each one short, and a
+# slice per graph task would let all of them run before a timer could. So each engine (one per
+# loop, Note [Engine per loop, not a RunVar] in engine.py) has one ``LoopBudget``, and every place
+# where the engine may go on (a graph task's start, each slice of its preparation, each clock
+# reading of a device worker's server, at any nesting depth of reentrant backwards) asks it
+# ``due()`` and, when told to, awaits ``give_way()``.
+#
+# A *spell* is a stretch of loop iterations in which the engine runs: it opens at the first ``due()``
+# after the loop was free of the engine, and lasts while some ``due()`` comes in every iteration
+# (``_tick``). Once the spell has lasted ``YIELD_AFTER_S``, ``due()`` says so and the budget *closes*:
+# everyone who asks while it is closed parks too, in one first-in first-out line of futures, at the
+# cost of one future each. The loop then runs two iterations without the engine and the budget reopens
+# in the third: a timer that came due while the engine ran gets its callback queued behind the
+# budget's first hop, and that callback only schedules its task's step, which runs in the second
+# iteration (with one free iteration, a 1 ms heartbeat waited two spells). The budget reopens a new
+# spell and wakes the line in batches: each batch's steps run in the next iteration, followed by
+# ``_more``, which wakes the next batch if the spell is still open. A batch that closed the spell
+# halves the next one, a batch that did not doubles it, so a line of a thousand short preparations is
+# woken about as many at a time as fit in a spell, and a woken one that finds the spell closed again
+# parks again at the head of the line. So however many graph tasks, servers and nested calls run on a
+# loop, the loop is held about ``YIELD_AFTER_S`` plus one clock reading's work at most (``python -m
+# benchmarks.stalls``).
+#
+# Only loop code uses it (Note [Loop-only bookkeeping] in graph_task.py).
+
+YIELD_AFTER_S = 0.002
+"""Note [Yielding]: the engine gives the loop back after holding it this long (Note [One budget
+per loop]). The servers read the clock once the inline nodes run since their last reading add up
+to ``CLOCK_BUDGET`` (Note [Reading the clock] in worker.py), so a run of expensive inline nodes
+cannot hold the loop for more than about ``CLOCK_BUDGET`` element-operations past this."""
+
+_MAX_BATCH = 1024
+"""The most parked callers one iteration wakes."""
+
+_clock = time.perf_counter
+
+
+class LoopBudget:
+    """The engine's time budget on one event loop (Note [One budget per loop])."""
+
+    __slots__ = ("start", "ticking", "seen", "closed", "line", "batch")
+
+    def __init__(self) -> None:
+        self.start = 0.0
+        """When the current spell opened."""
+        self.ticking = False
+        """Whether a spell is open (its ``_tick`` queued)."""
+        self.seen = False
+        """Whether ``due()`` was asked since the last ``_tick``."""
+        self.closed = False
+        """Spent: everyone parks until the loop has run without the engine."""
+        self.line: deque[asyncio.Future] = deque()
+        """The parked callers, first in first out."""
+        self.batch = 8
+        """How many parked callers the next wake-up wakes."""
+
+    def due(self) -> bool:
+        """Whether the caller must ``await give_way()`` before it goes on."""
+        if self.closed:
+            return True
+        if not self.ticking:  # the first engine work since the loop was free of it: a new spell
+            self.ticking = True
+            self.seen = False
+            self.start = _clock()
+            asyncio.get_running_loop().call_soon(self._tick)
+            return False
+        self.seen = True
+        return _clock() - self.start > YIELD_AFTER_S
+
+    async def give_way(self) -> None:
+        """Park until the loop has run without the engine and this caller's turn has come."""
+        loop = asyncio.get_running_loop()
+        line = self.line
+        turn = loop.create_future()
+        line.append(turn)
+        while True:
+            if not self.closed:
+                self.closed = True
+                loop.call_soon(self._hop, 1)
+            await turn
+            if not self.due():
+                return
+            turn = loop.create_future()
+            line.appendleft(turn)  # it was woken too early in its batch: first again
+            if self.batch > 1:
+                self.batch //= 2
+
+    def _tick(self) -> None:
+        """The spell goes on while the engine asked ``due()`` in the iteration just run."""
+        if self.seen and not self.closed:
+            self.seen = False
+            asyncio.get_running_loop().call_soon(self._tick)
+        else:
+            self.ticking = False
+
+    def _hop(self, left: int) -> None:
+        """Two iterations without the engine, then a new spell."""
+        if left:
+            asyncio.get_running_loop().call_soon(self._hop, left - 1)
+            return
+        self.closed = False
+        self.ticking = False  # the first woken caller's ``due()`` opens the new spell
+        self._wake()
+
+    def _wake(self) -> None:
+        line = self.line
+        n = self.batch
+        while line and n:
+            turn = line.popleft()
+            if not turn.done():  # a cancelled caller's turn is skipped
+                turn.set_result(None)
+                n -= 1
+        if line:
+            asyncio.get_running_loop().call_soon(self._more)
+
+    def _more(self) -> None:
+        """After the woken batch's steps: wake the next batch while the spell is open."""
+        if self.closed:  # the batch spent the spell; whoever closed it wakes the rest later
+            return
+        if self.batch < _MAX_BATCH:
+            self.batch *= 2
+        self._wake()

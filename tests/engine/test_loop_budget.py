@@ -1,0 +1,93 @@
+"""One time budget per event loop, shared by every graph task and server on it (Note [One budget per
+loop] in engine/budget.py): backwards started together prepare in turns, a parked caller that is
+cancelled leaves the line, and the results are those of backwards run one by one."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+import asyncgrad as ag
+from asyncgrad.engine import budget as budget_module
+from asyncgrad.engine import engine as engine_module
+from asyncgrad.engine.engine import get_engine
+
+
+def _graphs(count: int, steps: int = 5) -> list[tuple[ag.Tensor, ag.Tensor]]:
+    graphs = []
+    for i in range(count):
+        x = ag.tensor(np.full(3, 0.1 * (i + 1)), requires_grad=True)
+        h = x
+        for _ in range(steps):
+            h = (h * 1.5).tanh()
+        graphs.append((x, h.sum()))
+    return graphs
+
+
+class Ticker:
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    async def __aenter__(self) -> Ticker:
+        async def tick() -> None:
+            while True:
+                self.ticks += 1
+                await asyncio.sleep(0)
+
+        self._task = asyncio.ensure_future(tick())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._task.cancel()
+
+
+async def test_backwards_started_in_one_step_prepare_in_turns(monkeypatch):
+    """With a budget of nothing, each spell admits one graph task's preparation: another coroutine
+    runs between them, where a budget per graph task would have prepared all of them in one step."""
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
+    seen = []
+    original = engine_module.compute_dependencies
+
+    async def counted(root, graph_task, min_topo_nr):
+        seen.append(ticker.ticks)
+        await original(root, graph_task, min_topo_nr)
+
+    monkeypatch.setattr(engine_module, "compute_dependencies", counted)
+    graphs = _graphs(30)
+    async with Ticker() as ticker:
+        await asyncio.gather(*(loss.backward() for _, loss in graphs))
+    assert len(seen) == 30
+    assert len(set(seen)) >= 15, "the preparations were spread over loop iterations"
+
+
+@pytest.mark.parametrize("budget_s", [0.0, 0.002])
+async def test_many_backwards_at_once_give_the_gradients_of_one_at_a_time(monkeypatch, budget_s):
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", budget_s)
+    together, alone = _graphs(40), _graphs(40)
+    await asyncio.gather(*(loss.backward() for _, loss in together))
+    for _, loss in alone:
+        await loss.backward()
+    for (x, _), (y, _) in zip(together, alone):
+        np.testing.assert_array_equal(x.grad.numpy(), y.grad.numpy())
+    budget = get_engine().budget
+    assert not budget.line and not budget.closed
+
+
+async def test_a_cancelled_caller_leaves_the_line_and_the_others_finish(monkeypatch):
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)
+    graphs = _graphs(20)
+    tasks = [asyncio.ensure_future(loss.backward()) for _, loss in graphs]
+    await asyncio.sleep(0)  # every task has started and all but the first wait in the line
+    assert len(get_engine().budget.line) >= 10
+    for task in tasks[1::2]:
+        task.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    cancelled = [isinstance(r, asyncio.CancelledError) for r in results]
+    assert cancelled == [i % 2 == 1 for i in range(20)]
+    for (x, _), was_cancelled in zip(graphs, cancelled):
+        assert (x.grad is None) == was_cancelled
+    budget = get_engine().budget
+    assert not budget.line
