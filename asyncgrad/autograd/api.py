@@ -89,7 +89,11 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
                 if not out.is_floating_point():
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                grad = Tensor._make(out.device.backend.ones(out.shape, out.dtype), out.device, False, None, 0, [0])
+                ones = out.device.backend.ones(out.shape, out.dtype)
+                if not create_graph:  # the array itself, of the output's dtype already
+                    result.append(ones)
+                    continue
+                grad = Tensor._make(ones, out.device, False, None, 0, [0])
             else:
                 result.append(None)
                 continue

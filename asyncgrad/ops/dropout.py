@@ -20,10 +20,19 @@ def check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _keep(shape: tuple[int, ...], p: float) -> np.ndarray:
+    """Bernoulli(1 - p) draws, as bools of ``shape``, from asyncgrad's generator (``ag.manual_seed``
+    repeats them; the stream is not torch's): one 32-bit half of the generator's raw 64-bit words
+    per element, kept where it is at least ``p * 2**32``, so P(keep) is ``1 - p`` to within
+    ``2**-32`` (float32 uniforms would round ``p`` to 24 bits and cost a conversion per element)."""
+    n = math.prod(shape)
+    words = numpy_generator(None, "dropout").bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n]
+    return (words >= np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))).reshape(shape)
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """The mask comes from asyncgrad's generator (``ag.manual_seed`` repeats it; the stream is not
-    torch's), drawn on the host in float32 (half the time of float64 draws) and sent to the device
-    as the scale ``keep / (1 - p)``. As in torch the result is ``input * scale`` (MulBackward0);
+    """The mask (``_keep``) is drawn on the host and sent to the device as the scale
+    ``keep / (1 - p)``. As in torch the result is ``input * scale`` (MulBackward0);
     outside training, or with ``p == 0``, ``input`` itself."""
     check_p(p)
     if not training or p == 0.0:
@@ -32,7 +41,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if p == 1.0:
         scale = dev.backend.zeros(input.shape, input.dtype)
     else:
-        keep = numpy_generator(None, "dropout").random(input.shape, dtype=np.float32) >= p
+        keep = _keep(tuple(input.shape), p)
         scale = dev.asarray(keep, dtype=input.dtype)
         scale *= 1.0 / (1 - p)  # in place: the asarray's new array
     mask = plain(scale, dev)
@@ -56,7 +65,7 @@ def _dropout_impl(input: Tensor, p: float, train: bool, feature: bool, alpha: bo
         zero = plain(dev.backend.zeros((), input.dtype), dev)
         return input.mul_(zero) if inplace else input * zero
     shape = input.shape[:2] + (1,) * (input.ndim - 2) if feature else input.shape
-    keep = (numpy_generator(None, "dropout").random(shape) >= p).astype(np.float64)
+    keep = _keep(tuple(shape), p).astype(np.float64)
     if alpha:
         a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
         b = plain(dev.asarray((keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p, dtype=input.dtype), dev)

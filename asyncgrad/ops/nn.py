@@ -74,15 +74,26 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return out if bias is None else out + bias
     dev = input.device
     xp = dev.xp
-    out = xp.matmul(input.data, xp.matrix_transpose(weight.data))
+    shape = tuple(input.shape[:-1]) + (weight.shape[0],)
+    if bias is not None and (not _broadcasts(bias.shape, shape) or np.broadcast_shapes(bias.shape, shape) != shape):
+        raise RuntimeError(
+            f"The expanded size of the tensor ({shape[-1]}) must match the existing size ({bias.shape[-1]}) at "
+            f"non-singleton dimension {len(shape) - 1}.  Target sizes: {list(shape)}.  Tensor sizes: "
+            f"{list(bias.shape)}")
+    # An input of more than two dims is one (rows, in) matrix for BLAS, as torch's linear folds
+    # it (a stacked matmul runs one small product per leading index), and the bias is added into
+    # the product's new array where the dtypes agree (``python -m benchmarks.transformer_step``).
+    data = input.data
+    if input.ndim > 2:
+        data = xp.reshape(data, (math.prod(input.shape[:-1]), input.shape[-1]))
+    out = xp.matmul(data, xp.matrix_transpose(weight.data))
+    if input.ndim > 2:
+        out = xp.reshape(out, shape)
     if bias is not None:
-        shape = out.shape
-        if not _broadcasts(bias.shape, shape) or np.broadcast_shapes(bias.shape, shape) != shape:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({shape[-1]}) must match the existing size ({bias.shape[-1]}) at "
-                f"non-singleton dimension {len(shape) - 1}.  Target sizes: {list(shape)}.  Tensor sizes: "
-                f"{list(bias.shape)}")
-        out = out + bias.data
+        if bias.dtype == input.dtype:
+            out += bias.data
+        else:
+            out = out + bias.data
     size = math.prod(out.shape)
     return record(AddmmBackward0 if bias is not None else MmBackward0, (input, weight, bias), out, dev,
                   input.shape, weight.shape, bias.shape if bias is not None else (),

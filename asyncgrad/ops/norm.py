@@ -178,12 +178,18 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
     xp = dev.xp
     axes = tuple(range(input.ndim - k, input.ndim))
     count = math.prod(shape)
-    mean, _, invstd = _stats(xp, input.data, axes, count, eps)
-    out = (input.data - mean) * invstd
-    if weight is not None:
-        out = out * weight.data
-    if bias is not None:
-        out = out + bias.data
+    x = input.data
+    out = x - xp.sum(x, axis=axes, keepdims=True) / count  # _stats' steps, the centred input kept as the result
+    out *= 1 / xp.sqrt(xp.sum(out * out, axis=axes, keepdims=True) / count + eps)
+    for t, add in ((weight, False), (bias, True)):  # in place where the dtypes agree, else promoted
+        if t is not None:
+            if t.dtype == input.dtype:
+                if add:
+                    out += t.data
+                else:
+                    out *= t.data
+            else:
+                out = out + t.data if add else out * t.data
     return record(NativeLayerNormBackward0, (input, weight, bias), out, dev, axes, tuple(range(input.ndim - k)),
                   count, eps, saved=(input, weight))
 

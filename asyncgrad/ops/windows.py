@@ -187,6 +187,62 @@ def _row_columns(xpad: Any, kernel: tuple[int, ...], stride: tuple[int, ...], di
     return xp.reshape(view, (groups, c // groups * math.prod(kernel), n * math.prod(out[:-1]) * width))
 
 
+def _channels_last(channels: int, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
+                   out: tuple[int, ...], groups: int) -> bool:
+    """Whether im2col's columns are taken channels-last (Note [Channels-last columns]): one group,
+    and runs of ``C * K[-1]`` contiguous elements longer than the output rows the other layouts copy.
+
+    Note [Channels-last columns]: im2col copies a strided view; numpy's copy costs several times
+    more per element on short contiguous runs than on long ones. From the ``(N, C, *S)`` input the
+    window view's contiguous runs are output rows (``out[-1]`` elements with stride 1), short in a
+    network's later layers; from the input moved channels-last, ``(N, *S, C)`` (one copy of the
+    input, the padding written with it), a window's last kernel row is ``K[-1] * C`` contiguous
+    elements, long where channels are many. Those columns, ``(N, P, K * C)`` with ``P`` the output
+    positions, serve the forward as one batched matmul with the weight laid out ``(O, K * C)``
+    (``_weight_last``), whose result is already ``(N, O, P)``, and the weight's gradient as
+    ``g (N, O, P)`` times them, summed over samples (``conv_weight_grad``). With several groups
+    a group's channels are not one run, so they keep the other layouts (tests/ops/
+    test_conv_channels_last.py checks every layout against exact sums and torch)."""
+    if groups != 1:
+        return False
+    run = channels * (kernel[-1] if dilation[-1] == 1 else 1)
+    rows = out[-1] if stride[-1] == 1 else 1
+    return run > max(rows, _SHORT_ROW)
+
+
+def _last_columns(x: Any, pads: tuple[tuple[int, int], ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+                  dilation: tuple[int, ...], out: tuple[int, ...]) -> Any:
+    """im2col's columns channels-last, ``(N, prod(out), prod(kernel) * C)``, of an unpadded
+    ``(N, C, *S)`` input: padded and moved channels-last in one copy, then the windows copied out
+    (Note [Channels-last columns])."""
+    backend = backend_of(x)
+    xp = backend.xp
+    d = len(kernel)
+    n, c = x.shape[:2]
+    moved = xp.permute_dims(x, (0,) + tuple(range(2, 2 + d)) + (1,))
+    if any(b or a for b, a in pads):
+        last = backend.zeros((n,) + tuple(size + b + a for size, (b, a) in zip(x.shape[2:], pads)) + (c,),
+                             backend.dtype(x))
+        backend.setitem(last, (slice(None),) + tuple(slice(b, b + size) for size, (b, _) in
+                                                     zip(x.shape[2:], pads)), moved)
+    else:
+        last = backend.copy(moved, "C")
+    st = backend.strides(last)
+    spatial = st[1:1 + d]
+    view = backend.strided_view(
+        last, (n,) + out + kernel + (c,),
+        (st[0],) + tuple(s * k for s, k in zip(spatial, stride)) + tuple(s * k for s, k in zip(spatial, dilation))
+        + (st[-1],), 0)
+    return xp.reshape(view, (n, math.prod(out), math.prod(kernel) * c))
+
+
+def _weight_last(w: Any) -> Any:
+    """The weight ``(O, C, *K)`` as ``(O, K * C)``, channels varying fastest, as ``_last_columns``."""
+    xp = backend_of(w).xp
+    moved = xp.permute_dims(w, (0,) + tuple(range(2, w.ndim)) + (1,))
+    return xp.reshape(moved, (w.shape[0], -1))
+
+
 def conv_forward(x: Any, w: Any, params: Params) -> Any:
     """``conv(x, w)`` without bias: im2col from the windows, then one batched matmul with the weight.
 
@@ -207,9 +263,13 @@ def conv_forward(x: Any, w: Any, params: Params) -> Any:
     backend = backend_of(x)
     xp = backend.xp
     kernel = w.shape[2:]
-    xpad = pad(x, pads)
-    out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
+    out = tuple(out_size(n, k, s, d, b, a) for n, k, s, d, (b, a) in zip(x.shape[2:], kernel, stride, dilation, pads))
     og, cgk, _ = _layout(w.shape, groups)
+    if _channels_last(x.shape[1], kernel, stride, dilation, out, groups):  # Note [Channels-last columns]
+        cols = _last_columns(x, pads, kernel, stride, dilation, out)
+        y = xp.matmul(_weight_last(w), xp.matrix_transpose(cols))  # (N, O, P)
+        return xp.reshape(y, (x.shape[0], w.shape[0]) + out)
+    xpad = pad(x, pads)
     rows = _row_columns(xpad, kernel, stride, dilation, out, groups)
     if rows is not None:  # Note [Whole-row columns]
         y = xp.matmul(xp.reshape(w, (groups, og, cgk)), rows)
@@ -294,26 +354,43 @@ def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) 
 
 def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params) -> Any:
     """The adjoint of ``conv`` in ``w``: the gradient times im2col's columns, summed over samples
-    and positions in one matmul per group."""
+    and positions. Where a sample's ``(Og, Cg * K)`` product is no larger than its columns
+    (``Og <= P``), one batched matmul over samples then a sum over them, which reads the
+    gradient as it lies; else one matmul per group over the gradient moved to ``(G, Og, N * P)``
+    (``_contract``)."""
     stride, pads, dilation, groups = params
     backend = backend_of(x)
     xp = backend.xp
     kernel = w_shape[2:]
-    xpad = pad(x, pads)
     out = g.shape[2:]
     og, cgk, _ = _layout(w_shape, groups)
     n = x.shape[0]
     d = len(kernel)
+    positions = math.prod(out)
+    if _channels_last(x.shape[1], kernel, stride, dilation, out, groups):  # Note [Channels-last columns]
+        cols = _last_columns(x, pads, kernel, stride, dilation, out)  # (N, P, K * C)
+        if og <= positions:
+            dw = xp.sum(xp.matmul(xp.reshape(g, (n, og, positions)), cols), axis=0)
+        else:
+            gm = xp.reshape(xp.permute_dims(g, (0,) + tuple(range(2, 2 + d)) + (1,)), (n * positions, og))
+            dw = xp.matmul(xp.matrix_transpose(gm), xp.reshape(cols, (n * positions, -1)))
+        dw = xp.reshape(dw, (w_shape[0],) + kernel + (w_shape[1],))
+        return backend.copy(xp.permute_dims(dw, (0, 1 + d) + tuple(range(1, 1 + d))), "C")
+    xpad = pad(x, pads)
     rows = _row_columns(xpad, kernel, stride, dilation, out, groups)
     if rows is not None and bool(xp.all(xp.isfinite(xpad))):  # Note [Whole-row columns]: g zero-padded
         gt = backend.zeros((w_shape[0], n) + out[:-1] + (xpad.shape[-1],), backend.dtype(g))
         backend.setitem(gt, (Ellipsis, slice(0, out[-1])), xp.permute_dims(g, (1, 0) + tuple(range(2, g.ndim))))
         return xp.reshape(_contract(xp.reshape(gt, (groups, og, -1)), rows), w_shape)
-    view = windows(xpad, kernel, stride, dilation, out)  # (N, C, *K, *O) -> (C, *K, N, *O)
-    order = tuple(range(1, 2 + d)) + (0,) + tuple(range(2 + d, 2 + 2 * d))
-    rows = n * math.prod(out)
+    view = windows(xpad, kernel, stride, dilation, out)  # (N, C, *K, *O)
+    if og <= positions:  # the forward's columns, (N, G, Cg * K, P)
+        cols = xp.reshape(view, (n, groups, cgk, positions))
+        dw = xp.sum(xp.matmul(xp.reshape(g, (n, groups, og, positions)), xp.matrix_transpose(cols)), axis=0)
+        return xp.reshape(dw, w_shape)
+    order = tuple(range(1, 2 + d)) + (0,) + tuple(range(2 + d, 2 + 2 * d))  # (C, *K, N, *O)
+    rows = n * positions
     cols = xp.reshape(xp.permute_dims(view, order), (groups, cgk, rows))
-    g2 = xp.reshape(xp.permute_dims(xp.reshape(g, (n, groups, og, rows // n)), (1, 2, 0, 3)), (groups, og, rows))
+    g2 = xp.reshape(xp.permute_dims(xp.reshape(g, (n, groups, og, positions)), (1, 2, 0, 3)), (groups, og, rows))
     return xp.reshape(_contract(g2, cols), w_shape)
 
 

@@ -21,7 +21,8 @@ METADATA = {
     # dtypes and their relations: host metadata, never device data
     "dtype", "promote_types", "result_type", "can_cast", "iinfo", "finfo", "issubdtype",
     "bool_", "number", "integer", "floating", "complexfloating", "generic", "ndarray",
-    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "intp", "isscalar",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+    "intp", "isscalar",
     # shapes (``np.shape`` reads ``.shape`` of an array, and only converts Python numbers and lists)
     "broadcast_shapes", "prod", "shape", "ndim",
 }

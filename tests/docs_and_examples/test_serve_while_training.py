@@ -19,7 +19,8 @@ def test_every_request_is_answered_while_asyncgrad_trains():
     )
     header, row = done.stdout.strip().splitlines()[-2:]
     assert header.split()[:2] == ["engine", "requests"]
-    engine, requests, p50, p99, worst, steps_per_s = row.split()
+    engine, requests, p50, p99, worst, steps_per_s, lag_p99, lag_max = row.split()
     assert engine == "asyncgrad" and int(requests) == 50
     assert 0 < float(p50) <= float(p99) <= float(worst)
     assert float(steps_per_s) > 0
+    assert 0 <= float(lag_p99) <= float(lag_max)

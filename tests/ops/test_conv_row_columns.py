@@ -15,7 +15,7 @@ from asyncgrad.ops import windows
 pytestmark = pytest.mark.parametrize("op_device", ["cpu", "sim:0"], indirect=True)
 
 CASES = {  # x shape, w shape, (stride, pads, dilation, groups): each takes whole rows
-    "lenet_conv2": ((4, 8, 12, 12), (16, 8, 5, 5), ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)),
+    "thin_conv2": ((4, 2, 12, 12), (16, 2, 5, 5), ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)),
     "padding_3x3": ((2, 3, 8, 8), (4, 3, 3, 3), ((1, 1), ((1, 1), (1, 1)), (1, 1), 1)),
     "dilation_groups": ((2, 4, 9, 10), (6, 2, 2, 3), ((1, 1), ((0, 0), (1, 2)), (2, 2), 2)),
     "strided_rows": ((2, 2, 11, 7), (3, 2, 3, 3), ((2, 1), ((1, 1), (1, 1)), (1, 1), 1)),
@@ -57,6 +57,7 @@ def test_row_columns_are_taken(case, op_device):
     xpad = windows.pad(backend.from_host(x), pads)
     out = tuple(windows.out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], w.shape[2:], stride, dilation))
     assert windows._row_columns(xpad, w.shape[2:], stride, dilation, out, groups) is not None
+    assert not windows._channels_last(x.shape[1], w.shape[2:], stride, dilation, out, groups)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -92,7 +93,7 @@ def test_forward_and_weight_grad_agree(case, op_device):
 def test_non_finite_input_takes_exact_columns(bad, op_device):
     """An inf in the last columns of a row: whole rows would read it at the next row's garbage
     columns, where the zero-padded gradient times inf is NaN in weight entries torch keeps finite."""
-    x, w, g, params, backend = _case("lenet_conv2", op_device)
+    x, w, g, params, backend = _case("thin_conv2", op_device)
     x[:, :, :, -1] = bad
     dw = backend.to_host(windows.conv_weight_grad(backend.from_host(x), backend.from_host(g), w.shape, params))
     assert np.isfinite(dw[:, :, :, 0]).all()  # kernel column 0 never reads the input's last column
