@@ -187,6 +187,9 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
     exp2,
     expm1,
     floor,
+    floor_divide,
+    fmax,
+    fmin,
     fmod,
     frac,
     greater,
@@ -196,15 +199,19 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
     isfinite,
     isinf,
     isnan,
+    ldexp,
     lerp,
     less,
     less_equal,
     lgamma,
     log2,
     log10,
+    logaddexp,
+    logaddexp2,
     logit,
     mvlgamma,
     nan_to_num,
+    nextafter,
     not_equal,
     polygamma,
     positive,
@@ -213,12 +220,15 @@ from asyncgrad.ops.elementwise import (  # noqa: E402
     remainder,
     round,
     rsqrt,
+    rsub,
     sgn,
     sinc,
     sinh,
     square,
     tan,
+    true_divide,
     trunc,
+    xlogy,
 )
 from asyncgrad.ops.linalg import (  # noqa: E402
     addmm,
@@ -371,6 +381,12 @@ from asyncgrad.ops.composites import (  # noqa: E402
 from asyncgrad.ops.elementwise import fill, frexp  # noqa: E402
 from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
 from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
+from asyncgrad.ops.linalg_composed import ormqr, pca_lowrank, svd_lowrank  # noqa: E402
+
+# the LU family's torch.* names (ops/lu.py; torch.linalg's are in ag.linalg)
+from asyncgrad.ops.lu import lu_legacy as lu  # noqa: E402
+from asyncgrad.ops.lu import lu_solve_legacy as lu_solve  # noqa: E402
+from asyncgrad.ops.lu import lu_unpack  # noqa: E402
 from asyncgrad.ops.shape import diag_embed, rot90  # noqa: E402
 from asyncgrad.ops.sorting import aminmax, cummax, cummin, mode  # noqa: E402
 from asyncgrad.ops.view_copies import (  # noqa: E402

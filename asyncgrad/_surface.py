@@ -41,6 +41,8 @@ from asyncgrad.ops import (
     inplace,
     inplace_method,
     linalg,
+    linalg_composed,
+    lu,
     misc,
     operator_form,
     reduction,
@@ -179,13 +181,14 @@ SURFACE: tuple[Group, ...] = (
     ),
     _group(
         "the binary table (ops/elementwise.py, Note [The binary table])",
-        *[(name, fn, _OPERAND) for name, fn in elementwise.FUNCTIONS.items()],
+        *[(name, fn, _OPERAND) for name, fn in elementwise.FUNCTIONS.items() if name not in elementwise.NOT_METHODS],
         *[(name, fn, _binary_types(name)) for name, fn in elementwise.OPERATORS.items()],
         *[(name + "_", inplace_method(elementwise.FUNCTIONS[name], name + "_"),
            "(other: _Operand, /, alpha: _Scalar = 1) -> Tensor" if name in ("add", "sub") else
+           "(other: _Operand, /, *, rounding_mode: str | None = None) -> Tensor" if name == "div" else
            "(other: _Operand, /) -> Tensor") for name, _ in elementwise.IN_PLACE],
         *[("__i" + dunder[2:], operator_form(inplace_method(elementwise.FUNCTIONS[name], name + "_")), _OPERAND)
-          for name, dunder in elementwise.IN_PLACE],  # __iadd__ ... __itruediv__
+          for name, dunder in elementwise.IN_PLACE if dunder is not None],  # __iadd__ ... __ifloordiv__
         ("arctan2", elementwise.atan2, _OPERAND),
         ("greater", elementwise.gt, _OPERAND),
         ("less", elementwise.lt, _OPERAND),
@@ -328,6 +331,9 @@ SURFACE: tuple[Group, ...] = (
         ("kron", linalg.kron, "other: Tensor"),
         ("cross", linalg.cross, "other: Tensor, dim: int | None"),
         ("qr", linalg.qr_legacy, "some: bool -> QrResult"),
+        ("lu", lu.lu_legacy, "pivot: bool, get_infos: bool -> tuple[Tensor, ...]"),
+        ("lu_solve", lu.lu_solve_legacy, "LU_data: Tensor, LU_pivots: Tensor"),
+        ("ormqr", linalg_composed.ormqr, "input2: Tensor, input3: Tensor, left: bool, transpose: bool"),
         ("gather", indexing.gather, "dim: int, index: Tensor, sparse_grad: bool"),
         ("scatter", indexing.scatter,
          "dim: int, index: Tensor, src: Tensor | _Scalar | None, value: _Scalar | None, reduce: str | None"),

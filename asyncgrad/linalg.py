@@ -46,3 +46,8 @@ from asyncgrad.ops.linalg_composed import (  # noqa: E402
 
 __all__ += ["cholesky_ex", "cond", "diagonal", "householder_product", "inv_ex", "lstsq", "solve_ex", "tensorinv",
             "tensorsolve", "vander", "vecdot"]
+
+# the LU family (ops/lu.py)
+from asyncgrad.ops.lu import lu, lu_factor, lu_factor_ex, lu_solve  # noqa: E402
+
+__all__ += ["lu", "lu_factor", "lu_factor_ex", "lu_solve"]

@@ -29,9 +29,10 @@ torch has a method variant. Nothing found: missing.
 Note [What one sample compares]
 The sample's tensors become asyncgrad leaves with the same values and ``requires_grad`` (one leaf
 per torch tensor object, so an input passed twice stays one input); dtypes, ``torch.Size`` and
-devices become asyncgrad's. Both forwards run; a sample torch itself refuses is skipped. The
-outputs are flattened (tuples, lists, named tuples) and compared leaf by leaf: shape, dtype and
-values (``equal_nan``, float64 tolerances ``rtol=1e-6, atol=1e-7``; after the sample's
+devices become asyncgrad's, and a torch module without parameters (a distance function) becomes
+asyncgrad's module of that class with the same settings. Both forwards run; a sample torch itself
+refuses is skipped. The outputs are flattened (tuples, lists, named tuples) and compared leaf by
+leaf: shape, dtype and values (``equal_nan``, float64 tolerances ``rtol=1e-6, atol=1e-7``; after the sample's
 ``output_process_fn_grad`` when torch's tests apply one, which removes the sign freedom of
 decompositions). Then every floating output that requires grad in torch gets one random
 ``grad_output`` (seeded, the same for both), and the input gradients of ``autograd.grad`` are
@@ -222,6 +223,8 @@ class _Converter:
             if converted is None:
                 raise _Unconvertible(f"{value}")
             return converted
+        if isinstance(value, torch.nn.Module):
+            return self._module(value)
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             return type(value)(*(self(v) for v in value))
         if isinstance(value, (list, tuple)):
@@ -229,6 +232,18 @@ class _Converter:
         if isinstance(value, dict):
             return {k: self(v) for k, v in value.items()}
         return value
+
+    def _module(self, value: Any) -> Any:
+        """A torch module without parameters or buffers (a sample's ``distance_function``) as asyncgrad's
+        module of the same class name, with the same settings (its public attributes)."""
+        cls = getattr(ag.nn, type(value).__name__, None)
+        if cls is None or next(value.parameters(), None) is not None or next(value.buffers(), None) is not None:
+            raise _Unconvertible(f"the module {type(value).__name__}")
+        module = cls()
+        for name, setting in vars(value).items():
+            if not name.startswith("_") and name in vars(module):
+                setattr(module, name, self(setting))
+        return module
 
     def grad_inputs(self) -> tuple[list[Any], list[Any]]:
         """The floating tensors that require grad, torch's and asyncgrad's, in the same order."""

@@ -74,7 +74,8 @@ def rng():
 OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace", "test_views", "test_ops_linalg",
               "test_gamma_and_pointwise_functions", "test_composite_ops",
               "test_products_and_norms",
-              "test_running_and_selecting_reductions", "test_scatters_and_windows")
+              "test_running_and_selecting_reductions", "test_scatters_and_windows", "test_two_operand_math",
+              "test_lu_family")
 """Op test modules that run whole on ``cpu``, on ``sim:0`` and, with CuPy and a GPU, on ``cuda:0`` (helpers.DEVICE)."""
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad.devices import bessel, gamma, special
+from asyncgrad.devices import bessel, gamma, lu, special
 from asyncgrad.devices.buffers import CACHE, owns_slab
 
 # Note [One array backend per device]: ops are written against the Array API standard, through
@@ -203,17 +203,26 @@ class ArrayBackend:
     def i0(self, array: Any) -> Any:
         return self._special(bessel.i0, array)
 
+    def i0e(self, array: Any) -> Any:
+        return self._special(bessel.i0e, array)
+
+    def i1(self, array: Any) -> Any:
+        return self._special(bessel.i1, array)
+
+    def i1e(self, array: Any) -> Any:
+        return self._special(bessel.i1e, array)
+
     def erfcx(self, array: Any) -> Any:
         return self._special(special.erfcx, array)
 
-    def i0e(self, array: Any) -> Any:
-        return self._special(special.i0e, array)
+    def lu_factor(self, array: Any) -> tuple[Any, Any, Any]:
+        """(LU, pivots, info) of a batch of matrices, as LAPACK's getrf (Note [LU as LAPACK's getrf gives it]
+        in devices/lu.py)."""
+        return lu.lu_factor(self, array)
 
-    def i1(self, array: Any) -> Any:
-        return self._special(special.i1, array)
-
-    def i1e(self, array: Any) -> Any:
-        return self._special(special.i1e, array)
+    def lu_permutation(self, pivots: Any, m: int, dtype: np.dtype) -> Any:
+        """P of ``A = P L U`` from getrf's pivots, in ``dtype``."""
+        return lu.permutation_matrix(self, pivots, m, dtype)
 
     def _special(self, fn: Any, array: Any) -> Any:
         """``fn(xp, array)`` computed in float64 (the approximations are written for it), cast back;

@@ -66,7 +66,7 @@ def _scaled(xp: Any, x: Any, small: tuple[float, ...], large: tuple[float, ...],
         near = near * a
     big = xp.where(a > 8.0, a, 8.0)
     far = _clenshaw(xp, large, 16.0 / big - 1.0) / xp.sqrt(big)
-    out = xp.where(a <= 8.0, near, far)
+    out = xp.where(a > 8.0, far, near)  # NaN (which compares False) takes the series near 0, giving NaN
     return xp.where(x < 0, -out, out) if odd else out
 
 

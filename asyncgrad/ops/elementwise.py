@@ -374,13 +374,6 @@ class SubBackward0(OpNode):
         )
 
 
-class RsubBackward1(OpNode):
-    """number - tensor: torch's name for the reflected form."""
-
-    __slots__ = SubBackward0.__slots__
-    backward = SubBackward0.backward
-
-
 def _sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     """torch's ``sub``: ``a - alpha * b``, broadcast, promoted as torch promotes (two bools refused)."""
     ta, tb, da, db, dev = operands(a, b, "sub")
@@ -395,12 +388,8 @@ def _sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
         raise
     a_shape = da.shape if ta is not None else _shape_of(da)
     b_shape = db.shape if tb is not None else _shape_of(db)
-    return record(SubBackward0 if ta is not None else RsubBackward1, (ta, tb), out, dev, a_shape, b_shape, alpha,
+    return record(SubBackward0, (ta, tb), out, dev, a_shape, b_shape, alpha,
                   work=0 if a_shape == b_shape == out.shape else None)
-
-
-def rsub(a: Tensor, b: Any) -> Tensor:
-    return _sub(b, a)
 
 
 # --------------------------------------------------------------------------- mul / div
@@ -1910,6 +1899,344 @@ def frexp(input: Tensor) -> FrexpResult:
     return FrexpResult(mantissa_tensor, plain(exponent, dev))
 
 
+# --------------------------------------------------------------------------- fmax/fmin, logaddexp, ldexp, nextafter
+def _two_tensors(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any, Device]:
+    """``operands`` for torch's ops that take two tensors and no number (``fmax(x, 2.0)`` is refused)."""
+    tensor_arg(a, name, "input", 1)
+    tensor_arg(b, name, "other", 2)
+    return operands(a, b, name)  # type: ignore[return-value]
+
+
+def _floats_only(name: str, da: Any) -> None:
+    """torch's refusal of a float-only kernel on the promoted integer or bool operands."""
+    dtype = _dtype_of(da)
+    if dtype.kind != "f":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{scalar_type_name(dtype)}\'')
+
+
+class FmaxBackward0(MaximumBackward0):
+    """fmax(a, b): the gradient goes to ``a`` where ``a >= b`` or ``b`` is NaN, else to ``b``
+    (torch's formula: a tie goes to ``a``, and a NaN side is the one that loses)."""
+
+    __slots__ = ()
+
+
+class FminBackward0(MaximumBackward0):
+    __slots__ = ()
+
+
+def _nan_ignoring(name: str, a: Any, b: Any) -> Tensor:
+    """fmax/fmin: the larger (smaller) of two tensors, a NaN side giving way to the other (NaN
+    only where both are); the forward's own mask routes the gradient, saved as 0/1 shares."""
+    ta, tb, da, db, dev = _two_tensors(name, a, b)
+    xp = dev.xp
+    if _dtype_of(da) == np.bool_:  # the Array API orders no bools: or / and
+        try:
+            out = (xp.logical_or if name == "fmax" else xp.logical_and)(da, db)
+        except ValueError:
+            raise broadcast_error(da.shape, db.shape) from None
+        return plain(out, dev)
+    try:
+        a_wins = (da >= db) if name == "fmax" else (da <= db)
+    except ValueError:
+        raise broadcast_error(da.shape, db.shape) from None
+    if _dtype_of(da).kind == "f":
+        a_wins = a_wins | xp.isnan(db)
+    out = xp.where(a_wins, da, db)
+    if not recording(ta, tb):
+        return plain(out, dev)
+    share_a = dev.backend.astype(a_wins, _dtype_of(out))
+    # the operands themselves too, as torch saves them: changing one in place refuses the backward
+    return record(FmaxBackward0 if name == "fmax" else FminBackward0, (ta, tb), out, dev, da.shape, db.shape,
+                  saved=(plain(share_a, dev), plain(1.0 - share_a, dev), ta, tb))
+
+
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``fmax``: the elementwise maximum of two tensors, ignoring NaN (numpy's ``fmax``)."""
+    return _nan_ignoring("fmax", input, other)
+
+
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``fmin``: the elementwise minimum of two tensors, ignoring NaN (numpy's ``fmin``)."""
+    return _nan_ignoring("fmin", input, other)
+
+
+class LogaddexpBackward0(_TwoSided):
+    """logaddexp(a, b) = log(e^a + e^b): d/da = 1 / (1 + e^(b - a)), d/db = 1 / (1 + e^(a - b))."""
+
+    __slots__ = ()
+    work_per_element = 20
+
+    def grads(self, F, g, a, b):
+        return g / (F.exp(b - a) + 1.0), g / (F.exp(a - b) + 1.0)
+
+
+class Logaddexp2Backward0(_TwoSided):
+    """logaddexp2(a, b) = log2(2^a + 2^b): d/da = 1 / (1 + 2^(b - a)), d/db = 1 / (1 + 2^(a - b))."""
+
+    __slots__ = ()
+    work_per_element = 20
+
+    def grads(self, F, g, a, b):
+        return g / (2.0 ** (b - a) + 1.0), g / (2.0 ** (a - b) + 1.0)
+
+
+def _log_add_exp(name: str, a: Any, b: Any) -> Tensor:
+    """torch's kernel: ``max + log1p(exp(-|a - b|))`` (base 2: ``exp2``, divided by ln 2), and
+    ``a`` itself where both are the same infinity (whose difference is NaN)."""
+    ta, tb, da, db, dev = _two_tensors(name, a, b)
+    _floats_only(name, da)
+    xp = dev.xp
+    with dev.backend.quiet():
+        try:
+            top = xp.maximum(da, db)
+        except ValueError:
+            raise broadcast_error(da.shape, db.shape) from None
+        gap = -xp.abs(da - db)
+        out = top + (xp.log1p(xp.exp(gap)) if name == "logaddexp" else xp.log1p(2.0 ** gap) / _LN2)
+        out = xp.where(xp.isinf(da) & (da == db), da, out)
+    node = LogaddexpBackward0 if name == "logaddexp" else Logaddexp2Backward0
+    return record(node, (ta, tb), out, dev, da.shape, db.shape, saved=(ta, tb))
+
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``logaddexp``: ``log(exp(input) + exp(other))`` without overflow, floating tensors."""
+    return _log_add_exp("logaddexp", input, other)
+
+
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``logaddexp2``: ``log2(2**input + 2**other)`` without overflow, floating tensors."""
+    return _log_add_exp("logaddexp2", input, other)
+
+
+class LdexpBackward0(OpNode):
+    """ldexp(a, b) = a 2^b: d/da = 2^b, d/db = out ln 2 (torch's formula)."""
+
+    __slots__ = ("a_shape", "b_shape")
+    work_per_element = 6
+    saves_result = True
+
+    def backward(self, F, g):
+        b, out = F.unpack(self)
+        return (
+            F.sum_to(g * 2.0 ** b, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g * out * _LN2, self.b_shape) if self.needs(1) else None,
+        )
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``ldexp``: ``input * 2**other``, two tensors; ``2**other`` is in ``other``'s float
+    dtype (the default one for integers), then promoted with ``input`` as torch's ``mul``."""
+    tensor_arg(input, "ldexp", "input", 1)
+    tensor_arg(other, "ldexp", "other", 2)
+    dev = input.device
+    if other.device is not dev:
+        same_device(input, other)
+    backend = dev.backend
+    exponent = other.data
+    if other.dtype.kind != "f":
+        exponent = backend.astype(exponent, dtypes.get_default_dtype())
+    power = 2.0 ** exponent
+    dtype = result_dtype(input.data, power)
+    try:
+        out = backend.astype(input.data, dtype) * backend.astype(power, dtype)
+    except ValueError:
+        raise broadcast_error(input.shape, other.shape) from None
+    # an integer exponent is saved in its float dtype: it has no gradient, and ``2.0 ** b`` needs a float array
+    saved = other if other.dtype.kind == "f" else plain(exponent, dev)
+    return record(LdexpBackward0, (input, other), out, dev, input.shape, other.shape, saved=(saved,))
+
+
+class NextafterBackward0(_TwoSided):
+    """nextafter(a, b): d/da = 1 where a != b (0 where the result is b itself), d/db = 0 (torch's formula)."""
+
+    __slots__ = ()
+    work_per_element = 2
+
+    def grads(self, F, g, a, b):
+        return F.where(a != b, g, 0.0), F.zeros_like(g)
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """torch's ``nextafter``: the next floating value after ``input`` towards ``other``."""
+    ta, tb, da, db, dev = _two_tensors("nextafter", input, other)
+    _floats_only("nextafter", da)
+    try:
+        out = dev.xp.nextafter(da, db)
+    except ValueError:
+        raise broadcast_error(da.shape, db.shape) from None
+    return record(NextafterBackward0, (ta, tb), out, dev, da.shape, db.shape, saved=(ta, tb))
+
+
+# --------------------------------------------------------------------------- xlogy
+class XlogyBackward0(OpNode):
+    """xlogy(x, y) = x log(y), 0 where x is 0 (unless y is NaN): d/dx = xlogy(g, y), 0 where x is 0
+    and y <= 0; d/dy = g x / y (torch's formulas). A number operand is saved as a constant."""
+
+    __slots__ = ("x_shape", "y_shape")
+    work_per_element = 6
+
+    def backward(self, F, g):
+        x, y = F.unpack(self)
+        gx = gy = None
+        if self.needs(0):
+            # log(y): -inf at 0 and NaN below, given as such (numpy would warn making them)
+            log_y = F.where(y == 0, -math.inf, F.log(F.where(y > 0, y, math.nan)))
+            xlogy_g = F.where(g == 0, F.where(y != y, y, 0.0), g * log_y)  # xlogy(g, y): 0 at g == 0 unless y is NaN
+            gx = F.sum_to(F.where(x == 0, F.where(y <= 0, 0.0, xlogy_g), xlogy_g), self.x_shape)
+        if self.needs(1):
+            gy = F.sum_to(g * x / y, self.y_shape)
+        return gx, gy
+
+
+class XlogyBackward1(XlogyBackward0):
+    """xlogy(number, tensor)."""
+
+    __slots__ = ()
+
+
+class XlogyBackward2(XlogyBackward0):
+    """xlogy(tensor, number)."""
+
+    __slots__ = ()
+
+
+def xlogy(input: Any, other: Any) -> Tensor:
+    """torch's ``xlogy``: ``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN);
+    tensors or one number, broadcast, integers in the default float dtype."""
+    tx, ty, dx, dy, dev = operands(input, other, "xlogy")
+    xp, backend = dev.xp, dev.backend
+    # a number is weak (``operands``): it takes the tensor's dtype, and integers compute in the default float dtype
+    if dx.__class__ in _PLAIN_NUMBERS:
+        dx = backend.full((), dx, _dtype_of(dy))
+    elif dy.__class__ in _PLAIN_NUMBERS:
+        dy = backend.full((), dy, _dtype_of(dx))
+    if _dtype_of(dx).kind != "f":
+        default = np.dtype(dtypes.get_default_dtype())
+        dx, dy = backend.astype(dx, default), backend.astype(dy, default)
+    with backend.quiet():
+        try:
+            out = xp.where((dx == 0) & ~xp.isnan(dy), xp.zeros_like(dx * dy), dx * xp.log(dy))
+        except ValueError:
+            raise broadcast_error(dx.shape, dy.shape) from None
+    node = XlogyBackward0 if tx is not None and ty is not None else XlogyBackward1 if tx is None else XlogyBackward2
+    return record(node, (tx, ty), out, dev, tuple(dx.shape), tuple(dy.shape),
+                  saved=(tx if tx is not None else plain(dx, dev), ty if ty is not None else plain(dy, dev)))
+
+
+# --------------------------------------------------------------------------- rsub
+class RsubBackward0(OpNode):
+    """rsub(input, other, alpha) = other - alpha input: d/dinput = -alpha, d/dother = 1."""
+
+    __slots__ = ("a_shape", "b_shape", "alpha")
+
+    def backward(self, F, g):
+        return (
+            F.sum_to(-g if self.alpha == 1 else g * -self.alpha, self.a_shape) if self.needs(0) else None,
+            F.sum_to(g, self.b_shape) if self.needs(1) else None,
+        )
+
+
+class RsubBackward1(OpNode):
+    """rsub(tensor, number): torch's name for the number form (``2.0 - x``); one input."""
+
+    __slots__ = ("alpha",)
+
+    def backward(self, F, g):
+        return (-g if self.alpha == 1 else g * -self.alpha,)
+
+
+def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    """torch's ``rsub``: ``other - alpha * input`` (``other - input`` is ``input.__rsub__(other)``)."""
+    if input.__class__ is not Tensor:
+        tensor_arg(input, "rsub", "input", 1)
+    ta, tb, da, db, dev = operands(input, other, "rsub")
+    try:
+        out = db - da if alpha == 1 else db - da * alpha
+    except ValueError:
+        raise broadcast_error(_shape_of(da), _shape_of(db)) from None
+    except TypeError:
+        if _is_bool(da) and _is_bool(db):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                               "`logical_xor()` operator instead.") from None
+        raise
+    if tb is None and db.__class__ in _PLAIN_NUMBERS:
+        return record(RsubBackward1, (ta,), out, dev, alpha)
+    return record(RsubBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db), alpha)
+
+
+# --------------------------------------------------------------------------- rounded division
+class DivBackward2(OpNode):
+    """div with a rounding mode: piecewise constant, so both gradients are zeros (torch's
+    ``div_tensor_self_backward``/``other_backward`` with a rounding mode)."""
+
+    __slots__ = ("a_shape", "b_shape")
+    work_per_element = 0
+
+    def backward(self, F, g):
+        # Note [Zero derivatives are constants]
+        return (
+            F.sum_to(F.zeros_like(g), self.a_shape) if self.needs(0) else None,
+            F.sum_to(F.zeros_like(g), self.b_shape) if self.num_outputs > 1 and self.needs(1) else None,
+        )
+
+
+class NotImplementedBackward(OpNode):
+    """The node of an op torch records without a derivative (``floor_divide``): its backward raises."""
+
+    __slots__ = ("op",)
+
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
+    def backward(self, F, g):
+        raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
+
+
+def _rounded_div(a: Any, b: Any, rounding_mode: str, name: str) -> Tensor:
+    """``a / b`` rounded toward zero (``"trunc"``) or down (``"floor"``, Python's ``//``), in the
+    operands' promoted dtype (integers stay integers); an integer division by zero is refused."""
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    ta, tb, da, db, dev = operands(a, b, name)
+    xp = dev.xp
+    array = da if da.__class__ not in _PLAIN_NUMBERS else db
+    dtype = _dtype_of(array)
+    if dtype == np.bool_:
+        raise NotImplementedError(f'"div_{rounding_mode}_cpu" not implemented for \'Bool\'')
+    integral = dtype.kind in "iu"
+    if integral and bool((db == 0) if db.__class__ in _PLAIN_NUMBERS else xp.any(db == 0)):
+        raise RuntimeError("ZeroDivisionError")
+    with dev.backend.quiet():
+        try:
+            if rounding_mode == "floor":
+                out = xp.floor_divide(da, db)
+            elif not integral:
+                out = xp.trunc(da / db)
+            else:  # the floor quotient, one up where a remainder is left and the signs differ
+                floor = xp.floor_divide(da, db)
+                out = xp.where((da - floor * db != 0) & ((da < 0) != (db < 0)), floor + 1, floor)
+        except ValueError:
+            raise broadcast_error(_shape_of(da), _shape_of(db)) from None
+    if name == "floor_divide":
+        return record(NotImplementedBackward, (ta, tb), out, dev, "floor_divide")
+    return record(DivBackward2, (ta, tb), out, dev, _shape_of(da), _shape_of(db))
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """torch's ``floor_divide``: ``input // other`` rounded down, as ``div(rounding_mode="floor")``;
+    torch records it without a derivative, and so does asyncgrad."""
+    if not isinstance(input, Tensor):
+        tensor_arg(input, "floor_divide", "input", 1)
+    return _rounded_div(input, other, "floor", "floor_divide")
+
+
+def rfloor_divide(input: Tensor, other: Any) -> Tensor:
+    """``other // input`` for an ``other`` that is not a tensor."""
+    return _rounded_div(other, input, "floor", "floor_divide")
+
+
 # --------------------------------------------------------------------------- the binary table
 # Note [The binary table]: a two-operand elementwise op is one row of ``_BINARY``:
 #
@@ -1923,8 +2250,8 @@ def frexp(input: Tensor) -> FrexpResult:
 #              (the operator form serves both sides)
 #   number     the number node or None: the row takes the number path (Note [The number path])
 #   nforward   ``(array, number) -> array`` of the number path: the general forward's own operator
-#   in_place   True: Tensor has ``name_`` and the augmented operator (``__iadd__``), built from the
-#              function form in ops/__init__.py
+#   in_place   True: Tensor has ``name_`` and, with an operator, the augmented operator (``__iadd__``),
+#              built from the function form in ops/__init__.py
 #
 # ``_number_first`` makes each row's function form (a module attribute named ``name``) and its
 # operator forms (``OPERATORS``, installed on Tensor by ops/__init__.py), so the number path, the
@@ -1946,6 +2273,16 @@ _BINARY = (
     ("atan2",     atan2,     None,          None,           None,     None,              None,             False),
     ("hypot",     hypot,     None,          None,           None,     None,              None,             False),
     ("copysign",  copysign,  None,          None,           None,     None,              None,             False),
+    ("true_divide", _div,    None,          None,           None,     DivNumberBackward, operator.truediv, True),
+    ("floor_divide", floor_divide, "__floordiv__", "__rfloordiv__", rfloor_divide, None,   None,             True),
+    ("fmax",      fmax,      None,          None,           None,     None,              None,             False),
+    ("fmin",      fmin,      None,          None,           None,     None,              None,             False),
+    ("ldexp",     ldexp,     None,          None,           None,     None,              None,             True),
+    ("logaddexp", logaddexp, None,          None,           None,     None,              None,             False),
+    ("logaddexp2", logaddexp2, None,        None,           None,     None,              None,             False),
+    ("nextafter", nextafter, None,          None,           None,     None,              None,             True),
+    ("xlogy",     xlogy,     None,          None,           None,     None,              None,             True),
+    ("rsub",      rsub,      None,          None,           None,     None,              None,             False),
     # comparisons: a bool tensor, no node
     ("lt",        lt,        "__lt__",      None,           None,     None,              None,             False),
     ("le",        le,        "__le__",      None,           None,     None,              None,             False),
@@ -1960,7 +2297,7 @@ FUNCTIONS: dict[str, Callable] = {}
 OPERATORS: dict[str, Callable] = {}
 """Each row's operator forms by method name (``"__add__"``, ``"__radd__"``)."""
 IN_PLACE: tuple[tuple[str, str], ...] = tuple((row[0], row[2]) for row in _BINARY if row[7])
-"""(name, operator) of the rows with an in-place method and an augmented operator."""
+"""(name, operator or None) of the rows with an in-place method (and, with an operator, an augmented one)."""
 
 for _name, _general, _dunder, _reflected, _rgeneral, _number, _nforward, _ in _BINARY:
     FUNCTIONS[_name] = _number_first(_general, _number, _nforward, False)
@@ -1976,7 +2313,9 @@ for _name, _general, _dunder, _reflected, _rgeneral, _number, _nforward, _ in _B
 del _name, _general, _dunder, _reflected, _rgeneral, _number, _nforward, _form
 
 # the function forms of the number rows, as plain assignments that type checkers and readers can follow
-_add_number_first, _sub_number_first, mul, div = (FUNCTIONS[n] for n in ("add", "sub", "mul", "div"))
+_add_number_first, _sub_number_first, mul, _div_number_first, true_divide = (
+    FUNCTIONS[n] for n in ("add", "sub", "mul", "div", "true_divide"))
+true_divide.__name__ = true_divide.__qualname__ = "true_divide"
 assert all(FUNCTIONS[row[0]] is globals()[row[0]] for row in _BINARY if row[5] is None), (
     "a row of _BINARY without a number path names its module function")
 
@@ -1993,4 +2332,18 @@ def sub(input: Any, other: Any, alpha: Any = 1) -> Tensor:
     return _sub_number_first(input, other) if alpha == 1 else _sub(input, other, alpha)
 
 
-FUNCTIONS["add"], FUNCTIONS["sub"] = add, sub
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """torch's ``div``: true division (integers in the default float dtype), or with ``rounding_mode``
+    ``"trunc"``/``"floor"`` the quotient rounded in the operands' dtype, whose gradient is zeros
+    (Note [The binary table])."""
+    if rounding_mode is None:
+        return _div_number_first(input, other)
+    if not isinstance(input, Tensor):
+        tensor_arg(input, "div", "input", 1)
+    return _rounded_div(input, other, rounding_mode, "div")
+
+
+FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"] = add, sub, div
+
+NOT_METHODS = frozenset({"rsub"})
+"""The rows whose function form torch has no Tensor method for (``torch.rsub`` only)."""

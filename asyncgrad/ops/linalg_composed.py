@@ -22,10 +22,11 @@ from asyncgrad.ops.reduction import cumprod
 from asyncgrad.ops.shape import cat
 from asyncgrad.ops.views import diagonal as _diagonal
 from asyncgrad.ops.views import movedim
+from asyncgrad.random import numpy_generator
 from asyncgrad.tensor import Tensor, scalar_type_name
 
-__all__ = ["cholesky_ex", "cond", "diagonal", "householder_product", "inv_ex", "lstsq", "solve_ex", "tensorinv",
-           "tensorsolve", "vander", "vecdot"]
+__all__ = ["cholesky_ex", "cond", "diagonal", "householder_product", "inv_ex", "lstsq", "ormqr", "pca_lowrank",
+           "solve_ex", "svd_lowrank", "tensorinv", "tensorsolve", "vander", "vecdot"]
 
 
 class CholeskyExResult(NamedTuple):
@@ -273,3 +274,100 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         v = V[..., :, i:i + 1]
         Q = Q - (Q @ v) @ (v.mT * tau[..., i:i + 1].unsqueeze(-1))
     return Q[..., :, :n]
+
+
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor:
+    """torch's ``ormqr``: ``input3`` (C) multiplied by Q = H_1 ... H_k, the product of geqrf's reflectors
+    (``input``'s columns below the diagonal, a 1 on it) with coefficients ``input2`` (tau): ``Q C``
+    (``left``) or ``C Q``, Qᵀ for Q if ``transpose``. Composed of the reflections, applied to C one at
+    a time (``H_i X = X - tau_i v_i (v_iᵀ X)``), so every gradient is that of the composition."""
+    tensor_arg(input, "ormqr", "input", 1)
+    tensor_arg(input2, "ormqr", "input2", 2)
+    tensor_arg(input3, "ormqr", "input3", 3)
+    if input.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if input3.ndim != input.ndim:
+        raise RuntimeError(f"torch.ormqr: other.dim() must be equal to input.dim(), but got other.dim() = "
+                           f"{input3.ndim} and input.dim() = {input.ndim}")
+    if input2.ndim != input.ndim - 1:
+        raise RuntimeError(f"torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim "
+                           f"equal to {input2.ndim} and input.ndim is equal to {input.ndim}")
+    m, k = input.shape[-2], input2.shape[-1]
+    side = input3.shape[-2] if left else input3.shape[-1]
+    if side != m:
+        dim = -2 if left else -1
+        raise RuntimeError(f"torch.ormqr: Expected other.shape[{dim}] to be equal to input.shape[-2] = {m}, but "
+                           f"got other.shape[{dim}] = {side}")
+    if k > m:
+        raise RuntimeError(f"torch.ormqr: input.shape[-2] must be greater than or equal to tau.shape[-1], but got "
+                           f"input.shape[-2] = {m} and tau.shape[-1] = {k}")
+    dev = input.device
+    xp = dev.xp
+    rows = xp.reshape(dev.backend.arange(m, np.dtype(np.int64)), (-1, 1))
+    cols = xp.reshape(dev.backend.arange(k, np.dtype(np.int64)), (1, -1))
+    V = where(plain(rows > cols, dev), input[..., :, :k], 0.0) + plain(dev.backend.astype(rows == cols, input.dtype),
+                                                                        dev)
+    C = input3 * 1.0 if k == 0 else input3  # the result is a new tensor even with no reflection
+    order = range(k) if left == transpose else range(k - 1, -1, -1)
+    for i in order:
+        v = V[..., :, i:i + 1]
+        t = input2[..., i:i + 1].unsqueeze(-1)
+        C = C - v @ ((v.mT @ C) * t) if left else C - ((C @ v) * t) @ v.mT
+    return C
+
+
+class LowRankResult(NamedTuple):
+    """``svd_lowrank``'s and ``pca_lowrank``'s (U, S, V): ``A ≈ U diag(S) Vᴴ``."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+def _approximate_basis(A: Tensor, q: int, niter: int) -> Tensor:
+    """torch's ``get_approximate_basis`` (Halko et al. 2009, algorithm 4.4): Q with q orthonormal
+    columns spanning A's range, from a Gaussian sketch ``A R`` (R drawn from the default generator,
+    as torch's ``randn``) refined by ``niter`` subspace iterations."""
+    dev = A.device
+    R = plain(dev.asarray(numpy_generator(None, "svd_lowrank").standard_normal((A.shape[-1], q)), dtype=A.dtype), dev)
+    Q = linalg.qr(A @ R).Q
+    for _ in range(niter):
+        Q = linalg.qr(A.mT @ Q).Q
+        Q = linalg.qr(A @ Q).Q
+    return Q
+
+
+def _svd_lowrank(A: Tensor, q: int, niter: int) -> LowRankResult:
+    m, n = A.shape[-2:]
+    if m < n:
+        A = A.mT
+    Q = _approximate_basis(A, q, niter)
+    U, S, Vh = linalg.svd(Q.mT @ A, full_matrices=False)
+    U, V = Q @ U, Vh.mT
+    return LowRankResult(*((V, S, U) if m < n else (U, S, V)))
+
+
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None) -> LowRankResult:
+    """torch's ``svd_lowrank`` (Halko et al. 2009, algorithm 5.1): a rank-``q`` SVD of A (of ``A - M``
+    with a mean ``M``) from a randomized basis, composed of qr, svd and products as torch's is; the
+    sketch is random, so results agree with torch's in shape, and with the true SVD where A has rank q."""
+    tensor_arg(A, "svd_lowrank", "A", 1)
+    if M is not None:
+        A = A - M.broadcast_to(A.shape)
+    return _svd_lowrank(A, 6 if q is None else q, 2 if niter is None else niter)
+
+
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> LowRankResult:
+    """torch's ``pca_lowrank``: ``svd_lowrank`` of A centred on its column means (``center``), with
+    ``q = min(6, m, n)`` by default."""
+    tensor_arg(A, "pca_lowrank", "A", 1)
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if center:
+        A = A - A.mean(dim=(-2,), keepdim=True)
+    return _svd_lowrank(A, q, niter)

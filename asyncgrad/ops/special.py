@@ -2,8 +2,8 @@
 complementary error function, the normal distribution's functions, the entropy term, the
 modified Bessel functions of order 0 and 1, and ``xlog1py``.
 
-Note [Special functions by name]: the kernels are the backend's (``erfcx``, ``i0e``, ``i1``,
-``i1e`` in devices/special.py: only arithmetic, so every backend runs them) and a formula that
+Note [Special functions by name]: the kernels are the backend's (``erfcx`` in devices/special.py,
+``i0e``, ``i1``, ``i1e`` in devices/bessel.py: only arithmetic, so every backend runs them) and a formula that
 needs one asks ``F.special(name, x)``: the backend's kernel under ``ArrayMath``, this module's
 recorded op under ``TensorMath``, so second and higher orders come from the same formulas.
 Each formula is torch's (derivatives.yaml). An integer input computes in the default float dtype.
@@ -19,7 +19,7 @@ import numpy as np
 from asyncgrad import dtypes
 from asyncgrad._validate import tensor_arg
 from asyncgrad.ops._node import OpNode, plain, record
-from asyncgrad.ops.elementwise import erf, operands
+from asyncgrad.ops.elementwise import erf, operands, special_i1
 from asyncgrad.tensor import Tensor
 
 __all__ = ["entr", "erfcx", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "ndtri", "special_op", "xlog1py"]
@@ -66,18 +66,6 @@ def _at_zero(F: Any, x: Any, value: Any, limit: float) -> Any:
     """``value`` with its 0 / 0 at x = 0 replaced by the limit there (torch's i1/i1e backward)."""
     zero = x == 0
     return F.where(zero, limit, value)
-
-
-class SpecialI1Backward0(_Special):
-    """d/dx i1(x) = i0(x) - i1(x) / x, 1/2 at 0."""
-
-    __slots__ = ()
-
-    def backward(self, F, g):
-        x, out = F.unpack(self)
-        safe = F.where(x == 0, 1.0, x)
-        i0 = F.special("i0e", x) * F.exp(F.sign(x) * x)
-        return (g * _at_zero(F, x, i0 - out / safe, 0.5),)
 
 
 class SpecialI1EBackward0(_Special):
@@ -139,10 +127,9 @@ def i0e(input: Tensor) -> Tensor:
     return _record(SpecialI0EBackward0, input, input.device.backend.i0e(_floating(input)))
 
 
-def i1(input: Tensor) -> Tensor:
-    """torch.special.i1: the modified Bessel function of the first kind, order 1."""
-    tensor_arg(input, "special_i1", "input", 1)
-    return _record(SpecialI1Backward0, input, input.device.backend.i1(_floating(input)))
+i1 = special_i1
+"""torch.special.i1: the modified Bessel function of the first kind, order 1 (ops/elementwise.py's
+op, whose formula i0's derivative asks for)."""
 
 
 def i1e(input: Tensor) -> Tensor:

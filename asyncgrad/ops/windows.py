@@ -283,9 +283,12 @@ def conv_forward(x: Any, w: Any, params: Params) -> Any:
 
 
 def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
-    """The adjoint of ``conv`` in ``x`` (a transposed convolution): ``columns_input_grad``, or in
-    2-D, where it costs less (Note [Banded weight]), ``banded_input_grad``. Costs in multiply-adds,
-    a copied element counting as 16 of them (Note [Cost classes])."""
+    """The adjoint of ``conv`` in ``x`` (a transposed convolution): with a stride and one group,
+    ``phase_input_grad`` (Note [Strided input gradients by phase]); else ``columns_input_grad``, or
+    in 2-D, where it costs less (Note [Banded weight]), ``banded_input_grad``. Costs in
+    multiply-adds, a copied element counting as 16 of them (Note [Cost classes])."""
+    if params[3] == 1 and any(s > 1 for s in params[0]):
+        return phase_input_grad(g, w, x_shape, params)
     if len(w.shape) == 4:
         groups = params[3]
         n, c = x_shape[:2]
@@ -297,6 +300,46 @@ def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) ->
         if banded <= unbanded:
             return banded_input_grad(g, w, x_shape, params)
     return columns_input_grad(g, w, x_shape, params)
+
+
+def phase_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """``conv_input_grad`` of a strided convolution (one group) as one matmul and one add per kernel
+    position, into an accumulator laid out by phase.
+
+    Note [Strided input gradients by phase]: kernel position ``k`` sends output ``o``'s gradient to
+    padded input position ``o * s + k * d``, that is to phase ``r = (k d) mod s`` at ``o + (k d) div s``
+    of that phase's positions. With the accumulator laid out ``(*phases, *positions, N * C)``, the
+    slab of one kernel position is the contiguous block ``positions[(k d) div s :][: out]`` of its
+    phase, and its values are one matmul, ``(*out, N) x C_in`` rows times the weight's
+    ``(C_in, C)`` at ``k``, already in that layout: the slab-add runs over rows ``N * C * out[-1]``
+    long, where the columns' fold (``fold``, ``fold_slabs``) adds rows ``out[-1]`` long with a stride,
+    or multiplies by band matrices mostly of zeros. One permute-copy at the end interleaves the
+    phases back into ``(N, C, *padded)``, and the padding is cut off. The adds overlap only
+    within a phase, and they add, so any kernel, stride and dilation is exact
+    (tests/ops/test_conv_input_grad.py checks it against the columns and torch)."""
+    stride, pads, dilation, _ = params
+    backend = backend_of(g)
+    xp = backend.xp
+    n, c = x_shape[:2]
+    kernel, out = tuple(w.shape[2:]), tuple(g.shape[2:])
+    d = len(kernel)
+    padded = tuple(size + b + a for size, (b, a) in zip(x_shape[2:], pads))
+    positions = tuple(-(-p // s) for p, s in zip(padded, stride))  # per phase, rounded up
+    rows = xp.reshape(xp.permute_dims(g, tuple(range(2, 2 + d)) + (0, 1)), (-1, w.shape[0]))  # (*out, N) x C_in
+    per_position = xp.permute_dims(w, tuple(range(2, 2 + d)) + (0, 1))  # (*K, C_in, C)
+    acc = backend.zeros(tuple(stride) + positions + (n * c,), backend.dtype(g))
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        shifts = tuple(k * v for k, v in zip(offset, dilation))
+        key = tuple(t % s for t, s in zip(shifts, stride)) + tuple(
+            slice(t // s, t // s + o) for t, s, o in zip(shifts, stride, out)) + (Ellipsis,)
+        target = backend.view(acc, _at, key)
+        target += xp.reshape(xp.matmul(rows, _at(per_position, offset + (Ellipsis,))), out + (n * c,))
+    # (*phases, *positions, N, C) -> (N, C, positions_0, phase_0, positions_1, phase_1, ...)
+    acc = xp.reshape(acc, tuple(stride) + positions + (n, c))
+    order = (2 * d, 2 * d + 1) + tuple(axis for j in range(d) for axis in (d + j, j))
+    full = xp.reshape(xp.permute_dims(acc, order), (n, c) + tuple(p * s for p, s in zip(positions, stride)))
+    key = (slice(None), slice(None)) + tuple(slice(b, b + size) for size, (b, _) in zip(x_shape[2:], pads))
+    return backend.copy(backend.view(full, _at, key), "C")
 
 
 def columns_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:

@@ -69,3 +69,30 @@ def test_cost_model_picks(case, picked, op_device, monkeypatch):
                             lambda *args, _k=kernel, _n=name: calls.append(_n) or _k(*args))
     windows.conv_input_grad(g_dev, w_dev, x_shape, params)
     assert calls == [picked]
+
+
+STRIDED = {  # x shape, w shape, (stride, pads, dilation, groups): Note [Strided input gradients by phase]
+    "convtranspose_k4_s2": ((2, 3, 10, 10), (4, 3, 4, 4), ((2, 2), ((1, 1), (1, 1)), (1, 1), 1)),
+    "stride_padding": CASES["stride_padding"],
+    "dilation_with_stride": ((1, 2, 13, 11), (3, 2, 3, 2), ((3, 2), ((2, 2), (0, 1)), (2, 3), 1)),
+    "output_padding_tail": ((2, 2, 9, 8), (2, 2, 3, 3), ((2, 3), ((1, 1), (0, 0)), (1, 1), 1)),
+    "one_d": ((3, 4, 17), (5, 4, 5), ((3,), ((2, 2),), (2,), 1)),
+    "three_d": ((1, 2, 7, 6, 5), (3, 2, 3, 2, 3), ((2, 2, 1), ((1, 1), (0, 0), (1, 1)), (1, 1, 1), 1)),
+}
+
+
+@pytest.mark.parametrize("case", STRIDED)
+def test_strided_input_gradient_by_phase_is_the_columns_fold(case, op_device):
+    x_shape, w_shape, params = STRIDED[case]
+    stride, pads, dilation, _ = params
+    out = tuple(windows.out_size(n, k, s, d, b, a)
+                for n, k, s, d, (b, a) in zip(x_shape[2:], w_shape[2:], stride, dilation, pads))
+    rng = np.random.default_rng(5)
+    backend = ag.device(op_device).backend
+    w = backend.from_host(rng.standard_normal(w_shape))
+    g = backend.from_host(rng.standard_normal((x_shape[0], w_shape[0]) + out))
+    by_phase = backend.to_host(windows.phase_input_grad(g, w, x_shape, params))
+    columns = backend.to_host(windows.columns_input_grad(g, w, x_shape, params))
+    assert by_phase.shape == x_shape
+    np.testing.assert_allclose(by_phase, columns, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(backend.to_host(windows.conv_input_grad(g, w, x_shape, params)), by_phase)  # picked
