@@ -406,3 +406,19 @@ from asyncgrad.ops.view_copies import (  # noqa: E402
     view_copy,
 )
 from asyncgrad.ops.views import as_strided_scatter, diagonal_scatter, select_scatter, slice_scatter  # noqa: E402
+
+# behaviour: ops torch's current autograd tests use (factories.py, ops/elementwise.py, ops/misc.py, ops/reduction.py)
+# isort: split
+from asyncgrad.autograd.api import is_warn_always_enabled, set_warn_always  # noqa: E402
+from asyncgrad.factories import tril_indices, triu_indices  # noqa: E402
+from asyncgrad.ops.elementwise import signbit  # noqa: E402
+from asyncgrad.ops.misc import isin  # noqa: E402
+from asyncgrad.ops.reduction import count_nonzero  # noqa: E402
+
+# the unary table in place (Note [In-place forms of the unary table] in ops/elementwise.py): a function where torch
+# has one (it has only the method for these five)
+# isort: split
+from asyncgrad.ops import UNARY_INPLACE as _UNARY_INPLACE  # noqa: E402
+
+globals().update({name: fn for name, fn in _UNARY_INPLACE.items()
+                  if name not in ("sign_", "erfinv_", "sgn_", "lgamma_", "digamma_")})

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from asyncgrad import constructors, dtypes, factories
 from asyncgrad.autograd import api
 from asyncgrad.ops import (
+    UNARY_INPLACE,
     composites,
     dtype_method,
     elementwise,
@@ -92,9 +93,6 @@ def _binary_types(name: str) -> str:
     return _OPERAND
 
 
-_UNARY_INPLACE = ("neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "abs", "sign",
-                  "acosh", "asinh", "atanh", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "lgamma", "digamma", "i0")
-"""The rows of elementwise's unary table with torch's in-place method (``relu_`` is below)."""
 _NEW_UNARY = ("acosh", "asinh", "atanh", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "lgamma", "digamma", "i0")
 _COMPOSITES = ("broadcast_to", "sum_to_size", "ravel", "reshape_as", "fliplr", "flipud", "tensor_split", "hsplit",
                "vsplit", "dsplit", "msort", "take_along_dim", "repeat_interleave", "inner", "cov", "corrcoef",
@@ -299,6 +297,8 @@ SURFACE: tuple[Group, ...] = (
         ("isnan", elementwise.isnan),
         ("isinf", elementwise.isinf),
         ("isfinite", elementwise.isfinite),
+        ("signbit", elementwise.signbit),
+        ("count_nonzero", reduction.count_nonzero, "dim: _Dims | None"),
         ("clamp_min", elementwise.clamp_min, "min: _Operand"),
         ("clamp_max", elementwise.clamp_max, "max: _Operand"),
         ("lerp", elementwise.lerp, "end: Tensor, weight: _Scalar | Tensor"),
@@ -407,8 +407,7 @@ SURFACE: tuple[Group, ...] = (
         ("diag", shape.diag, "diagonal: int"),
         ("tril_", inplace_method(shape.tril, "tril_"), "(diagonal: int = 0) -> Tensor"),
         ("triu_", inplace_method(shape.triu, "triu_"), "(diagonal: int = 0) -> Tensor"),
-        *[(name + "_", inplace_method(getattr(elementwise, name), name + "_"), "() -> Tensor")
-          for name in _UNARY_INPLACE],
+        *[(name, method, "() -> Tensor") for name, method in UNARY_INPLACE.items()],  # relu_ is above
     ),
     _group(
         "storage and type methods, the unsafe_ splits, logcumsumexp, nansum, put (ops/misc.py, ops/views.py)",

@@ -17,16 +17,23 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
-from typing import Any, Callable, ContextManager
+import os
+import traceback
+import warnings
+from typing import Any, Callable, ContextManager, NoReturn
 
 from asyncgrad import factories
 from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
-from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.autograd.recorder import PROFILING, current_recorder
+from asyncgrad.engine.graph_task import current_exec_group, current_graph_task
 from asyncgrad.graph.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.graph.node import saved_tensors_hooks
+from asyncgrad.graph.switches import leave
+from asyncgrad.nn.container import Sequential
 from asyncgrad.tensor import Tensor
 
 REENTRANT_WITH_GRAD = (
@@ -50,6 +57,229 @@ CONTEXT_SUPPRESSED = ("torch.utils.checkpoint: the forward context provided by c
 
 class CheckpointError(RuntimeError):
     """torch's ``torch.utils.checkpoint.CheckpointError``: a recomputation that does not match the forward."""
+
+
+DEBUG_TIP = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint\u2011debug mode globally.
+"""
+"""torch's tip under a CheckpointError about a mismatch (its torch.compile paragraph left out)."""
+
+DEBUG_TEMPLATE = """ \
+An error happened while unpacking tensors; dumping logs of latest computation
+because you passed `debug=True` to `torch.utils.checkpoint.checkpoint()`.
+Scroll all the way down for guidance on how to navigate these logs.
+
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|        1. Stack traces of the operators that ran in the original forward     |
++------------------------------------------------------------------------------+
+
+{forward_traces}
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|        2. Stack traces of the operators that ran during recomputation        |
++------------------------------------------------------------------------------+
+
+{recompute_traces}
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|       3. Log of operators in the original forward and recomputation          |
++------------------------------------------------------------------------------+
+(Scroll up to correlate stack traces with each operation listed below. This
+ helps identify their source in the code.)
+
+IMPORTANT: Differences in "detach" calls between the original forward and the
+           recomputation are expected. They are introduced by the checkpointing
+           mechanism and can be ignored.
+
+Operations executed during the original forward:
+
+{forward_ops}
+
+Operations executed during recomputation:
+
+{recompute_ops}
+
++------------------------------------------------------------------------------+
+ ERROR: Detected non-determinism while running activation checkpointing
+
+ You are seeing this error because you passed `debug=True` to checkpoint and
+ tensors to be saved during the original forward and differ between those saved
+ during recomputation. This can happen if different operators were ran in the
+ original forward and in the recomputation.
+
+ To identify where the mismatch may be coming from, you can do the following:
+
+ 1) Compare the operators ran during original forward and recomputation to
+    see where they differ. These operators are printed above in the order they
+    were executed.
+
+ 2) Review the stack trace for each operator to locate its invocation source.
+    Each operator's stack trace is printed in their execution order.
+
+ Note that the logs can be quite long. Here's how they are structured:
+ (Tip: you can Ctrl-f for these headers)
+
+ 1. Stack traces of the operators that ran in the original forward
+ 2. Stack traces of the operators that ran during recomputation
+ 3. Log of operators in the original forward and recomputation
+ 4. Error message                                             <--- You are here
+--------------------------------------------------------------------------------
+"""
+"""torch's ``_checkpoint_error_template``: what a CheckpointError becomes under ``debug=True``."""
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+early_stop_enabled: contextvars.ContextVar[bool | None] = contextvars.ContextVar("asyncgrad_checkpoint_early_stop",
+                                                                                default=None)
+"""``set_checkpoint_early_stop``'s setting in this context; None: each checkpoint's own ``early_stop``."""
+debug_enabled: contextvars.ContextVar[bool | None] = contextvars.ContextVar("asyncgrad_checkpoint_debug",
+                                                                           default=None)
+"""``set_checkpoint_debug_enabled``'s setting in this context; None: each checkpoint's own ``debug``."""
+
+
+class _Setting:
+    """A context manager that sets ``var`` to ``value`` for its block (Note [A switch restored where
+    its scope ends] in autograd/switches.py)."""
+
+    var: contextvars.ContextVar
+
+    def __init__(self, value: bool | None) -> None:
+        self.value = value
+        self._tokens: list = []
+
+    def __enter__(self) -> None:
+        self._tokens.append(self.var.set(self.value))
+
+    def __exit__(self, *exc: Any) -> None:
+        leave(self.var, self._tokens)
+
+
+class set_checkpoint_early_stop(_Setting):
+    """torch's ``set_checkpoint_early_stop(enable)``: whether the non-reentrant checkpoints made in
+    this block stop their recomputation as soon as every saved tensor is recomputed (the default), or
+    run ``fn`` to its end. Read when the forward runs; the backward may happen outside the block."""
+
+    var = early_stop_enabled
+
+
+class set_checkpoint_debug_enabled(_Setting):
+    """torch's ``set_checkpoint_debug_enabled(enabled)``: ``debug`` for every non-reentrant checkpoint
+    made in this block, whatever it was passed (None: each checkpoint's own)."""
+
+    var = debug_enabled
+
+
+class GraphExecGroup:
+    """torch's ``GraphExecGroup``: the backward calls started in its block recompute each
+    checkpointed region at most once between them (Note [Non-reentrant checkpoint]), so they must
+    not overlap: a saved value unpacked by one is gone for the others. Groups do not nest. Only
+    ``use_reentrant=False`` checkpoints use it. What the group's backwards recomputed and did not
+    unpack is dropped when the block ends."""
+
+    def __init__(self) -> None:
+        self._tokens: list = []
+        self._forget: list[Callable[[], None]] = []
+
+    def __enter__(self) -> GraphExecGroup:
+        current = current_exec_group.get()
+        if current is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {current}")
+        self._tokens.append(current_exec_group.set(self))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        leave(current_exec_group, self._tokens)
+        forget, self._forget = self._forget, []
+        for fn in forget:
+            fn()
+
+    @classmethod
+    def _get_current_group(cls) -> GraphExecGroup | None:
+        return current_exec_group.get()
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once every saved tensor is recomputed (early stop)."""
+
+
+class _OpLog:
+    """``debug=True``'s log of the ops run in its block, each with the stack that ran it: a recorder
+    (Note [Forward ops reach the profiler through record] in autograd/recorder.py) that passes
+    everything on to the recorder it is nested in."""
+
+    def __init__(self) -> None:
+        self.logs: list[str] | None = None
+        self.tbs: list[list[str]] = []
+        self._outer: Any = None
+        self._tokens: list = []
+
+    def __enter__(self) -> _OpLog:
+        self.logs, self.tbs = [], []
+        self._outer = current_recorder.get()
+        self._tokens.append(current_recorder.set(self))
+        PROFILING.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self in PROFILING:
+            PROFILING.remove(self)
+        leave(current_recorder, self._tokens)
+
+    def _log(self, name: str, inputs: tuple, result: Any) -> None:
+        def describe(t: Any) -> str:
+            return f"{t.dtype}{list(t.shape)}" if isinstance(t, Tensor) else repr(t)
+
+        assert self.logs is not None
+        self.logs.append(f"{describe(result)} = {name}({', '.join(describe(t) for t in inputs)})")
+        self.tbs.append([f"{f.filename}:{f.lineno}:{f.name}" for f in reversed(traceback.extract_stack())
+                         if not f.filename.startswith(_PACKAGE)])
+
+    def record_op(self, name: str, inputs: tuple, result: Any, sequence_nr: int, allocates: bool) -> None:
+        self._log(name, inputs, result)
+        if self._outer is not None:
+            self._outer.record_op(name, inputs, result, sequence_nr, allocates)
+
+    def record_factory(self, name: str, result: Any) -> None:
+        self._log(name, (), result)
+        if self._outer is not None:
+            self._outer.record_factory(name, result)
+
+    def open_range(self, name: str) -> list:
+        return [] if self._outer is None else self._outer.open_range(name)
+
+    def record(self, *args: Any) -> None:
+        if self._outer is not None:
+            self._outer.record(*args)
+
+    def timed(self, worker: Any, fn: Callable) -> Callable:
+        return fn if self._outer is None else self._outer.timed(worker, fn)
+
+    def traces(self, label: str) -> str:
+        assert self.logs is not None
+        out = ""
+        for i, (log, tb) in enumerate(zip(self.logs, self.tbs)):
+            out += f"{log}   ({i + 1} of {len(self.logs)} in {label})\n\n" + "".join(line + "\n" for line in tb)
+            out += "\n\n"
+        return out
+
+
+def _debug_context_and_cb() -> tuple[Callable[[], tuple[ContextManager, ContextManager]],
+                                     Callable[[CheckpointError], NoReturn]]:
+    """torch's ``_get_debug_context_and_cb``: a ``context_fn`` that logs the ops of the forward and of
+    the recomputation, and the callback that turns a CheckpointError into one carrying both logs."""
+    forward_log, recompute_log = _OpLog(), _OpLog()
+
+    def unpack_error_cb(e: CheckpointError) -> NoReturn:
+        raise CheckpointError(DEBUG_TEMPLATE.format(
+            forward_traces=forward_log.traces("original"), recompute_traces=recompute_log.traces("recompute"),
+            forward_ops="\n".join(forward_log.logs or ()), recompute_ops="\n".join(recompute_log.logs or ()),
+        )) from e
+
+    def context_fn() -> tuple[ContextManager, ContextManager]:
+        return forward_log, recompute_log
+
+    return context_fn, unpack_error_cb
 
 
 async def _call(fn: Callable, args: tuple, kwargs: dict) -> Any:
@@ -125,25 +355,38 @@ class _Frame:
     """
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng_state: Any, recompute_context: ContextManager,
-                 check_metadata: bool) -> None:
+                 check_metadata: bool, early_stop: bool = False,
+                 unpack_error_cb: Callable[[CheckpointError], NoReturn] | None = None) -> None:
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.rng_state = rng_state
         self.recompute_context = recompute_context
         self.check_metadata = check_metadata
+        self.early_stop = early_stop
+        """Stop the recomputation as soon as every saved tensor is recomputed (torch's early stop)."""
+        self.unpack_error_cb = unpack_error_cb
+        """``debug=True``'s: what a CheckpointError of an unpack becomes."""
         self.forward_completed = False
         """False while ``fn`` still runs the first time: a backward inside it (``fn`` calling ``grad``)
         recomputes a region whose forward is not over, so the counts cannot agree yet (torch's
         ``ignore_saved_mismatch``)."""
         self.metas: list[dict] = []
-        self.recomputed: dict[int | None, dict[int, Tensor]] = {}
+        self.recomputed: dict[Any, dict[int, Tensor]] = {}
 
     def pack(self, t: Tensor) -> _Handle:
         self.metas.append(_meta(t))
         return _Handle(len(self.metas) - 1)
 
     def unpack(self, handle: _Handle) -> Tensor:
+        try:
+            return self._unpack(handle)
+        except CheckpointError as e:
+            if self.unpack_error_cb is None:
+                raise
+            self.unpack_error_cb(e)
+
+    def _unpack(self, handle: _Handle) -> Tensor:
         key = self._key()
         values = self.recomputed.get(key)
         if values is None:
@@ -152,18 +395,26 @@ class _Frame:
             values = self.recomputed[key]
         value = values.pop(handle.index, None)
         if value is None:
+            extra = ("Performing two backward calls that overlap (i.e. require the same saved activation in order to "
+                     "compute gradients) is not allowed while under the torch.utils.checkpoint.GraphExecGroup "
+                     "context. " if isinstance(key, GraphExecGroup) else "")
             raise CheckpointError(
-                "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. If "
-                "you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please open "
-                "an issue with details on your use case.")
+                "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+                f"{extra}If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise "
+                "please open an issue with details on your use case.")
         return value
 
     @staticmethod
-    def _key() -> int | None:
+    def _key() -> Any:
+        """Whose recomputation an unpack uses: the running backward's GraphExecGroup, else the backward's
+        own (None outside any backward)."""
         graph_task = current_graph_task.get()
+        group = current_exec_group.get() if graph_task is None else graph_task.exec_group
+        if group is not None:
+            return group
         return None if graph_task is None else id(graph_task)
 
-    def recomputing(self, key: int | None) -> _Recomputation:
+    def recomputing(self, key: Any) -> _Recomputation:
         return _Recomputation(self, key)
 
     def check(self, values: dict[int, Tensor], count: int) -> None:
@@ -171,7 +422,7 @@ class _Frame:
             raise CheckpointError(
                 "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
                 f"recomputation.\nNumber of tensors saved during forward: {len(self.metas)}\nNumber of tensors "
-                f"saved during recomputation: {count}.")
+                f"saved during recomputation: {count}.\n{DEBUG_TIP}")
         if not self.check_metadata:
             return
         different = [(i, self.metas[i], _meta(v)) for i, v in values.items() if _meta(v) != self.metas[i]]
@@ -179,14 +430,14 @@ class _Frame:
             listed = "".join(f"tensor at position {i}:\nsaved metadata: {saved}\nrecomputed metadata: {new}\n"
                              for i, saved, new in different)
             raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors have "
-                                  f"different metadata than during the forward pass.\n{listed}.")
+                                  f"different metadata than during the forward pass.\n{listed}.\n{DEBUG_TIP}")
 
 
 class _Recomputation:
     """``with frame.recomputing(key) as (inputs, kwargs): fn(*inputs, **kwargs)`` stores the values
     that ``fn`` saves into ``frame.recomputed[key]`` (Note [Non-reentrant checkpoint])."""
 
-    def __init__(self, frame: _Frame, key: int | None) -> None:
+    def __init__(self, frame: _Frame, key: Any) -> None:
         self.frame = frame
         self.key = key
         self.values: dict[int, Tensor] = {}
@@ -205,9 +456,11 @@ class _Recomputation:
                 self.count += 1
                 return value
             raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation than "
-                                  "during the original forward pass.")
+                                  f"during the original forward pass.\n{DEBUG_TIP}")
         self.values[self.count] = value
         self.count += 1
+        if self.frame.early_stop and self.count == len(self.frame.metas):
+            raise _StopRecomputation  # caught by __exit__: the rest of fn need not run
         return value
 
     def __enter__(self) -> tuple[tuple, dict]:
@@ -222,19 +475,24 @@ class _Recomputation:
                        for a in self.frame.args)  # an input that needs no grad: the object itself, as torch
         return inputs, self.frame.kwargs
 
-    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> bool:
         self.frame.recompute_context.__exit__(exc_type, *exc)
         self.grad.__exit__()
         self.hooks.__exit__()
         self.rng.__exit__()
-        if exc_type is not None:
-            return
+        stopped = exc_type is _StopRecomputation
+        if exc_type is not None and not stopped:
+            return False
         if not self.ignore_mismatch:
             self.frame.check(self.values, self.count)
         self.frame.recomputed[self.key] = self.values
-        graph_task = current_graph_task.get()
-        if graph_task is not None:
-            graph_task.final_callbacks.append(self._forget)
+        if isinstance(self.key, GraphExecGroup):  # kept for the group's other backwards
+            self.key._forget.append(self._forget)
+        else:
+            graph_task = current_graph_task.get()
+            if graph_task is not None:
+                graph_task.final_callbacks.append(self._forget)
+        return stopped
 
     def _forget(self) -> None:
         """What the backward did not unpack goes with it."""
@@ -262,18 +520,32 @@ class _RecomputeFirst(Function):
         frame = ctx.frame
         key = frame._key()
         if key not in frame.recomputed:
-            with frame.recomputing(key) as (inputs, kwargs):
-                await _call(frame.fn, inputs, kwargs)
+            try:
+                with frame.recomputing(key) as (inputs, kwargs):
+                    await _call(frame.fn, inputs, kwargs)
+            except CheckpointError as e:
+                if frame.unpack_error_cb is None:
+                    raise
+                frame.unpack_error_cb(e)
         return (None, *grads)
 
 
 async def _checkpoint_without_reentrant(fn: Callable, preserve_rng_state: bool, context_fn: Callable,
-                                       determinism_check: str, args: tuple, kwargs: dict) -> Any:
+                                       determinism_check: str, debug: bool, early_stop: bool, args: tuple,
+                                       kwargs: dict) -> Any:
+    unpack_error_cb = None
+    debug_setting = debug_enabled.get()
+    if debug_setting if debug_setting is not None else debug:
+        if context_fn is not noop_context_fn:
+            raise ValueError("debug=True is incompatible with non-default context_fn")
+        context_fn, unpack_error_cb = _debug_context_and_cb()
     if determinism_check not in DETERMINISM_CHECKS:
         raise ValueError(f"determinism_check should be one of {list(DETERMINISM_CHECKS)}, but got {determinism_check}")
     forward_context, recompute_context = context_fn()
     rng_state = factories._rng[0].bit_generator.state if preserve_rng_state else None
-    frame = _Frame(fn, args, kwargs, rng_state, recompute_context, determinism_check == "default")
+    stop_setting = early_stop_enabled.get()
+    frame = _Frame(fn, args, kwargs, rng_state, recompute_context, determinism_check == "default",
+                   stop_setting if stop_setting is not None else early_stop, unpack_error_cb)
     failed = False
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         try:
@@ -340,9 +612,11 @@ async def checkpoint(fn: Callable, *args: Any, use_reentrant: bool | None = None
     and takes True when it is left out). ``preserve_rng_state`` replays the forward's random
     numbers in the recomputation. The non-reentrant variant takes torch's ``context_fn`` (two
     context managers: around the forward, around the recomputation), ``determinism_check``
-    (``"default"``: compare the recomputed tensors' shapes, dtypes and devices; ``"none"``) and
-    keyword arguments for ``fn``; ``early_stop`` is accepted (the recomputation always runs
-    ``fn`` to its end, which changes its cost, not its results); ``debug=True`` is not supported.
+    (``"default"``: compare the recomputed tensors' shapes, dtypes and devices; ``"none"``),
+    ``early_stop`` (stop the recomputation once every saved tensor is recomputed;
+    ``set_checkpoint_early_stop`` overrides it), ``debug`` (a mismatch's error lists the ops of the
+    forward and of the recomputation with their stacks; ``set_checkpoint_debug_enabled`` overrides
+    it) and keyword arguments for ``fn``.
     """
     if use_reentrant is None:
         use_reentrant = False
@@ -350,14 +624,53 @@ async def checkpoint(fn: Callable, *args: Any, use_reentrant: bool | None = None
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     if use_reentrant and (context_fn is not noop_context_fn or debug is not False):
         raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
-    if debug:
-        raise NotImplementedError("checkpoint(debug=True) is not supported by asyncgrad")
     if not use_reentrant:
-        return await _checkpoint_without_reentrant(fn, preserve_rng_state, context_fn, determinism_check, args,
-                                                   kwargs)
+        return await _checkpoint_without_reentrant(fn, preserve_rng_state, context_fn, determinism_check, debug,
+                                                   early_stop, args, kwargs)
     rng_state = factories._rng[0].bit_generator.state if preserve_rng_state else None
     with no_grad():
         outputs = await _call(fn, args, {})
     single = not isinstance(outputs, tuple)
     result = CheckpointFunction.apply(fn, rng_state, (outputs,) if single else outputs, *args)
     return result[0] if single else result
+
+
+SEQUENTIAL_NOT_EXPLICIT = (
+    "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed explicitly. In "
+    "version 2.9 we will raise an exception if use_reentrant is not passed. use_reentrant=False is recommended, but "
+    "if you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+    "details on the differences between the two variants.")
+"""torch 2.13's warning when ``checkpoint_sequential`` is not told ``use_reentrant``."""
+
+
+async def checkpoint_sequential(functions: Any, segments: int, input: Any, use_reentrant: bool | None = None,
+                                **kwargs: Any) -> Any:
+    """torch's ``checkpoint_sequential``: ``functions`` (a ``Sequential`` or a list of modules or
+    functions, each a ``def`` or an ``async def``) run in order on ``input``, in ``segments`` chunks
+    of ``len(functions) // segments``; every chunk but the last is checkpointed. As torch 2.13,
+    ``use_reentrant`` left out warns and means True; ``preserve_rng_state`` is the only other
+    keyword."""
+    if use_reentrant is None:
+        warnings.warn(SEQUENTIAL_NOT_EXPLICIT, UserWarning, stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
+    def run_function(start: int, end: int, functions: list) -> Callable:
+        async def forward(input: Any) -> Any:
+            for j in range(start, end + 1):
+                input = await _call(functions[j], (input,), {})
+            return input
+
+        return forward
+
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+    segment_size = len(functions) // segments
+    end = -1  # the last chunk is not checkpointed
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = await checkpoint(run_function(start, end, functions), input, use_reentrant=use_reentrant,
+                                 preserve_rng_state=preserve)
+    return await run_function(end + 1, len(functions) - 1, functions)(input)

@@ -126,6 +126,37 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
     return _leaf(dev.asarray(np.eye(n, m, dtype=dtype)), dev, requires_grad, "eye")
 
 
+def _triangle_indices(fn: str, row: int, col: int, offset: int, dtype: Any, device: Any, upper: bool) -> Tensor:
+    row = _validate.int_arg(row, fn, "row", 1)
+    col = _validate.int_arg(col, fn, "col", 2)
+    offset = _validate.int_arg(offset, fn, "offset", 3)
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")  # torch's words, its missing space included
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    dtype = _validate.dtype_arg(dtype, fn) or dtypes.int64
+    if dtype.kind not in "iu":
+        raise RuntimeError(f'"{fn}" not implemented for \'{scalar_type_name(dtype)}\'')
+    pick = np.triu_indices if upper else np.tril_indices
+    indices = np.stack(pick(row, offset, col)).astype(dtype) if row and col else np.zeros((2, 0), dtype)
+    dev = as_device(device)
+    return _leaf(dev.asarray(indices), dev, False, fn)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:
+    """torch's ``triu_indices``: the (row, column) coordinates of the upper triangle of a ``row`` x
+    ``col`` matrix, on and above diagonal ``offset``, as a ``2 x N`` tensor in row-major order (int64
+    unless ``dtype`` says another integer type)."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, device, True)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:
+    """torch's ``tril_indices``: the (row, column) coordinates of the lower triangle of a ``row`` x
+    ``col`` matrix, on and below diagonal ``offset``, as a ``2 x N`` tensor in row-major order (int64
+    unless ``dtype`` says another integer type)."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, device, False)
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """``arange(end)`` or ``arange(start, end, step=1)``: values from ``start`` up to, not including,
     ``end``; integers give ``int64``, any float the default float dtype, as torch's."""

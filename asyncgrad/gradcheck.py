@@ -142,7 +142,8 @@ def _host64(t: Tensor) -> np.ndarray:
 
 
 def _check_inputs(inputs: tuple) -> None:
-    """torch's ``_check_inputs``: a warning per non-double input requiring grad, and at least one."""
+    """torch's ``_check_inputs``: a warning per non-double input requiring grad, none with a stride-0
+    dimension (an expanded input: perturbing one element would move several), and at least one."""
     any_requiring = False
     for i, t in enumerate(inputs):
         if isinstance(t, Tensor) and t.requires_grad:
@@ -151,6 +152,11 @@ def _check_inputs(inputs: tuple) -> None:
                     f"Input #{i} requires gradient and is not a double precision floating point or complex. This "
                     "check will likely fail if all the inputs are not of double precision floating point or complex. ",
                     UserWarning, stacklevel=_user_stacklevel())
+            if t.numel() and not all(st > 0 or sz <= 1 for st, sz in zip(t.stride(), t.shape)):
+                raise RuntimeError(
+                    f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that are "
+                    "non-overlapping to be able to compute the numerical gradients correctly. You should call "
+                    ".contiguous on the input before passing it to gradcheck.")
             any_requiring = True
     if not any_requiring:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "

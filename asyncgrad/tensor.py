@@ -97,11 +97,13 @@ _tuple_new = tuple.__new__
 
 
 NO_GRAD_VIEW = "no_grad"
+INFERENCE_MODE_VIEW = "inference_mode"
 MULTI_OUTPUT_VIEW = "multi_output"
 IN_CUSTOM_FUNCTION = "custom_function"
-"""The kinds of ``_Extra.creation``: a view made in no_grad mode, one of several views one op (or
-custom Function) returned, a view a custom Function returned (Note [View creation] in
-ops/_node.py, Note [Views a Function returns] in autograd/function.py)."""
+"""The kinds of ``_Extra.creation``: a view made in no_grad mode, one made in inference mode (of a
+normal tensor), one of several views one op (or custom Function) returned, a view a custom Function
+returned (Note [View creation] in ops/_node.py, Note [Views a Function returns] in
+autograd/function.py)."""
 
 
 class _Extra:

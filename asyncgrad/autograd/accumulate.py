@@ -18,6 +18,18 @@ from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.tensor import Tensor, creation_lock
 
+LEAF_SEQUENCE_NR = (1 << 64) - 1
+"""torch's ``UINT64_MAX``, the sequence number of every AccumulateGrad (Note [Leaves run first])."""
+
+# Note [Leaves run first]: torch numbers every AccumulateGrad ``UINT64_MAX``, so that among the
+# ready nodes of one reentrant depth a leaf's sink is popped before any op's node (Note [Priority]
+# in engine/ready_queue.py): a tensor hook on a leaf runs as soon as its gradient is complete,
+# before a later node that may raise (torch's multithreaded ``register_multi_grad_hook(mode="any")``
+# test counts on it). Here the number is ``UINT64_MAX`` plus the node's own creation number: it
+# still sorts above every op's node, and it stays unique and spread modulo ``SPREAD``, so the sharded
+# dependency maps (Note [Sharded counts] in engine/counts.py) keep leaves apart; one shared number
+# would put every leaf into one shard. Among leaves, the later-created runs first, as among ops.
+
 
 class AccumulateGrad(Node):
     """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
@@ -41,6 +53,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__(())
+        self.sequence_nr += LEAF_SEQUENCE_NR  # Note [Leaves run first]
         self.variable = variable
         self.lock = threading.Lock()
         self._input_meta = ((variable.shape, numpy_dtype(variable.dtype), variable.device),)  # the array's dtype

@@ -161,6 +161,20 @@ def _input_edge(t: Tensor) -> Edge:
 _create_graph_warned: list = []
 """Non-empty once the warning below was given: torch gives it once per process (TORCH_WARN_ONCE)."""
 
+_WARN_ALWAYS = [False]
+"""``set_warn_always``'s setting, process-wide as torch's."""
+
+
+def set_warn_always(b: bool) -> None:
+    """torch's ``set_warn_always``: when True, a warning torch gives once per process (the one of
+    ``backward(create_graph=True)``) is given every time."""
+    _WARN_ALWAYS[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """torch's ``is_warn_always_enabled``: ``set_warn_always``'s setting."""
+    return _WARN_ALWAYS[0]
+
 
 def _warn_create_graph() -> None:
     """torch's warning for ``backward(create_graph=True)``, whatever the roots and ``inputs`` (the
@@ -189,11 +203,16 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
                       inputs: TensorOrTensors | None) -> tuple:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
     tensors = _tuple(tensors, "tensors")
+    if type(inputs) is dict:  # torch 2.13: the dict's values are the inputs
+        inputs = tuple(inputs.values())
+    elif isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
     if inputs is not None:
         inputs = _inputs(inputs, "backward")
     retain_graph, create_graph = _flag(retain_graph, "backward", "retain_graph"), _flag(create_graph, "backward",
                                                                                          "create_graph")
-    if create_graph and not _create_graph_warned:
+    if create_graph and (not _create_graph_warned or _WARN_ALWAYS[0]):
         _warn_create_graph()
     grads = _gradients(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):

@@ -105,6 +105,10 @@ class FunctionNode(FunctionCtx, Node):
         self._dirty: tuple = ()
         self._non_differentiable: tuple = ()
         self.materialize_grads = True
+        self._materialize_non_diff_grads = True
+        """torch's: False leaves the undefined gradient of a non-differentiable output None in backward,
+        whatever ``materialize_grads`` says."""
+        self._non_diff_outputs: tuple[int, ...] = ()
         self.needs_input_grad: tuple[bool, ...] = ()
         self._tensor_positions: tuple[int, ...] = ()
 
@@ -112,12 +116,12 @@ class FunctionNode(FunctionCtx, Node):
         """Incoming gradients as the user's backward sees them: Tensors (zeros where undefined),
         None for an output that is not a Tensor (Note [One gradient slot per output])."""
         out = []
-        for (shape, dtype, device), grad in zip(self._input_meta, grads):
+        for i, ((shape, dtype, device), grad) in enumerate(zip(self._input_meta, grads)):
             if dtype is None:
                 out.append(None)
                 continue
             if grad is None:
-                if self.materialize_grads:
+                if self.materialize_grads and (self._materialize_non_diff_grads or i not in self._non_diff_outputs):
                     grad = Tensor._make(device.backend.zeros(shape, dtype), device, False, None, 0, [0])
             elif not create_graph:
                 grad = Tensor._make(grad, device, False, None, 0, [0])
@@ -183,7 +187,7 @@ class Function:
     """
 
     _async_backward = False
-    _node_class: type[FunctionNode]
+    _backward_cls: type[FunctionNode]
     _forward_signature: inspect.Signature | None = None
     """The forward's signature when the Function uses ``setup_context`` (its inputs are bound to it)."""
     clear_saved_tensors_on_access = False
@@ -218,7 +222,7 @@ class Function:
         # Note [Placement] in graph/node.py: an async def backward runs as a task of its own; a plain
         # one may block on a reentrant backward (backward_sync), so it never runs plainly inline.
         placement = Placement.OWN_TASK if cls._async_backward else Placement.PORTAL
-        cls._node_class = type(f"{cls.__name__}Backward", (FunctionNode,),
+        cls._backward_cls = type(f"{cls.__name__}Backward", (FunctionNode,),
                                {"_function": cls, "placement": placement})
 
     @staticmethod
@@ -245,10 +249,17 @@ class Function:
             bound = cls._forward_signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
+        elif kwargs:  # as torch, an argument given by name is the input at its place in forward's signature
+            try:
+                bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
+            except TypeError:  # the call cannot bind either: it raises Python's own words, running nothing
+                cls.forward(None, *args, **kwargs)
+                raise
+            args, kwargs = bound.args[1:], bound.kwargs
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         recording = grad_enabled.get() and any(args[i]._requires_grad for i in positions)
         edges = tuple(gradient_edge(args[i]) for i in positions) if recording else ()
-        node = cls._node_class(edges)
+        node = cls._backward_cls(edges)
         if node.placement is Placement.PORTAL:
             portal_needed[0] = True  # Note [Servers become portals on demand] in engine/worker.py
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)
@@ -352,9 +363,11 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
             out.grad_fn = node
             out.output_nr = output_nr
             out._requires_grad = True
-        elif is_modified:
-            out.grad_fn = None
-            out._requires_grad = False
+        else:
+            node._non_diff_outputs += (output_nr,)
+            if is_modified:
+                out.grad_fn = None
+                out._requires_grad = False
         wrapped.append(out)
     _mark_views(node, wrapped, dirty, inputs)
     # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether
@@ -365,14 +378,16 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     outs = {id(o): o for o in wrapped if isinstance(o, Tensor)}
     layout = tuple(None if t is None else True for t in node._to_save)
     saved = []
-    for t in node._to_save:
-        if t is None:
-            continue
-        is_output = id(t) in outs and t.grad_fn is node
-        saved.append(SavedTensor(t, is_output=is_output))
+    try:
+        for t in node._to_save:
+            if t is None:
+                continue
+            is_output = id(t) in outs and t.grad_fn is node
+            saved.append(SavedTensor(t, is_output=is_output))
+    finally:  # a pack hook that raises (a checkpoint's early stop) leaves no cycle output -> node -> output
+        node._to_save = ()
     node.saved = tuple(saved)
     node._saved_layout = layout
-    node._to_save = ()
     if dirty_view is not None:
         _rebase_dirty_view(node, args, dirty_view)
     return tuple(wrapped)

@@ -118,10 +118,11 @@ def _tensor_type(dtype: Any) -> str:
 
 
 def _origin_name(node: Node) -> str:
-    """A node as torch's version error names it: ``Mul`` for MulBackward0, ``MyFn`` for a custom
-    Function's MyFnBackward, and the C++ name of CopySlices."""
+    """A node as torch's version error names it: ``Mul`` for MulBackward0, ``Sum1`` for SumBackward1
+    (torch drops "Backward" and a version 0), ``MyFn`` for a custom Function's MyFnBackward, and the
+    C++ name of CopySlices."""
     name = node.name()
-    return "torch::autograd::CopySlices" if name == "CopySlices" else re.sub(r"Backward\d*$", "", name)
+    return "torch::autograd::CopySlices" if name == "CopySlices" else re.sub(r"Backward(0?)(\d*)$", r"\2", name)
 
 
 class PackedSavedTensor(SavedTensor):

@@ -22,7 +22,7 @@ from asyncgrad.engine.budget import LoopBudget
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
 from asyncgrad.engine.counts import SHARD_AT, SHARD_OF, SPREAD, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
-from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_graph_task, current_recorder
+from asyncgrad.engine.graph_task import ExecInfo, GraphTask, current_exec_group, current_graph_task, current_recorder
 from asyncgrad.engine.input_buffer import accumulate, buffer_device, new_buffer
 from asyncgrad.engine.kernels import _kernel_thread
 from asyncgrad.engine.ready_queue import ReadyQueue, node_task
@@ -104,6 +104,7 @@ class Engine:
             asyncio.get_running_loop().create_future(), keep_graph, create_graph,
             0 if parent is None else parent.reentrant_depth + 1, anomaly, anomaly and check_nan,
             current_recorder.get(), multithreading_enabled.get(), graph_root,
+            current_exec_group.get() if parent is None else parent.exec_group,
         )
         min_topo_nr = 0
         if outputs is not None:

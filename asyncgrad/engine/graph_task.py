@@ -11,6 +11,7 @@ evaluation reads and counts.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad.autograd.recorder import current_recorder  # noqa: F401  (the profilers', defined below it)
@@ -18,6 +19,12 @@ from asyncgrad.graph.node import current_graph_task  # noqa: F401  (the engine's
 
 if TYPE_CHECKING:
     from asyncgrad.graph.node import Node
+
+
+current_exec_group: contextvars.ContextVar[Any] = contextvars.ContextVar("asyncgrad_graph_exec_group",
+                                                                         default=None)
+"""The ``GraphExecGroup`` (asyncgrad/checkpoint.py) open in this context, or None: a backward started
+here belongs to it (``GraphTask.exec_group``)."""
 
 
 class ExecInfo:
@@ -38,12 +45,12 @@ class GraphTask:
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
         "final_callbacks", "anomaly", "check_nan", "profile", "threads", "root", "nodes_in_graph",
-        "dependency_shards", "scope", "__weakref__",
+        "dependency_shards", "scope", "exec_group", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
                  anomaly: bool, check_nan: bool, profile: Any = None, threads: bool = True,
-                 root: Node | None = None) -> None:
+                 root: Node | None = None, exec_group: Any = None) -> None:
         self.outstanding_tasks = 0
         self.has_error = False
         """Set once, by its scope, when it ended early (Note [First error wins] in scope.py)."""
@@ -68,6 +75,9 @@ class GraphTask:
         """The node the walk starts from."""
         self.nodes_in_graph: set[Node] | None = None
         """Every node reachable from ``root``, walked on first use only (``will_execute``)."""
+        self.exec_group = exec_group
+        """The ``GraphExecGroup`` open where the backward started (a reentrant one inherits its parent's):
+        checkpointed regions recompute once per group rather than once per backward."""
         self.scope: Any = None
         """Its ``GraphTaskScope`` while the call runs (Note [One owner per graph task] in scope.py)."""
 

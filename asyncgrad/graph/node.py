@@ -38,6 +38,7 @@ class RunningGraphTask(Protocol):
     never imports (Note [The graph record is the lowest layer] in graph/__init__.py)."""
 
     final_callbacks: list
+    exec_group: Any
 
     def will_execute(self, node: Node) -> bool: ...
 
@@ -128,14 +129,14 @@ class RemovableHandle:
 
 
 def add_hook(hooks: dict, fn: Callable) -> RemovableHandle:
-    """Register ``fn``; refused unless it is a plain callable.
+    """Register ``fn``; refused when it is an ``async def`` function.
 
     Hooks run synchronously inside a node, on the loop or in a kernel thread, where nothing
     could await a coroutine: an ``async def`` hook would silently never run, so it is refused.
+    Anything else is stored, as torch stores it: an object that is not callable raises torch's
+    ``TypeError`` ("'int' object is not callable") when a backward calls it.
     """
-    if not callable(fn):
-        raise TypeError(f"hook must be callable, got {type(fn).__name__}")
-    if inspect.iscoroutinefunction(inspect.unwrap(fn)):
+    if callable(fn) and inspect.iscoroutinefunction(inspect.unwrap(fn)):
         raise TypeError(
             f"hook '{hook_name(fn)}' is an async def function; hooks run synchronously inside the backward pass, "
             "so they must be plain functions (do async work in an async def custom Function backward instead)"

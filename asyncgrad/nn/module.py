@@ -7,6 +7,7 @@ children ``"0"``, ``"1"``, ... through ``setattr``, so state_dict keys match tor
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
@@ -18,6 +19,7 @@ from asyncgrad.dtypes import float32, float64
 from asyncgrad.factories import tensor as as_tensor
 from asyncgrad.graph.grad_mode import no_grad
 from asyncgrad.graph.node import RemovableHandle
+from asyncgrad.nn.backward_hooks import BackwardHook
 from asyncgrad.nn.parameter import Parameter, zero_grads
 from asyncgrad.ops.shape import to_args
 from asyncgrad.tensor import Tensor
@@ -38,7 +40,9 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``forward``, between the forward pre-hooks and the forward hooks when there are any."""
+        """``forward``, between the forward pre-hooks and the forward hooks when there are any, its
+        Tensors wrapped for the full backward hooks when there are any (Note [Full backward hooks]
+        in nn/backward_hooks.py)."""
         hooks = self.__dict__.get("_hooks")
         if not hooks:
             return self.forward(*args, **kwargs)
@@ -46,11 +50,20 @@ class Module:
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
+        bw_hook = None
+        if hooks.backward or hooks.backward_pre:
+            bw_hook = BackwardHook(self, list(hooks.backward.values()), list(hooks.backward_pre.values()))
+            args = bw_hook.setup_input_hook(args)
         output = self.forward(*args, **kwargs)
         for hook in list(hooks.post.values()):
             changed = hook(self, args, output)
             if changed is not None:
                 output = changed
+        if bw_hook is not None:
+            if not isinstance(output, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                              f"Tensors but received {type(output)}", stacklevel=2)
+            output = bw_hook.setup_output_hook(output)
         return output
 
     # ------------------------------------------------------------------ the tree
@@ -253,6 +266,17 @@ class Module:
         """``hook(module, args, output)`` after each forward; a non-None result replaces the output."""
         return self._add_hook(self._hook_table().post, hook, prepend)
 
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` once the gradients of the module's inputs are
+        computed in a backward; a non-None result replaces ``grad_input`` (Note [Full backward hooks]
+        in nn/backward_hooks.py). Non-Tensor arguments and outputs show as None."""
+        return self._add_hook(self._hook_table().backward, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)`` once the gradients of the module's outputs are computed in a
+        backward, before the module's own backward; a non-None result replaces ``grad_output``."""
+        return self._add_hook(self._hook_table().backward_pre, hook, prepend)
+
     @staticmethod
     def _add_hook(table: dict, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
         if not callable(hook):
@@ -320,16 +344,19 @@ class Module:
 
 
 class _Hooks:
-    """A module's forward pre-hooks and forward hooks, each by its handle's id, in registration order."""
+    """A module's forward pre-hooks, forward hooks, full backward hooks and backward pre-hooks, each
+    by its handle's id, in registration order."""
 
-    __slots__ = ("pre", "post")
+    __slots__ = ("pre", "post", "backward", "backward_pre")
 
     def __init__(self) -> None:
         self.pre: dict[int, Callable] = {}
         self.post: dict[int, Callable] = {}
+        self.backward: dict[int, Callable] = {}
+        self.backward_pre: dict[int, Callable] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.pre or self.post)
+        return bool(self.pre or self.post or self.backward or self.backward_pre)
 
 
 def _dtype_name(dtype: np.dtype) -> str:

@@ -56,7 +56,14 @@ def inplace_method(compute, name: str):
             raise type(exc)(text) from None
 
     method.__name__ = name
+    method.__doc__ = f"torch's ``{name}``: ``{base}`` computed and written into the tensor in place."
     return method
+
+
+UNARY_INPLACE = {name + "_": inplace_method(compute, name + "_")
+                 for name, compute in elementwise.INPLACE_COMPUTE.items()}
+"""Every row of the unary table in place (Note [In-place forms of the unary table] in ops/elementwise.py):
+Tensor's methods, and asyncgrad's functions where torch has them."""
 
 
 def operator_form(fn):

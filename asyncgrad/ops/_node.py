@@ -26,10 +26,10 @@ from asyncgrad.devices.streams import note_forward
 from asyncgrad.dtypes import NUMPY_DTYPE_CLASSES, numpy_dtype
 from asyncgrad.graph import node as graph_module
 from asyncgrad.graph.anomaly import ANOMALY_USED, anomaly_enabled, forward_traceback
-from asyncgrad.graph.grad_mode import INFERENCE_ACTIVE, grad_enabled
+from asyncgrad.graph.grad_mode import INFERENCE_ACTIVE, grad_enabled, inference_enabled
 from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Node, hooks_in_use, saved_hooks, split_edges
 from asyncgrad.ops import windows
-from asyncgrad.tensor import MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from asyncgrad.tensor import INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 
 _new = object.__new__
 _make = Tensor._make
@@ -432,7 +432,7 @@ def mark_view(view: Tensor, base: Tensor, cls: type | None = None, multi: bool =
     by the other's autograd (CopySlices, version checks).
 
     Note [View creation]
-    As torch's CreationMeta: a view made in no_grad mode, or one of several views a single op
+    As torch's CreationMeta: a view made in no_grad mode (or inference mode), or one of several views a single op
     returned (unbind, split, chunk), may not be modified in place where the in-place op would
     record (``inplace.check_view_creation`` raises torch's words). A view of such a view inherits
     the refusal unless it is one itself (torch's propagate_creation_meta). ``creation`` keeps
@@ -444,6 +444,8 @@ def mark_view(view: Tensor, base: Tensor, cls: type | None = None, multi: bool =
     root = extra.base if extra is not None and extra.base is not None else base
     grad_mode = grad_enabled.get()
     kind = MULTI_OUTPUT_VIEW if multi and grad_mode else NO_GRAD_VIEW if not grad_mode else None
+    if kind is NO_GRAD_VIEW and INFERENCE_ACTIVE[0] and inference_enabled.get():
+        kind = INFERENCE_MODE_VIEW
     creation = None
     if kind is not None:
         named = grad_mode and cls is not None and (base._requires_grad or root._requires_grad)
@@ -602,6 +604,11 @@ class ArrayMath:
         if p == 2:
             return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdim))
         return xp.sum(magnitude ** p, axis=axes, keepdims=keepdim) ** (1 / p)
+
+    @staticmethod
+    def delayed_error(g: Any, message: str) -> Any:
+        """``g`` whose own backward raises ``message`` (torch's DelayedError); nothing records here."""
+        return g
 
     @staticmethod
     def scatter_prod(base: Any, key: tuple, axis: int, index: Any, src: Any) -> Any:

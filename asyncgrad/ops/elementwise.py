@@ -810,6 +810,52 @@ assert set(_FORWARDS) == {"neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "t
                           }, "a row of _UNARY needs its name assigned above"
 
 
+# Note [In-place forms of the unary table]: every row of ``_UNARY`` has torch's in-place form,
+# ``x.exp_()`` and ``ag.exp_(x)`` (``relu_`` is declared with the activations): the row's op
+# computed and written back (``inplace.apply_inplace``), recorded as the row's node. torch records
+# three of them without a derivative, ``INPLACE_WITHOUT_DERIVATIVE``: their in-place form computes
+# the row's values but records ``<Name>Backward1``, whose backward raises torch's NotImplementedError
+# ("the derivative for 'inplace version of acosh' is not implemented.").
+INPLACE_WITHOUT_DERIVATIVE = ("acosh", "asinh", "atanh")
+
+
+class _InplaceWithoutDerivative(OpNode):
+    """The node of an in-place unary op torch gives no derivative (Note [In-place forms of the unary table])."""
+
+    __slots__ = ()
+    work_per_element = 0
+    op_name = ""
+
+    def backward(self, F: Any, g: Any) -> tuple:
+        raise NotImplementedError(f"the derivative for 'inplace version of {self.op_name}' is not implemented.")
+
+
+def _without_derivative(name: str) -> Callable[[Tensor], Tensor]:
+    """What ``name_`` computes for a row of ``INPLACE_WITHOUT_DERIVATIVE``: the row's values, recorded
+    under ``<Name>Backward1``."""
+    node_name = _UNARY[[row[0] for row in _UNARY].index(name)][1].replace("Backward0", "Backward1")
+    node = type(node_name, (_InplaceWithoutDerivative,), {
+        "__slots__": (), "__module__": __name__, "__qualname__": node_name, "op_name": name,
+        "__doc__": f"``{name}_``: torch records no derivative for it (generated from ``_UNARY``'s row)."})
+    globals()[node_name] = node
+    op = _FORWARDS[name]
+
+    def compute(x: Tensor) -> Tensor:
+        if x.__class__ is not Tensor:
+            tensor_arg(x, name + "_")
+        return record(node, (x,), op(x.detach())._data, x.device)
+
+    compute.__name__ = compute.__qualname__ = name
+    return compute
+
+
+INPLACE_COMPUTE: dict[str, Callable[[Tensor], Tensor]] = {
+    name: _without_derivative(name) if name in INPLACE_WITHOUT_DERIVATIVE else op
+    for name, op in _FORWARDS.items() if name != "relu"}
+"""What each row's in-place form computes (Note [In-place forms of the unary table]); ``relu_`` is
+declared with the activations."""
+
+
 # Note [Zero derivatives are constants]: where torch's formula is ``zeros_like(grad)`` (sign, the
 # result side of threshold_backward, ``x ** 0``), the gradient is zeros that belong to no graph:
 # under create_graph a ``g * 0`` would require grad whenever ``g`` does, and a gradient of it would
@@ -1192,6 +1238,20 @@ def _predicate(name: str, test: Callable[[Any, Any], Any], integral: bool) -> Ca
 isnan = _predicate("isnan", lambda xp, d: xp.isnan(d), False)
 isinf = _predicate("isinf", lambda xp, d: xp.isinf(d), False)
 isfinite = _predicate("isfinite", lambda xp, d: xp.isfinite(d), True)
+
+
+def signbit(x: Tensor) -> Tensor:
+    """torch's ``signbit``: whether each element's sign bit is set (``-0.0`` and ``-nan`` count), a
+    bool result, never a node; an integer's is whether it is negative, a bool's is False."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "signbit")
+    dev = x.device
+    data = x.data
+    if x.dtype.kind == "f":
+        return plain(dev.xp.signbit(data), dev)
+    if x.dtype.kind == "b":
+        return plain(dev.backend.full(data.shape, False, dtypes.bool), dev)
+    return plain(data < 0, dev)
 
 
 # two operands, each summed back to its own shape

@@ -17,7 +17,7 @@ from asyncgrad._convert import to_array
 from asyncgrad._validate import check_array_dtype, complex_error, is_complex, normalize_dim, tensor_arg, type_label
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.node import RELEASED
-from asyncgrad.ops._node import OpNode, SavesVariables, plain, record, recording, same_device
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, plain, record, recording, same_device
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.shape import expanded_shape, indexed, reshape
 from asyncgrad.tensor import Tensor, scalar_type_name, type_name
@@ -779,6 +779,9 @@ _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 class _ReduceScatter(OpNode):
     __slots__ = ("reduce", "include_self", "axis", "index", "key", "count", "src_shape", "part")
     saves_result = True
+    op_name: str
+    src_name: str
+    """The op's name and its source argument's, as torch's errors say them."""
 
     def backward(self, F, g):
         x, src, result = F.unpack(self)
@@ -813,6 +816,13 @@ class _ReduceScatter(OpNode):
             gx = F.index_put(gx, key, 0.0)
         if self.part is not None:
             gs = F.index_add(self.src_shape, (self.part, True), gs)
+        if reduce == "prod" and F is not ArrayMath and self.needs(1):
+            # torch's: the gradient above is right where two zeros of src meet, its own gradient is not,
+            # so a recorded backward refuses to go through src's gradient there
+            src_zeros = F.index_add(tuple(x.shape), (key, False), F.cast(src == 0, g.dtype))
+            if bool((src_zeros > 1.0).any()):
+                gs = F.delayed_error(gs, f"{self.op_name}(): Double backward is unsupported for {self.src_name} when "
+                                         f">1 zeros in {self.src_name} are scattered to the same position in self")
         return (gx if self.needs(0) else None, gs if self.needs(1) else None)
 
 
@@ -826,10 +836,12 @@ def _ones_for(F: Any, like: Any) -> Any:
 
 class ScatterReduceBackward0(_ReduceScatter):
     __slots__ = ()
+    op_name, src_name = "scatter_reduce", "src"
 
 
 class IndexReduceBackward0(_ReduceScatter):
     __slots__ = ()
+    op_name, src_name = "index_reduce", "source"
 
 
 def _reduce_scatter(cls: type[OpNode], fn: str, x: Tensor, axis: int, idx: Any, src: Tensor, reduce: str,

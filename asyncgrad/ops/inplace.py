@@ -31,6 +31,7 @@ from asyncgrad.graph.node import RELEASED as RELEASED_VALUES
 from asyncgrad.graph.node import Edge, Node, before_write, hooks_in_use, mutation_context, saved_hooks
 from asyncgrad.ops import _node
 from asyncgrad.ops._node import (
+    INFERENCE_MODE_VIEW,
     MULTI_OUTPUT_VIEW,
     NO_GRAD_VIEW,
     OpNode,
@@ -243,10 +244,12 @@ def view_creation_error(creation: tuple, modified: str) -> str:
     without its ``Backward0`` ("Output 0 of Unbind")."""
     kind, name, output_nr = creation
     node = None if name is None else re.sub(r"Backward\d*$", "", name)
-    if kind == NO_GRAD_VIEW or node is None:
+    block = "inference_mode" if kind == INFERENCE_MODE_VIEW else "no_grad"
+    if kind in (NO_GRAD_VIEW, INFERENCE_MODE_VIEW) or node is None:
         prefix = (f"Output {output_nr} of {node} is a view of a view which was created in" if node is not None
                   else "A view was created in")
-        msg = f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled."
+        msg = (f"{prefix} inference mode and {modified} modified inplace in normal mode." if block == "inference_mode"
+               else f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled.")
     else:
         msg = f"Output {output_nr} of {node} is a view and {modified} modified inplace."
     if kind == MULTI_OUTPUT_VIEW:
@@ -259,7 +262,7 @@ def view_creation_error(creation: tuple, modified: str) -> str:
                       "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
                       "this by cloning the output of the custom Function.")
     return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
-                  "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
+                  f"by moving both the view and the inplace either both inside the {block} block (if you don't want "
                   "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 

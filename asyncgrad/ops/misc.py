@@ -19,10 +19,11 @@ from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.graph.node import NO_EDGE, before_write
+from asyncgrad.ops import elementwise as _elementwise
 from asyncgrad.ops import indexing as _indexing
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record
-from asyncgrad.ops.elementwise import broadcast_error
+from asyncgrad.ops.elementwise import _dtype_of, broadcast_error
 from asyncgrad.ops.indexing import _check_bounds, _on_device, _owned, _vector_index
 from asyncgrad.ops.inplace import Error, _rebase, _rebased_node
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
@@ -753,4 +754,37 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right:
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-__all__ += ["bucketize", "index_copy", "index_fill", "index_put", "masked_scatter", "searchsorted"]
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """torch's ``isin``: whether each element of ``elements`` is among ``test_elements`` (either may be
+    a number, not both), compared in their promoted dtype; a bool tensor of ``elements``' shape, never
+    a node. ``invert`` negates it; ``assume_unique`` only lets torch take a faster path."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        got = f"{builtins.type(elements).__name__}, {builtins.type(test_elements).__name__}"
+        raise TypeError(f"isin() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        " * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, bool invert = False,"
+                        " Tensor out = None)\n"
+                        " * (Number element, Tensor test_elements, *, bool assume_unique = False, bool invert = False,"
+                        " Tensor out = None)\n"
+                        " * (Tensor elements, Number test_element, *, bool assume_unique = False, bool invert = False,"
+                        " Tensor out = None)\n")
+    for t in (elements, test_elements):
+        if isinstance(t, Tensor) and t.dtype == np.bool_:
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    te, tt, de, dt, dev = _elementwise.operands(elements, test_elements, "isin")
+    xp = dev.xp
+    if tt is None:  # a number to test against
+        found = de == dt
+    else:
+        values = de if te is not None else dev.backend.full((), de, _dtype_of(dt))
+        flat = xp.reshape(values, (-1,))
+        candidates = xp.sort(xp.reshape(dt, (-1,)))
+        n = candidates.shape[0]
+        if n == 0 or flat.shape[0] == 0:
+            found = dev.backend.full(tuple(values.shape), False, dtypes.bool)
+        else:  # each value against the nearest candidate not below it
+            at = xp.clip(xp.searchsorted(candidates, flat), 0, n - 1)
+            found = xp.reshape(xp.take(candidates, at, axis=0) == flat, tuple(values.shape))
+    return plain(xp.logical_not(found) if invert else found, dev)
+
+
+__all__ += ["bucketize", "index_copy", "index_fill", "index_put", "isin", "masked_scatter", "searchsorted"]

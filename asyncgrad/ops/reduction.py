@@ -766,6 +766,18 @@ def _truth(x: Tensor, dim: Any, keepdim: bool, fn: str) -> Tensor:
     return plain(dev.xp.asarray(out, copy=True) if out is x.data else out, dev)
 
 
+def count_nonzero(x: Tensor, dim: Any = None) -> Tensor:
+    """torch's ``count_nonzero``: how many elements are not zero, in all of ``x`` or along ``dim`` (an
+    int or a tuple of them); int64, never a node."""
+    if x.__class__ is not Tensor:
+        tensor_arg(x, "count_nonzero")
+    data = x.data
+    axes = normalize_dims(dim, data.ndim, "count_nonzero")
+    dev = x.device
+    counts = dev.backend.astype(dev.backend.astype(data, np.bool_), np.int64)
+    return plain(dev.xp.sum(counts, axis=axes if data.ndim else None), dev)
+
+
 def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Whether any element (or any along ``dim``) is nonzero: a bool tensor, as torch's."""
     return _truth(x, dim, keepdim, "any")

@@ -9,9 +9,9 @@ import numpy as np
 
 from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
-from asyncgrad.ops import conv, elementwise, indexing, linalg, pooling, reduction, special
+from asyncgrad.ops import conv, elementwise, indexing, inplace, linalg, pooling, reduction, special
 from asyncgrad.ops import shape as shape_ops
-from asyncgrad.ops._node import OpNode, reduced_axes
+from asyncgrad.ops._node import OpNode, record, reduced_axes
 from asyncgrad.tensor import Tensor
 
 
@@ -95,6 +95,12 @@ class TensorMath:
     # pointwise math
     trunc = staticmethod(elementwise.trunc)
     floor = staticmethod(elementwise.floor)
+    @staticmethod
+    def delayed_error(g: Tensor, message: str) -> Tensor:
+        """``g``'s values recorded under an ``Error`` node that raises ``message`` when a backward
+        reaches it (torch's DelayedError): a gradient that is right but whose own gradient is not."""
+        return record(inplace.Error, (g,), g.data, g.device, message)
+
     @staticmethod
     def scatter_prod(base: Tensor, key: tuple, axis: int, index: Any, src: Tensor) -> Tensor:
         return indexing.scatter_reduce(base, axis, Tensor._make(index, base.device, False, None, 0, [0]), src,

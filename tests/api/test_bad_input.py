@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import re
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -624,6 +625,9 @@ BACKWARD_INPUTS = {
     "single tensor (valid)": lambda lib, x: x,
     "tuple (valid)": lambda lib, x: (x,),
     "unused leaf (valid)": lambda lib, x: [x, lib.ones(2, requires_grad=True)],
+    "dict (valid)": lambda lib, x: {"x": x},
+    "OrderedDict": lambda lib, x: OrderedDict(x=x),
+    "dict of a str": lambda lib, x: {"x": "a"},
 }
 for _label, _inputs in BACKWARD_INPUTS.items():
     case(f"backward inputs {_label}", lambda lib, i=_inputs: _backward_inputs(lib, i))

@@ -1,13 +1,27 @@
 """What the ports of torch's current autograd tests share (tests/torch_parity/test_*_Test*.py).
 
 torch's test helpers rewritten against asyncgrad: ``assertEqual`` for tensors, the struct checks of
-``TestAutogradFunctional``, ``graph_desc``, and the float64 default that torch's files set at import.
+``TestAutogradFunctional``, ``graph_desc``, ``set_warn_always_context``, and the float64 default that
+torch's files set at import.
 """
+
+import contextlib
 
 import numpy as np
 import pytest
 
 import asyncgrad as ag
+
+
+@contextlib.contextmanager
+def set_warn_always_context(new_val):
+    """torch's ``common_utils.set_warn_always_context``."""
+    old_val = ag.is_warn_always_enabled()
+    ag.set_warn_always(new_val)
+    try:
+        yield
+    finally:
+        ag.set_warn_always(old_val)
 
 
 @pytest.fixture(autouse=True)

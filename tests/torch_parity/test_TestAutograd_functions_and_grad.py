@@ -196,10 +196,6 @@ async def test_function_returns_undefined_tensor():
     assert (await ag.autograd.grad(MyFunction.apply(x), x, allow_unused=True))[0] is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ctx._materialize_non_diff_grads = False is ignored: the non-differentiable output's gradient reaches"
-    ' backward as zeros where torch passes None'
-))
 async def test_set_materialize_non_diff_grads():
     """Port of TestAutograd.test_set_materialize_non_diff_grads."""
     class Func(Function):
@@ -380,10 +376,6 @@ async def test_custom_function_apply_kwargs():
     assert_equal(out_default, out_default_expected)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'Function.apply with the tensors given as keyword arguments records no graph (element 0 of tensors '
-    'does not require grad)'
-))
 async def test_custom_function_apply_kwargs_required():
     """Port of TestAutograd.test_custom_function_apply_kwargs_required."""
     class Add(Function):
@@ -413,10 +405,6 @@ async def test_custom_function_apply_kwargs_required():
     assert_equal(y.grad, ag.tensor([1.0]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Function.apply counts only positional arguments as inputs: backward's gradient for a keyword tensor "
-    'is refused (expected 1, got 3)'
-))
 async def test_custom_function_apply_kwargs_tensor():
     """Port of TestAutograd.test_custom_function_apply_kwargs_tensor."""
     class ScaledMul(Function):
@@ -522,9 +510,6 @@ async def test_unrelated_inputs():
     assert await ag.gradgradcheck(my_function, (x, y))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "asyncgrad has no acosh_ (torch's in-place acosh whose derivative is not implemented)"
-))
 async def test_not_implemented_grad():
     """Port of TestAutograd.test_not_implemented_grad."""
     a = ag.rand(2, requires_grad=True)

@@ -317,8 +317,8 @@ async def test_checkpointing_without_reentrant_context_fn_cannot_suppress_forwar
     assert str(context.exc_value) == "forward failed"
 
 
-@_xfail("checkpoint without use_reentrant gives no UserWarning (torch: 'the use_reentrant parameter should "
-        "be passed explicitly')")
+@_xfail("API.md makes use_reentrant=False checkpoint's default, so leaving it out is no mistake to warn about; "
+        "torch 2.13 warns ('the use_reentrant parameter should be passed explicitly') and takes True")
 async def test_checkpoint_warns_if_use_reentrant_not_passed_explcitly():
     """Port of TestAutograd.test_checkpoint_warns_if_use_reentrant_not_passed_explcitly."""
     a = ag.randn(1, requires_grad=True)
@@ -330,7 +330,6 @@ async def test_checkpoint_warns_if_use_reentrant_not_passed_explcitly():
         await checkpoint(lambda x: x, a)
 
 
-@_xfail("asyncgrad.utils.checkpoint has no checkpoint_sequential")
 async def test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly():
     """Port of TestAutograd.test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly."""
     from asyncgrad.utils.checkpoint import checkpoint_sequential
@@ -345,7 +344,6 @@ async def test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly
         await checkpoint_sequential(modules_list, 3, a)
 
 
-@_xfail("asyncgrad.utils.checkpoint has no GraphExecGroup")
 async def test_checkpoint_graph_execution_group():
     """Port of TestAutograd.test_checkpoint_graph_execution_group."""
     from asyncgrad.utils.checkpoint import GraphExecGroup
@@ -382,7 +380,6 @@ async def test_checkpoint_graph_execution_group():
             await out.sum().backward()
 
 
-@_xfail("asyncgrad.utils.checkpoint has no set_checkpoint_early_stop / set_checkpoint_debug_enabled")
 async def test_checkpoint_detects_non_determinism():
     """Port of TestAutograd.test_checkpoint_detects_non_determinism."""
     from asyncgrad.utils.checkpoint import set_checkpoint_debug_enabled, set_checkpoint_early_stop

@@ -734,8 +734,6 @@ async def test_grad_dict_inputs_empty():
         await ag.autograd.grad(z.sum(), {})
 
 
-@_xfail("backward(inputs=dict) is refused (all inputs have to be Tensors or GradientEdges, but got str); "
-        "torch takes the dict's values")
 async def test_backward_dict_inputs():
     """Port of TestAutograd.test_backward_dict_inputs."""
     x = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
@@ -747,8 +745,6 @@ async def test_backward_dict_inputs():
     assert_equal(y.grad, x + 2 * y)
 
 
-@_xfail("backward(inputs=dict) is refused (all inputs have to be Tensors or GradientEdges, but got str); "
-        "torch takes the dict's values")
 async def test_backward_dict_inputs_tensor_backward():
     """Port of TestAutograd.test_backward_dict_inputs_tensor_backward."""
     x = ag.randn(2, 2, dtype=ag.double, requires_grad=True)

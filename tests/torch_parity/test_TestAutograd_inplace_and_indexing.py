@@ -18,7 +18,7 @@ import math
 import warnings
 
 import pytest
-from autograd_port import assert_equal, double_default, graph_desc  # noqa: F401
+from autograd_port import assert_equal, double_default, graph_desc, set_warn_always_context  # noqa: F401
 
 import asyncgrad as ag
 from asyncgrad import Function
@@ -382,11 +382,9 @@ async def test_backward_twice_retained_graph_without_saved_values():
     await c.backward(ag.tensor([1, 1, 1], dtype=ag.double))
 
 
-@_xfail("asyncgrad has no set_warn_always: torch's test makes its once-per-process create_graph warning "
-        "appear with set_warn_always_context(True)")
 async def test_backward_create_graph_warns():
     """Port of TestAutograd.test_backward_create_graph_warns."""
-    with ag.set_warn_always(True):
+    with set_warn_always_context(True):
         b = ag.randn(3, requires_grad=True, dtype=ag.double)
         c = b * b
         with warnings.catch_warnings(record=True) as ws:

@@ -187,8 +187,6 @@ async def test_record_function_multithreaded():
     rf.__exit__(None, None, None)  # exiting after another one ended does not raise
 
 
-@_xfail("Node.register_hook refuses an object that is not callable (TypeError: hook must be callable); "
-        "torch stores it (the test only counts its deallocation)")
 async def test_inplace_on_view_saved_output():
     """Port of TestAutograd.test_inplace_on_view_saved_output."""
     dealloc = [0]
@@ -614,14 +612,7 @@ async def test_gradcheck_nondeterministic(fast_mode):
     await ag.gradgradcheck(lambda x: NonDetFunc.apply(x, 1e-12), inp, nondet_tol=1e-5, **kw)
 
 
-STRIDE_0 = _xfail("gradcheck does not refuse an input with a stride-0 dimension (an expanded tensor): torch raises "
-                  "'The 0th input has a dimension with stride 0'")
-
-
-@pytest.mark.parametrize("fast_mode", [
-    pytest.param(True, marks=STRIDE_0),
-    pytest.param(False, marks=_xfail("gradcheck does not refuse an input with a stride-0 dimension (an expanded "
-                                     "tensor): torch raises 'The 0th input has a dimension with stride 0'"))])
+@FAST_MODE
 async def test_gradcheck_validates_inputs(fast_mode):
     """Port of TestAutograd.test_gradcheck_validates_inputs (its dense cases)."""
     x = ag.rand(10, requires_grad=False)

@@ -23,10 +23,6 @@ import asyncgrad as ag
 from asyncgrad import Function
 
 
-def _xfail(reason):
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
 class PropagatingThread(threading.Thread):
     """A thread whose exception is raised again by ``join`` (torch's helper)."""
 
@@ -160,8 +156,6 @@ def test_multi_grad_all_hooks():
     handle.remove()
 
 
-@_xfail("register_multi_grad_hook(mode='any') with concurrent backwards: the backward whose custom Function "
-        "raises never fires the hook (4 calls where torch, whose hook runs before that node, gives 5)")
 def test_multi_grad_any_hooks():
     """Port of TestMultithreadAutograd.test_multi_grad_any_hooks."""
     t1 = ag.rand(2, requires_grad=True)

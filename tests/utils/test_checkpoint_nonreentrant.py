@@ -1,11 +1,13 @@
 """Non-reentrant checkpointing (the default): recomputation on unpack, with ag.grad(), inputs=,
 nested checkpoints, retained graphs, RNG replay, and torch's errors."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.checkpoint import REENTRANT_WITH_GRAD, CheckpointError
+from asyncgrad.checkpoint import REENTRANT_WITH_GRAD, CheckpointError, set_checkpoint_early_stop
 
 pytest.importorskip("torch.utils.checkpoint")
 torch = pytest.importorskip("torch")
@@ -95,10 +97,17 @@ async def test_a_different_recomputation_is_torchs_checkpoint_error():
             h = h.sin()
         return h
 
-    y = await ag.checkpoint(changing, x)
+    with set_checkpoint_early_stop(False):  # the recomputation runs fn to its end
+        y = await ag.checkpoint(changing, x)
     state["n"] = 2
     with pytest.raises(CheckpointError, match="trying to save more tensors during recomputation"):
         await y.sum().backward()
+    state["n"] = 1
+    y = await ag.checkpoint(changing, x)
+    state["n"] = 2  # early stop (the default, as torch): the recomputation ends at the first sin's saved input
+    x.grad = None
+    await y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(X), rtol=1e-12)
     calls = []
     y2 = await ag.checkpoint(lambda h: calls.append(1) or (h.exp().exp() if len(calls) == 1 else h.exp()), x)
     with pytest.raises(CheckpointError, match="A different number of tensors was saved"):
@@ -181,3 +190,23 @@ async def test_a_checkpoint_on_the_sim_device_matches_the_cpu():
         grads.append((gx.cpu().numpy(), gw.cpu().numpy()))
     np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12)
     np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
+
+
+async def test_graph_exec_groups_do_not_nest_and_end_with_their_block():
+    from asyncgrad.utils.checkpoint import GraphExecGroup
+
+    outer = GraphExecGroup()
+    with outer:
+        assert GraphExecGroup._get_current_group() is outer
+        with pytest.raises(RuntimeError, match="GraphExecGroup contexts cannot be nested. Already inside group"):
+            with GraphExecGroup():
+                pass
+        assert GraphExecGroup._get_current_group() is outer
+    assert GraphExecGroup._get_current_group() is None
+
+
+async def test_debug_is_refused_with_a_context_fn():
+    x = ag.tensor(X, dtype=ag.float64, requires_grad=True)
+    with pytest.raises(ValueError, match="debug=True is incompatible with non-default context_fn"):
+        await ag.checkpoint(lambda t: t.sin(), x, use_reentrant=False, debug=True,
+                            context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()))
