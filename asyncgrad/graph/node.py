@@ -520,19 +520,19 @@ def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -
 
         handles = tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors))
     else:
-        ran: set[int] = set()
+        # held weakly, not by id(): a failed backward runs no final callback and is freed at once
+        # (Note [A failed backward frees its graph] in engine/scope.py), and a later graph task may reuse its id
+        ran: weakref.WeakSet = weakref.WeakSet()
 
         @functools.wraps(fn)
         def wrapped(grad: Any) -> None:
             graph_task = current_graph_task.get()
             if graph_task is None:
                 raise AssertionError("expected this hook to be called inside a backward call")
-            key = id(graph_task)
             with lock:
-                if key in ran:
+                if graph_task in ran:
                     return
-                ran.add(key)
-                graph_task.final_callbacks.append(lambda: ran.discard(key))
+                ran.add(graph_task)
             fn(grad)
 
         handles = tuple(t.register_hook(wrapped) for t in tensors if t._requires_grad)
