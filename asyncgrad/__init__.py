@@ -420,5 +420,9 @@ from asyncgrad.ops.reduction import count_nonzero  # noqa: E402
 # isort: split
 from asyncgrad.ops import UNARY_INPLACE as _UNARY_INPLACE  # noqa: E402
 
-globals().update({name: fn for name, fn in _UNARY_INPLACE.items()
-                  if name not in ("sign_", "erfinv_", "sgn_", "lgamma_", "digamma_")})
+for _name, _fn in _UNARY_INPLACE.items():
+    if _name not in ("sign_", "erfinv_", "sgn_", "lgamma_", "digamma_"):
+        # named where they are exported, so that introspection (help(), the reference pages) finds them here
+        _fn.__module__, _fn.__qualname__ = __name__, _name
+        globals()[_name] = _fn
+del _name, _fn
