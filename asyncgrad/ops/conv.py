@@ -80,8 +80,10 @@ class _Convolution(OpNode):
                 gb = F.convolution("forward", a, g, self.b_shape, p)
         if self.num_outputs == 2:
             return ga, gb
-        # the bias (conv and conv_transpose): added along the channel dim of every output position
-        return ga, gb, F.sum(g, axis=(0,) + tuple(range(2, g.ndim))) if self.needs(2) else None
+        # the bias (conv and conv_transpose): added along the channel dim of every output position;
+        # summed over samples first, a reduction along the outer axis that runs over whole rows,
+        # where one reduction over (samples, positions) at once strides through the channels
+        return ga, gb, F.sum(F.sum(g, axis=0), axis=tuple(range(1, g.ndim - 1))) if self.needs(2) else None
 
     def release_variables(self) -> None:
         self.columns = None  # Note [A convolution keeps its columns]: they go with the saved input
