@@ -17,9 +17,9 @@ import numpy as np
 from asyncgrad import _tensor_str, _validate, dtypes
 from asyncgrad._convert import to_array
 from asyncgrad._validate import normalize_dim
-from asyncgrad.autograd import awaitable
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
+from asyncgrad.graph import awaitable
 from asyncgrad.graph.grad_mode import (
     INFERENCE_ACTIVE,
     InferenceVersion,

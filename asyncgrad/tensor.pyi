@@ -19,10 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from asyncgrad._layout import memory_format
-from asyncgrad.autograd.awaitable import EngineCall
 from asyncgrad.autograd.graph import Node, RemovableHandle
 from asyncgrad.devices import Device
 from asyncgrad.dtypes import dtype as _AgDType
+from asyncgrad.graph.awaitable import EngineCall
 from asyncgrad.ops.linalg import (
     EighResult,
     EigResult,

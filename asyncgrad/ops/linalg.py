@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from asyncgrad._validate import int_arg, normalize_dim, number_arg, tensor_arg, type_label
-from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.devices import cpu
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.dtypes import get_default_dtype
@@ -23,6 +22,7 @@ from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul, 
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.ops.views import narrow
 from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.variable.saved import SavedTensor
 
 MATMUL_WORK_PER_MAC = 1 / 16
 """Element-operations per multiply-add: BLAS does ~16 of them in the time numpy does one
