@@ -329,7 +329,7 @@ class ArrayBackend:
         """Whether ``array``'s memory is its own: no view of another array's (a recycled product's
         slab counts as its own while nothing else sees it: Note [Recycled product buffers] in
         devices/buffers.py), and writable, so an in-place write into it changes no other array.
-        Gradient stealing asks this (autograd/ownership.py), after checking that nothing else
+        Gradient stealing asks this (devices/ownership.py), after checking that nothing else
         references the array object."""
         base = array.base
         return (base is None or owns_slab(base)) and array.flags.writeable
@@ -479,7 +479,7 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
         self._native_type = type(xp.float32)
         self._inner_unshared = _inner_count(self._wrap(np.empty(1), device=self.device))
         """References to a numpy array held by one strict array only, seen from ``owns_memory``
-        (measured, as autograd/ownership.py measures its count)."""
+        (measured, as devices/ownership.py measures its count)."""
         register(Array, self)
 
     def dtype(self, array: Any) -> np.dtype:

@@ -8,7 +8,7 @@ Convolution's im2col columns (``copy``: windows.py copies its strided window vie
 ``recycled_copy``) are the same kind of buffer: large, made and dropped every step.
 What must hold: a slab whose reference count is the cache's alone is seen by nothing and may be
 handed out again (numpy stops a view's base chain at a change of type, so a view of the view holds
-the view); ``owns_slab`` tells gradient stealing (autograd/ownership.py) that the view is its slab's
+the view); ``owns_slab`` tells gradient stealing (devices/ownership.py) that the view is its slab's
 only user; slabs in use and free stay within ``LIMIT_BYTES`` (free ones evicted least recently
 used first, ``empty_cache()`` hands them all back); a slab is picked under a lock, since products
 run on kernel threads too. The reasoning and the measurements: docs/design/cpu-memory.md.
@@ -49,7 +49,7 @@ def _free_count() -> int:
 
 
 _FREE = _free_count()
-"""A slab's count when only the cache holds it, measured at import (as autograd/ownership.py's)."""
+"""A slab's count when only the cache holds it, measured at import (as devices/ownership.py's)."""
 
 
 def _slab_count(base: Any) -> int:
