@@ -31,3 +31,14 @@ def test_training_loop_benchmark_trains_as_torch_does(optimizer):
     result = train_loop.main(["--batch", "8", "--repeats", "3", "--warmup", "2", "--optimizer", optimizer])
     assert result["torch_s"] > 0 and result["asyncgrad_s"] > 0
     assert result["drift"] < 1e-10
+
+
+@pytest.mark.parametrize("ab", [None, "kept-columns"])
+def test_interleaved_steps_run(ab):
+    pytest.importorskip("torch", reason="asyncgrad's steps are timed beside torch's")
+    from benchmarks import interleaved
+
+    argv = ["--steps", "2", "--warmup", "1"] + (["--only", "W8", "--ab", ab] if ab else [])
+    results = interleaved.main(argv)
+    assert set(results) == ({"W8"} if ab else {"W3", "W8"})
+    assert all(ms > 0 for medians in results.values() for ms in medians.values())
