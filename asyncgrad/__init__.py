@@ -8,10 +8,11 @@ recorded graph) -> ``engine`` (runs it backward) -> ``devices``; ``autograd`` is
 from asyncgrad import _surface  # noqa: F401  (installs Tensor's methods: Note [One declaration of Tensor's surface])
 
 # isort: split
-from asyncgrad import functional, nn, optim, profiler, utils, viz  # noqa: E402
-from asyncgrad.autograd.accumulate import AccumulateGrad
+from asyncgrad import nn, optim, profiler, utils, viz  # noqa: E402
+from asyncgrad.autograd import functional
 from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
 from asyncgrad.autograd.function import Function, FunctionCtx, once_differentiable
+from asyncgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from asyncgrad.checkpoint import checkpoint  # noqa: E402
 from asyncgrad.devices import Device, device, set_inline_threshold, set_num_workers
 
@@ -68,7 +69,6 @@ from asyncgrad.factories import (
     zeros,
     zeros_like,
 )
-from asyncgrad.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from asyncgrad.graph.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from asyncgrad.graph.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from asyncgrad.graph.node import Edge, GraphRoot, Node, RemovableHandle
@@ -150,6 +150,7 @@ from asyncgrad.random import (
 )
 from asyncgrad.serialization import load, save
 from asyncgrad.tensor import Tensor
+from asyncgrad.variable.accumulate import AccumulateGrad
 
 # out= (Note [out= arguments] in ops/out.py): the top-level functions take torch's out=, the methods do not
 (abs, add, clamp, cos, div, eq, exp, ge, gt, hypot, le, log, log1p, lt, maximum, minimum, mul, ne, neg, pow,

@@ -212,7 +212,7 @@ def strides_for(shape: tuple[int, ...], strides: tuple[int, ...], fmt: memory_fo
 def obeys_layout_contract(shape: tuple[int, ...], grad_strides: tuple[int, ...],
                           variable_strides: tuple[int, ...]) -> bool:
     """torch's ``obeys_layout_contract`` (Note [The gradient layout contract] in
-    autograd/accumulate.py): a dense variable's grad has its strides (a dim of size 1 is free,
+    variable/accumulate.py): a dense variable's grad has its strides (a dim of size 1 is free,
     unless its grad stride is 0: a view), any other variable's grad is row-major."""
     if not non_overlapping_and_dense(shape, variable_strides):
         return is_contiguous_as(shape, grad_strides, contiguous_format)

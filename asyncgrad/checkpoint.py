@@ -28,10 +28,10 @@ from typing import Any, Callable, ContextManager, NoReturn
 from asyncgrad import factories
 from asyncgrad.autograd.api import backward, call_plain
 from asyncgrad.autograd.function import Function
-from asyncgrad.autograd.recorder import PROFILING, current_recorder
 from asyncgrad.engine.graph_task import current_exec_group, current_graph_task
 from asyncgrad.graph.grad_mode import enable_grad, grad_enabled, no_grad
 from asyncgrad.graph.node import saved_tensors_hooks
+from asyncgrad.graph.recorder import PROFILING, current_recorder
 from asyncgrad.graph.switches import leave
 from asyncgrad.nn.container import Sequential
 from asyncgrad.tensor import Tensor
@@ -205,7 +205,7 @@ class _StopRecomputation(Exception):
 
 class _OpLog:
     """``debug=True``'s log of the ops run in its block, each with the stack that ran it: a recorder
-    (Note [Forward ops reach the profiler through record] in autograd/recorder.py) that passes
+    (Note [Forward ops reach the profiler through record] in graph/recorder.py) that passes
     everything on to the recorder it is nested in."""
 
     def __init__(self) -> None:

@@ -20,9 +20,9 @@ import numpy as np
 
 from asyncgrad import _layout, _validate, dtypes, random
 from asyncgrad._convert import to_array
-from asyncgrad.autograd.recorder import PROFILING, note_factory
 from asyncgrad.devices import Device
 from asyncgrad.devices import device as as_device
+from asyncgrad.graph.recorder import PROFILING, note_factory
 from asyncgrad.ops._node import ArrayMath, OpNode, plain, record, same_device
 from asyncgrad.ops.elementwise import broadcast_error
 from asyncgrad.ops.inplace import apply_inplace
@@ -36,7 +36,7 @@ _rng = [random.default_generator.numpy]
 def _leaf(array: Any, dev: Device, requires_grad: Any, fn: str) -> Tensor:
     """The new leaf; ``requires_grad=None`` passes as False, as torch's factories (not ``tensor``) take it."""
     t = plain(array, dev)
-    if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+    if PROFILING:  # Note [Forward ops reach the profiler through record] in graph/recorder.py
         note_factory(fn, t)
     if requires_grad is not False and requires_grad is not None:
         if not _validate.bool_arg(requires_grad, fn, "requires_grad"):

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from asyncgrad.autograd.accumulate import AccumulateGrad, grad_accumulator
-from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.graph.node import RELEASED, Node
 from asyncgrad.tensor import Tensor
+from asyncgrad.variable.accumulate import AccumulateGrad, grad_accumulator
+from asyncgrad.variable.saved import keep_result_as_saved
 
 if TYPE_CHECKING:
     import graphviz

@@ -2,7 +2,7 @@
 
     python -m benchmarks.await_overhead [--repeats 7] [--trees LABEL=PATH ...]
 
-``backward()`` returns an ``EngineCall`` (Note [Await or not] in autograd/awaitable.py) and the
+``backward()`` returns an ``EngineCall`` (Note [Await or not] in graph/awaitable.py) and the
 engine consults the profiler's context variable per graph task and per node (Note [Recording
 is per task] in profiler.py). Both costs are per call and per node, so two workloads show them:
 

@@ -7,7 +7,11 @@ beside the training speed, and how late a 1 ms heartbeat on the server's loop wo
 lag, which the load generator's figures include along with the machine's scheduling).
 ``--engine torch`` trains the same model with torch, its blocking ``backward()`` in a worker thread
 (``asyncio.to_thread``), the usual way to keep a loop free with torch; ``--engine none`` serves
-with nothing training (the floor). ``--engine all`` runs the three.
+with nothing training (the floor). ``--engine all`` runs the three (torch's row is skipped, with
+the reason printed, where torch is not installed).
+
+Importable: ``await table_rows(...)`` runs the same measurement on the caller's running loop (a
+notebook's, notebooks/07_serving_while_training.ipynb) and returns the table's rows.
 
 Needs aiohttp and scikit-learn (``pip install '.[examples]'``), and torch for ``--engine torch``.
 """
@@ -16,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import multiprocessing as mp
 import os
 import socket
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, Callable, Sequence
 
 # One BLAS thread, before numpy loads its BLAS: torch trains here with torch.set_num_threads(1), and
 # the loop is the process's other user of the CPU. OpenBLAS's own threads, woken for every product of
@@ -153,7 +158,19 @@ def _torch_trainer(state: dict, stop: asyncio.Event, batch: int) -> Any:
     return train()
 
 
-async def serve(engine: str, rate: float, seconds: float, batch: int) -> dict:
+ENGINES = ("none", "asyncgrad", "torch")
+
+
+def missing(engine: str) -> str | None:
+    """Why ``engine`` cannot run here, or None when it can."""
+    if engine == "torch" and importlib.util.find_spec("torch") is None:
+        return "torch is not installed (pip install torch)"
+    return None
+
+
+async def serve(engine: str, rate: float, seconds: float, batch: int, warmup: float = 1.0) -> dict:
+    """One row: serve ``seconds`` of load at ``rate`` requests per second (after ``warmup`` seconds
+    of training unmeasured) on the running loop, with ``engine`` training beside it."""
     from aiohttp import web
 
     state: dict = {"steps": 0, "loss": float("nan")}
@@ -168,7 +185,6 @@ async def serve(engine: str, rate: float, seconds: float, batch: int) -> dict:
     port = _free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
 
-    warmup = 1.0
     results: Any = mp.get_context("spawn").Queue()
     client = mp.get_context("spawn").Process(target=_load, args=(port, rate, seconds, warmup, results))
     client.start()
@@ -213,24 +229,54 @@ async def serve(engine: str, rate: float, seconds: float, batch: int) -> dict:
     }
 
 
+HEADER = (f"{'engine':<10} {'requests':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'train steps/s':>14} "
+          f"{'lag p99 ms':>11} {'lag max ms':>11}")
+
+
+def format_row(row: dict) -> str:
+    return (f"{row['engine']:<10} {row['requests']:>8} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} "
+            f"{row['max_ms']:>8.2f} {row['steps_per_s']:>14.1f} {row['lag_p99_ms']:>11.2f} "
+            f"{row['lag_max_ms']:>11.2f}")
+
+
+async def table_rows(engines: Sequence[str] = ENGINES, rate: float = 200.0, seconds: float = 10.0, batch: int = 64,
+                     warmup: float = 1.0, echo: Callable[[str], Any] | None = print, header: bool = True) -> list[dict]:
+    """The table's rows, one per engine, measured one after another on the running loop; ``echo``
+    (when given) gets the header (unless ``header`` is false) and each row as it is measured, and
+    the reason for an engine skipped because it cannot run here (``missing``)."""
+    rows = []
+    if echo is not None and header:
+        echo(HEADER)
+    for engine in engines:
+        why = missing(engine)
+        if why is not None:
+            if echo is not None:
+                echo(f"{engine:<10} skipped: {why}")
+            continue
+        row = await serve(engine, rate, seconds, batch, warmup)
+        rows.append(row)
+        if echo is not None:
+            echo(format_row(row))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--engine", choices=("asyncgrad", "torch", "none", "all"), default="asyncgrad")
+    parser.add_argument("--engine", choices=(*ENGINES, "all"), default="asyncgrad")
     parser.add_argument("--rate", type=float, default=200.0, help="requests per second (default 200)")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds of load (default 10)")
     parser.add_argument("--batch", type=int, default=64, help="training batch size (default 64)")
     args = parser.parse_args(argv)
-    engines = ("none", "asyncgrad", "torch") if args.engine == "all" else (args.engine,)
-    rows = []
-    print(f"{'engine':<10} {'requests':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'train steps/s':>14} "
-          f"{'lag p99 ms':>11} {'lag max ms':>11}")
-    for engine in engines:
-        row = asyncio.run(serve(engine, args.rate, args.seconds, args.batch))
-        rows.append(row)
-        print(f"{row['engine']:<10} {row['requests']:>8} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} "
-              f"{row['max_ms']:>8.2f} {row['steps_per_s']:>14.1f} {row['lag_p99_ms']:>11.2f} "
-              f"{row['lag_max_ms']:>11.2f}")
+    engines = ENGINES if args.engine == "all" else (args.engine,)
+
+    def echo(line: str) -> None:
+        print(line)
         sys.stdout.flush()
+
+    echo(HEADER)
+    rows = []
+    for engine in engines:  # each on a fresh loop, as a program would start it
+        rows += asyncio.run(table_rows((engine,), args.rate, args.seconds, args.batch, echo=echo, header=False))
     return rows
 
 

@@ -23,16 +23,16 @@ import greenback
 import numpy as np
 
 from asyncgrad._validate import type_label
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.awaitable import EngineCall, check, pending, require_asyncio
 from asyncgrad.dtypes import intern
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.engine.worker import reenter
+from asyncgrad.graph.awaitable import EngineCall, check, pending, require_asyncio
 from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
+from asyncgrad.variable.accumulate import gradient_edge
 
 TensorOrTensors = Tensor | GradientEdge | Sequence[Tensor] | Sequence[GradientEdge]  # torch takes GradientEdges too
 _get_running_loop = asyncio._get_running_loop
@@ -542,7 +542,7 @@ def tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph: 
     """``await t.backward()``: accumulate into the leaves' ``.grad``, as torch's ``backward()``.
 
     Returns an awaitable; with no event loop running in this thread (a plain script) the
-    backward has already run when it returns (Note [Await or not] in autograd/awaitable.py).
+    backward has already run when it returns (Note [Await or not] in graph/awaitable.py).
     """
     return backward(self, gradient, retain_graph, create_graph, inputs=inputs, _depth=2)
 

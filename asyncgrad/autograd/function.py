@@ -13,8 +13,6 @@ import weakref
 from typing import Any, Callable
 
 from asyncgrad._validate import type_label
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.saved import SavedTensor, unpack_tensors
 from asyncgrad.devices.backend import STREAMS_ACTIVE
 from asyncgrad.devices.device import cpu
 from asyncgrad.devices.streams import note_forward
@@ -23,7 +21,10 @@ from asyncgrad.graph.anomaly import ANOMALY_USED, anomaly_enabled, anomaly_paren
 from asyncgrad.graph.grad_mode import grad_enabled, no_grad
 from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Edge, Node, Placement, portal_needed
 from asyncgrad.graph.switches import restore
+from asyncgrad.ops.inplace import rebase_custom_view
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, Tensor
+from asyncgrad.variable.accumulate import gradient_edge
+from asyncgrad.variable.saved import SavedTensor, unpack_tensors
 
 CLEARED_ON_ACCESS = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
                      "autograd.Function. Either access saved_tensors only once, or set "
@@ -32,6 +33,8 @@ _CLEARED = ("cleared",)
 """``FunctionNode.saved`` once ``clear_saved_tensors_on_access`` gave the saved tensors out."""
 
 _NO_OUTPUT_META = ((), None, cpu)
+"""The input metadata of a forward output that is not a Tensor: a slot no gradient reaches
+(Note [One gradient slot per output])."""
 
 _DIRTY_VIEW_OF_MANY = (
     "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
@@ -39,19 +42,6 @@ _DIRTY_VIEW_OF_MANY = (
     "is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting "
     "it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
     "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
-
-_view_rebase: list[Callable[[Tensor, Node], None]] = []
-"""Note [A custom Function's in-place op on a view]: a Function that mark_dirty()s a view it
-modified in place rebases the view's base, as torch's rebase_history: the base becomes the
-output of CopySlices over the Function's node, and its views read it again. That machinery is
-the ops layer's (ops/inplace.py, above this module), which installs it here at import."""
-
-
-def install_view_rebase(rebase: Callable[[Tensor, Node], None]) -> None:
-    """Called once by ops/inplace.py (Note [A custom Function's in-place op on a view])."""
-    _view_rebase[:] = [rebase]
-"""The input metadata of a forward output that is not a Tensor: a slot no gradient reaches
-(Note [One gradient slot per output])."""
 
 
 class FunctionCtx:
@@ -406,7 +396,7 @@ def _rebase_dirty_view(node: FunctionNode, args: tuple, view: Tensor) -> None:
         raise NotImplementedError(
             "a custom Function with an async def backward cannot modify in place an input that is a view (the base's "
             "CopySlices runs the backward inline); pass view.clone()")
-    _view_rebase[0](view, node)  # Note [A custom Function's in-place op on a view]
+    rebase_custom_view(view, node)  # Note [A custom Function's in-place op on a view] in ops/inplace.py
 
 
 def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: dict) -> None:

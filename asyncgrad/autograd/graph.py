@@ -2,14 +2,13 @@
 
 The graph record itself is ``asyncgrad/graph/`` (Note [The graph record is the lowest layer] in
 graph/__init__.py); this module gathers its public names and ``get_gradient_edge``, which returns
-a leaf's ``AccumulateGrad`` and so lives with it in autograd/accumulate.py. The record's other
+a leaf's ``AccumulateGrad`` and so lives with it in variable/accumulate.py. The record's other
 names are here too, so that ``from asyncgrad.autograd.graph import Node`` keeps working (Note [The
 public graph module] in graph/node.py).
 """
 
 from __future__ import annotations
 
-from asyncgrad.autograd.accumulate import get_gradient_edge
 from asyncgrad.graph.node import (  # noqa: F401  (the record's other names, at their old import path)
     NO_EDGE,
     RELEASED,
@@ -36,6 +35,7 @@ from asyncgrad.graph.node import (  # noqa: F401  (the record's other names, at 
     saved_tensors_hooks,
     split_edges,
 )
+from asyncgrad.variable.accumulate import get_gradient_edge
 
 __all__ = [  # the public graph module: torch.autograd.graph's names, and asyncgrad's Edge, GraphRoot, handles
     "Edge", "GradientEdge", "GraphRoot", "Node", "RemovableHandle", "allow_mutation_on_saved_tensors",

@@ -16,7 +16,7 @@ import weakref
 from collections import defaultdict
 from typing import Any, Callable
 
-from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
+from asyncgrad.graph.recorder import PROFILING, current_recorder, open_ranges
 from asyncgrad.graph.switches import restore
 
 # Note [When a forward op started]: an op reaches the profiler when it returns (``record`` is called

@@ -329,7 +329,7 @@ class ArrayBackend:
         """Whether ``array``'s memory is its own: no view of another array's (a recycled product's
         slab counts as its own while nothing else sees it: Note [Recycled product buffers] in
         devices/buffers.py), and writable, so an in-place write into it changes no other array.
-        Gradient stealing asks this (autograd/ownership.py), after checking that nothing else
+        Gradient stealing asks this (devices/ownership.py), after checking that nothing else
         references the array object."""
         base = array.base
         return (base is None or owns_slab(base)) and array.flags.writeable
@@ -375,6 +375,11 @@ class ArrayBackend:
     def copy(self, array: Any, order: str = "K") -> Any:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
         return array.copy(order=order)
+
+    def recycled_copy(self, array: Any) -> Any:
+        """A C-order copy of ``array``; on the cpu a large one is written into a recycled buffer
+        (Note [Recycled product buffers] in devices/buffers.py): convolution's columns."""
+        return CACHE.copy(array)
 
     def is_contiguous(self, array: Any) -> bool:
         return array.flags.c_contiguous
@@ -474,7 +479,7 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
         self._native_type = type(xp.float32)
         self._inner_unshared = _inner_count(self._wrap(np.empty(1), device=self.device))
         """References to a numpy array held by one strict array only, seen from ``owns_memory``
-        (measured, as autograd/ownership.py measures its count)."""
+        (measured, as devices/ownership.py measures its count)."""
         register(Array, self)
 
     def dtype(self, array: Any) -> np.dtype:
@@ -596,6 +601,9 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
 
     def copy(self, array: Any, order: str = "K") -> Any:
         return self._wrap(array._array.copy(order=order), device=array.device)
+
+    def recycled_copy(self, array: Any) -> Any:
+        return self.copy(array, "C")
 
     def is_contiguous(self, array: Any) -> bool:
         return array._array.flags.c_contiguous
@@ -789,6 +797,9 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
     def copy(self, array: Any, order: str = "K") -> Any:
         with array.device:  # Note [The array's own GPU]
             return array.copy(order=order)
+
+    def recycled_copy(self, array: Any) -> Any:
+        return self.copy(array, "C")
 
     def address(self, array: Any) -> int:
         return array.data.ptr

@@ -22,7 +22,6 @@ import os
 import weakref
 from typing import Any, Literal
 
-from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.distributed import autograd as dist_autograd
 from asyncgrad.distributed._backends import LocalBackend, RayBackend, WorkerError
 from asyncgrad.distributed._wire import WireTensor, host_array, pack, to_tensor, unpack
@@ -32,6 +31,7 @@ from asyncgrad.graph.grad_mode import grad_enabled
 from asyncgrad.graph.node import RELEASED, SECOND_BACKWARD, Node, Placement
 from asyncgrad.nn.module import IncompatibleKeys
 from asyncgrad.tensor import Tensor
+from asyncgrad.variable.accumulate import gradient_edge
 
 CREATE_GRAPH_ACROSS_WORKERS = (
     "create_graph=True cannot cross workers: the backward of a remote call runs on its worker and sends back "

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncgrad.autograd.hook_calls import run_post, run_pre, run_tensor_pre
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.engine.graph_task import GraphTask
 from asyncgrad.graph.node import Node
+from asyncgrad.variable.hook_calls import run_post, run_pre, run_tensor_pre
 
 
 def _before_apply(graph_task: GraphTask, node: Node, inputs: list) -> list | None:

@@ -16,7 +16,6 @@ import weakref
 from heapq import heappush
 from typing import Any, Callable
 
-from asyncgrad.autograd.hook_calls import run_tensor_pre
 from asyncgrad.devices import Device, cpu
 from asyncgrad.engine.budget import LoopBudget
 from asyncgrad.engine.calls import call_function, check_nan, validate_grad
@@ -31,6 +30,7 @@ from asyncgrad.engine.worker import DeviceWorker
 from asyncgrad.graph.anomaly import anomaly_enabled
 from asyncgrad.graph.grad_mode import multithreading_enabled
 from asyncgrad.graph.node import Edge, GraphRoot, Node, portal_needed
+from asyncgrad.variable.hook_calls import run_tensor_pre
 
 # Note [Reentrant backwards]: a node that itself runs a backward (an ``async def`` backward
 # awaiting ``ag.backward``, or a plain one calling ``ag.backward_sync`` from its kernel thread)

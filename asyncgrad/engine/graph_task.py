@@ -14,8 +14,8 @@ import asyncio
 import contextvars
 from typing import TYPE_CHECKING, Any, Callable
 
-from asyncgrad.autograd.recorder import current_recorder  # noqa: F401  (the profilers', defined below it)
 from asyncgrad.graph.node import current_graph_task  # noqa: F401  (the engine's, defined below it)
+from asyncgrad.graph.recorder import current_recorder  # noqa: F401  (the profilers', defined below it)
 
 if TYPE_CHECKING:
     from asyncgrad.graph.node import Node

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from asyncgrad.autograd.ownership import owned_by
+from asyncgrad.devices.ownership import owned_by
 
 if TYPE_CHECKING:
     from asyncgrad.devices import Device

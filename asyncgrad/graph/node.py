@@ -329,7 +329,7 @@ class GraphRoot(Node):
 # Note [The public graph module]: ``ag.autograd.graph`` is autograd/graph.py, in the front door,
 # as ``torch.autograd.graph`` is the module that holds ``Node``: it gathers the public names below
 # and ``get_gradient_edge``, which returns a leaf's AccumulateGrad and so lives with it in
-# autograd/accumulate.py, above ``Tensor``. The names here touch a tensor only through its
+# variable/accumulate.py, above ``Tensor``. The names here touch a tensor only through its
 # attributes and methods (``t._vc``, ``t.register_hook``, ``t.cpu()``), never by importing Tensor.
 
 

@@ -17,9 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.recorder import PROFILING, note_op
-from asyncgrad.autograd.saved import SavedTensor, unpack_arrays
 from asyncgrad.devices import Device
 from asyncgrad.devices.backend import STREAMS_ACTIVE, backend_of
 from asyncgrad.devices.streams import note_forward
@@ -28,8 +25,11 @@ from asyncgrad.graph import node as graph_module
 from asyncgrad.graph.anomaly import ANOMALY_USED, anomaly_enabled, forward_traceback
 from asyncgrad.graph.grad_mode import INFERENCE_ACTIVE, grad_enabled, inference_enabled
 from asyncgrad.graph.node import NO_EDGE, RELEASED, SECOND_BACKWARD, Node, hooks_in_use, saved_hooks, split_edges
+from asyncgrad.graph.recorder import PROFILING, note_op
 from asyncgrad.ops import windows
 from asyncgrad.tensor import INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
+from asyncgrad.variable.accumulate import gradient_edge
+from asyncgrad.variable.saved import SavedTensor, unpack_arrays
 
 _new = object.__new__
 _make = Tensor._make
@@ -409,7 +409,7 @@ def record(cls: type[OpNode], inputs: tuple[Tensor | None, ...], out: Any, devic
             result.grad_fn.metadata["traceback_"] = forward_traceback()
         if view_of is not None:
             mark_view(result, view_of, cls)
-        if PROFILING:  # Note [Forward ops reach the profiler through record] in autograd/recorder.py
+        if PROFILING:  # Note [Forward ops reach the profiler through record] in graph/recorder.py
             note_op(cls, inputs, result, sequence_nr, view_of is None)
         return result
     result = _make(out, device, False, None, 0, [0] if vc is None else vc)

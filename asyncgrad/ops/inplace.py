@@ -21,9 +21,6 @@ from typing import Any, Callable
 import numpy as np
 
 from asyncgrad._validate import number_arg, tensor_arg
-from asyncgrad.autograd.accumulate import gradient_edge
-from asyncgrad.autograd.function import install_view_rebase
-from asyncgrad.autograd.saved import keep_result_as_saved
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.graph.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled, no_grad
@@ -42,6 +39,8 @@ from asyncgrad.ops._node import (
 )
 from asyncgrad.ops.elementwise import add, addcdiv, addcmul, broadcast_error, div, lerp, mul, sub
 from asyncgrad.tensor import IN_CUSTOM_FUNCTION, Tensor, scalar_type_name
+from asyncgrad.variable.accumulate import gradient_edge
+from asyncgrad.variable.saved import keep_result_as_saved
 
 
 def _recording(x: Tensor, args: tuple) -> bool:
@@ -80,7 +79,7 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
         _refresh_family(base, base)
         return x
     if hooks_in_use[0] and saved_hooks.get() is not None:
-        # Note [Packed saved tensors] (autograd/saved.py): a pack hook must see the old value,
+        # Note [Packed saved tensors] (variable/saved.py): a pack hook must see the old value,
         # which the write below would change under it; torch packs a clone, as here.
         result = compute(_snapshot(x), *args)
     else:
@@ -384,11 +383,12 @@ def _inplace_on_view(view: Tensor, base: Tensor, compute: Callable[..., Tensor],
     return view
 
 
-def _rebase_custom_view(view: Tensor, fn: Node) -> None:
-    """Note [A custom Function's in-place op on a view] (autograd/function.py): the custom
-    Function ``fn`` wrote into ``view`` and marked it dirty; its base becomes CopySlices over
-    ``fn`` (whose first input's edge is replaced by the base's, as torch's CopySlices does), and
-    every view of the base, ``view`` included, reads the base again."""
+def rebase_custom_view(view: Tensor, fn: Node) -> None:
+    """Note [A custom Function's in-place op on a view]: a custom Function ``fn`` (autograd/function.py,
+    above the ops) that wrote into ``view`` and marked it dirty rebases the view's base, as torch's
+    rebase_history: the base becomes CopySlices over ``fn`` (whose first input's edge is replaced by
+    the base's, as torch's CopySlices does), and every view of the base, ``view`` included, reads
+    the base again."""
     base = view._extra.base
     if view._extra.creation is not None:  # torch's handle_view_on_rebase first: a multi-output or no_grad view
         raise RuntimeError(view_creation_error(view._extra.creation, "is being"))
@@ -655,4 +655,3 @@ def copied(x: Tensor, src: Tensor) -> Tensor:
                   None if src.device is dev else src.device)
 
 
-install_view_rebase(_rebase_custom_view)

@@ -15,7 +15,6 @@ import numpy as np
 
 from asyncgrad import dtypes
 from asyncgrad._validate import dtype_arg, int_list, normalize_dim, tensor_arg
-from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.devices.backend import backend_of
 from asyncgrad.graph.grad_mode import INFERENCE_INPLACE, InferenceVersion, grad_enabled, inference_enabled
 from asyncgrad.graph.node import NO_EDGE, before_write
@@ -28,6 +27,7 @@ from asyncgrad.ops.indexing import _check_bounds, _on_device, _owned, _vector_in
 from asyncgrad.ops.inplace import Error, _rebase, _rebased_node
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.tensor import Tensor, scalar_type_name, type_name
+from asyncgrad.variable.accumulate import gradient_edge
 
 
 # --------------------------------------------------------------------------- logcumsumexp

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from asyncgrad.autograd.saved import unpack_tensors
 from asyncgrad.devices import Device
 from asyncgrad.ops import conv, elementwise, indexing, inplace, linalg, pooling, reduction, special
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import OpNode, record, reduced_axes
 from asyncgrad.tensor import Tensor
+from asyncgrad.variable.saved import unpack_tensors
 
 
 class TensorMath:

@@ -23,7 +23,6 @@ import numpy as np
 
 from asyncgrad._convert import to_array
 from asyncgrad._validate import int_arg, int_list, normalize_dim, tensor_arg
-from asyncgrad.autograd.accumulate import gradient_edge
 from asyncgrad.devices import device as as_device
 from asyncgrad.graph.anomaly import anomaly_enabled, forward_traceback
 from asyncgrad.graph.grad_mode import grad_enabled
@@ -34,6 +33,7 @@ from asyncgrad.ops.indexing import SelectBackward0, SliceBackward0, getitem
 from asyncgrad.ops.inplace import AsStridedBackward0
 from asyncgrad.ops.shape import indexed, permute, view
 from asyncgrad.tensor import Size, Tensor, scalar_type_name
+from asyncgrad.variable.accumulate import gradient_edge
 
 
 def _dim(x: Tensor, dim: Any, fn: str, name: str = "dim", pos: int = 2) -> int:

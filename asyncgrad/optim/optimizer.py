@@ -7,7 +7,7 @@ import functools
 import inspect
 from typing import Any, Awaitable, Callable, Iterable, Iterator
 
-from asyncgrad.autograd import awaitable
+from asyncgrad.graph import awaitable
 from asyncgrad.graph.grad_mode import enable_grad
 from asyncgrad.nn.parameter import zero_grads
 from asyncgrad.tensor import Tensor, type_name
@@ -21,7 +21,7 @@ class Optimizer:
     ``state`` is keyed by the parameter itself, as in torch, so ``opt.state[p]`` works.
     ``step(closure)`` re-evaluates the loss first (Note [step(closure)]).
     ``step()`` and ``zero_grad()`` refuse to run while a ``backward()`` called without ``await``
-    is pending, with a message that says so (Note [Await or not] in autograd/awaitable.py).
+    is pending, with a message that says so (Note [Await or not] in graph/awaitable.py).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

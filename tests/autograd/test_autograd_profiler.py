@@ -19,7 +19,7 @@ from asyncgrad.autograd.profiler import (
     profile,
     record_function,
 )
-from asyncgrad.autograd.recorder import PROFILING, open_ranges
+from asyncgrad.graph.recorder import PROFILING, open_ranges
 
 
 # --------------------------------------------------------------------------- torch's tests, ported

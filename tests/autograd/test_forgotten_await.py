@@ -1,4 +1,4 @@
-"""A forgotten ``await`` never silently skips a backward (Note [Await or not] in autograd/awaitable.py).
+"""A forgotten ``await`` never silently skips a backward (Note [Await or not] in graph/awaitable.py).
 
 Every path a torch habit can take: a plain script (no loop: the call runs at once), an
 ``async def`` (the call starts in the background after two loop iterations; until it has
@@ -21,7 +21,7 @@ import pytest
 from helpers import Boom
 
 import asyncgrad as ag
-from asyncgrad.autograd import awaitable
+from asyncgrad.graph import awaitable
 
 AWAIT_IT = "Write 'await loss.backward()'"
 

@@ -1,5 +1,5 @@
 """autograd.functional as torch's current tests use it (Note [The functional API records in any
-grad mode], Note [One Jacobian whatever the strategy] in asyncgrad/functional.py):
+grad mode], Note [One Jacobian whatever the strategy] in asyncgrad/autograd/functional.py):
 
 * ``vjp``, ``jvp``, ``jacobian``, ``hessian``, ``hvp``, ``vhp`` called under ``no_grad`` still
   differentiate, give no history without ``create_graph`` and history with it, and leave grad

@@ -1,6 +1,6 @@
 """functional.vjp/jvp/jacobian/hessian/vhp/hvp with ``strict=True`` (and without): they raise
 where torch raises, with torch's words, and otherwise return torch's values (Note [Strict mode
-as torch] in asyncgrad/functional.py)."""
+as torch] in asyncgrad/autograd/functional.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-import asyncgrad.functional as AF
+import asyncgrad.autograd.functional as AF
 
 X = np.array([0.3, -0.7, 1.2])
 Y = np.array([0.5, 2.0, -1.5])

@@ -29,7 +29,7 @@ async def test_check_batched_grad_with_an_unused_input():
 
 async def test_check_batched_grad_failure_is_torchs_message(monkeypatch):
     """A batched backward that differs from the one-at-a-time one fails with torch's words."""
-    gc_module = sys.modules["asyncgrad.gradcheck"]
+    gc_module = sys.modules["asyncgrad.autograd.gradcheck"]
     real = gc_module.grad
 
     async def skewed(*args, **kwargs):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.autograd.accumulate import grad_accumulator
+from asyncgrad.variable.accumulate import grad_accumulator
 
 
 def seed_example():

@@ -43,8 +43,8 @@ import pytest
 
 import asyncgrad as ag
 from asyncgrad.autograd import grad_mode
-from asyncgrad.autograd.recorder import PROFILING, current_recorder, open_ranges
 from asyncgrad.graph.node import _outer_hooks, mutation_context, saved_hooks, saved_hooks_disabled
+from asyncgrad.graph.recorder import PROFILING, current_recorder, open_ranges
 
 hooks_cls = ag.autograd.graph.saved_tensors_hooks
 

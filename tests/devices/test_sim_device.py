@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.autograd.ownership import owned_by
+from asyncgrad.devices.ownership import owned_by
 from asyncgrad.utils.data import DataLoader, TensorDataset
 
 SIM = ag.device("sim:0")

@@ -18,9 +18,9 @@ nbformat = pytest.importorskip("nbformat", reason="reading notebooks needs nbfor
 FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 
 NAMES = ["01_quickstart", "02_inside_the_engine", "03_training", "04_reentrant_and_checkpointing",
-         "05_higher_order", "06_distributed"]
+         "05_higher_order", "06_distributed", "07_serving_while_training"]
 WITH_PICTURES = {"02_inside_the_engine", "03_training", "04_reentrant_and_checkpointing", "05_higher_order",
-                 "06_distributed"}
+                 "06_distributed", "07_serving_while_training"}
 
 
 def test_the_notebooks_are_there():
@@ -34,7 +34,8 @@ def executed():
                         ("ipykernel", "executing notebooks needs ipykernel"),
                         ("matplotlib", "the notebooks draw with matplotlib"),
                         ("sklearn", "03_training uses scikit-learn's digits"),
-                        ("tqdm", "03_training shows a tqdm progress bar")]:
+                        ("tqdm", "03_training shows a tqdm progress bar"),
+                        ("aiohttp", "07_serving_while_training serves HTTP with aiohttp")]:
         pytest.importorskip(module, reason=f"{why} (the 'test' extra)")
     spec = importlib.util.spec_from_file_location("notebooks_run_all", FOLDER / "run_all.py")
     run_all = importlib.util.module_from_spec(spec)

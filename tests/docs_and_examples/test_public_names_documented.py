@@ -27,7 +27,7 @@ SURFACE = (
     "asyncgrad.autograd",
     "asyncgrad.autograd.graph",
     "asyncgrad.autograd.profiler",
-    "asyncgrad.functional",
+    "asyncgrad.autograd.functional",
     "asyncgrad.linalg",
     "asyncgrad.nn",
     "asyncgrad.nn.functional",
@@ -47,7 +47,8 @@ SURFACE = (
 
 # Packages that ``import asyncgrad`` leaves as attributes but that hold the implementation: what they
 # offer a user is re-exported at the top level (``ag.zeros``, not ``ag.factories.zeros``).
-IMPLEMENTATION = {"constructors", "devices", "dtypes", "engine", "factories", "graph", "ops", "serialization"}
+IMPLEMENTATION = {"constructors", "devices", "dtypes", "engine", "factories", "graph", "ops", "serialization",
+                  "variable"}
 
 
 def _module(name: str) -> types.ModuleType:

@@ -17,7 +17,7 @@ import pytest
 
 import asyncgrad as ag
 from asyncgrad import functional
-from asyncgrad.autograd import awaitable
+from asyncgrad.graph import awaitable
 
 trio = pytest.importorskip("trio", reason="the trio tests need trio (the 'test' extra)")
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.engine.engine import compute_dependencies, init_to_execute
 from asyncgrad.engine.graph_task import GraphTask
 from asyncgrad.engine.input_buffer import accumulate
 from asyncgrad.engine.ready_queue import GRAPH_TASK, NODE, ReadyQueue
+from asyncgrad.variable.accumulate import grad_accumulator
 
 
 def graph_task(depth=0):

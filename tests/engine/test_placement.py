@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import asyncgrad as ag
-from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.autograd.graph import GraphRoot, Node, Placement
+from asyncgrad.variable.accumulate import grad_accumulator
 
 
 class Waits(ag.Function):

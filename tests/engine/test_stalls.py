@@ -14,11 +14,11 @@ import pytest
 from helpers import Boom
 
 import asyncgrad as ag
-from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.engine import budget as budget_module
 from asyncgrad.engine.counts import SHARD_AT, ShardedMap, ShardedSet
 from asyncgrad.engine.gcfreeze import FrozenWhileBusy
 from asyncgrad.engine.graph_task import current_graph_task
+from asyncgrad.variable.accumulate import grad_accumulator
 
 
 class Probe(ag.Function):

@@ -16,9 +16,9 @@ import pytest
 from helpers import ticks_during
 
 import asyncgrad as ag
-from asyncgrad.autograd import accumulate as accumulate_module
 from asyncgrad.engine import budget as budget_module
 from asyncgrad.engine import worker as worker_module
+from asyncgrad.variable import accumulate as accumulate_module
 
 torch = pytest.importorskip("torch")
 

@@ -14,8 +14,8 @@ from helpers import check_gradgrad, check_op, has_torch
 
 import asyncgrad as ag
 from asyncgrad.autograd.graph import RELEASED
-from asyncgrad.autograd.saved import SavedTensor
 from asyncgrad.ops._node import SavesResult
+from asyncgrad.variable.saved import SavedTensor
 
 _RESULT_OPS = ("tanh", "exp", "sigmoid", "sqrt", "relu", "reciprocal", "rsqrt", "expm1")
 

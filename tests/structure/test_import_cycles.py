@@ -2,8 +2,9 @@
 no cycle.
 
 The layers import downwards only: devices and dtypes; the graph record (``asyncgrad.graph``);
-``tensor``; what needs Tensors (saved tensors, ``AccumulateGrad``, hook calls); ``ops``; the
-engine; the front door (``autograd.api``, ``autograd.graph``). A module that closes a cycle fails
+``tensor``; a tensor's autograd side (``asyncgrad.variable``: saved tensors, ``AccumulateGrad``,
+hook calls); ``ops``; the engine; the front door (``asyncgrad.autograd``). Importing a module
+imports its package first, so that counts as an edge too. A module that closes a cycle fails
 here, named. An import under ``if TYPE_CHECKING:`` counts as any other: a type a lower module
 needs from a higher one is a protocol of the lower one (``RunningGraphTask`` in graph/node.py).
 """
@@ -89,10 +90,26 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
+def _with_packages(name: str, imported: set[str], modules: set[str]) -> set[str]:
+    """``imported`` and the packages Python runs first to import each (``a.b`` for ``a.b.c``): a
+    package's ``__init__`` runs before its submodules, so importing ``asyncgrad.autograd.api``
+    from outside ``asyncgrad.autograd`` imports that package too. Not the top package (``import
+    asyncgrad`` is where everything starts) nor a package ``name`` itself is in (already running)."""
+    found = set(imported)
+    for module in imported:
+        parts = module.split(".")
+        for end in range(2, len(parts)):
+            package = ".".join(parts[:end])
+            if package in modules and not (name == package or name.startswith(package + ".")):
+                found.add(package)
+    return found
+
+
 def _graph(type_checking: bool = True) -> dict[str, set[str]]:
     paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     modules = set(paths)
-    return {name: _imports(path, modules, type_checking) - {name} for name, path in paths.items()}
+    return {name: _with_packages(name, _imports(path, modules, type_checking), modules) - {name}
+            for name, path in paths.items()}
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -104,6 +121,25 @@ def test_the_package_has_no_import_cycle():
     cycles = _cycles(_graph())
     assert not cycles, f"import cycles, TYPE_CHECKING imports counted (import lower layers only): " \
                        f"{sorted(map(sorted, cycles))}"
+
+
+def test_a_package_is_imported_before_its_modules():
+    graph = _graph()
+    assert "asyncgrad.autograd" in graph["asyncgrad.checkpoint"]  # it imports asyncgrad.autograd.api
+    assert "asyncgrad.autograd" not in graph["asyncgrad.autograd.gradcheck"]  # a module inside it
+    assert "asyncgrad" not in graph["asyncgrad.checkpoint"]
+
+
+def test_only_what_is_above_the_front_door_imports_it():
+    """Note [The front door is the top] (autograd/__init__.py): the graph record, tensors, a tensor's
+    autograd side, the ops and the engine never import ``asyncgrad.autograd``."""
+    below = ("asyncgrad.graph", "asyncgrad.tensor", "asyncgrad.variable", "asyncgrad.ops", "asyncgrad.engine",
+             "asyncgrad.devices", "asyncgrad.dtypes", "asyncgrad._validate", "asyncgrad.factories")
+    graph = _graph()
+    for name, imported in graph.items():
+        if name.startswith(below):
+            front = {m for m in imported if m == "asyncgrad.autograd" or m.startswith("asyncgrad.autograd.")}
+            assert not front, (name, front)
 
 
 def test_type_checking_imports_are_counted():

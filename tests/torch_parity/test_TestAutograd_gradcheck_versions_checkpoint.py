@@ -74,7 +74,7 @@ async def test_gradcheck_output_shape_or_dtype_depend_on_values(fast_mode):
 @FAST_MODE
 async def test_gradcheck_custom_error(fast_mode):
     """Port of TestAutograd.test_gradcheck_custom_error."""
-    from asyncgrad.gradcheck import GradcheckError
+    from asyncgrad.autograd.gradcheck import GradcheckError
 
     def fn(x):
         y = x.clone()

@@ -17,8 +17,8 @@ import numpy as np
 from asyncgrad import factories
 from asyncgrad._validate import type_label
 from asyncgrad.autograd.api import call_plain, grad
-from asyncgrad.autograd.awaitable import require_asyncio
 from asyncgrad.autograd.function import Function
+from asyncgrad.graph.awaitable import require_asyncio
 from asyncgrad.graph.grad_mode import enable_grad
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor

@@ -12,11 +12,11 @@ import weakref
 from typing import Any
 
 from asyncgrad._layout import contiguous_strides, contract_strides, element_strides, obeys_layout_contract
-from asyncgrad.autograd.hook_calls import type_name_of
-from asyncgrad.autograd.ownership import owned_by
+from asyncgrad.devices.ownership import owned_by
 from asyncgrad.dtypes import numpy_dtype
 from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.tensor import Tensor, creation_lock
+from asyncgrad.variable.hook_calls import type_name_of
 
 LEAF_SEQUENCE_NR = (1 << 64) - 1
 """torch's ``UINT64_MAX``, the sequence number of every AccumulateGrad (Note [Leaves run first])."""

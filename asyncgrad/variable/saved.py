@@ -20,11 +20,11 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad._validate import type_label
-from asyncgrad.autograd.accumulate import grad_accumulator
 from asyncgrad.graph.anomaly import is_anomaly_enabled
 from asyncgrad.graph.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
 from asyncgrad.graph.node import hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
+from asyncgrad.variable.accumulate import grad_accumulator
 
 if TYPE_CHECKING:
     from asyncgrad.graph.node import Node
