@@ -47,7 +47,7 @@ _Index: TypeAlias = (
 """Basic and integer-array indices, or a tuple of them."""
 
 creation_lock: threading.Lock
-# torch port d: the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
+# the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
 NO_GRAD_VIEW: str
 INFERENCE_MODE_VIEW: str
 MULTI_OUTPUT_VIEW: str
