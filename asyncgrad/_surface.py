@@ -521,11 +521,11 @@ SURFACE: tuple[Group, ...] = (
     ),
     _group(
         "random fills and samples (factories.py)",
-        ("uniform_", factories.uniform_, "from_: float, to: float, generator: Generator | None"),
-        ("normal_", factories.normal_, "mean: float, std: float, generator: Generator | None"),
-        ("bernoulli_", factories.bernoulli_, "p: float | Tensor, generator: Generator | None"),
-        ("bernoulli", factories.bernoulli, "p: float | None, generator: Generator | None"),
-        ("multinomial", factories.multinomial, "num_samples: int, replacement: bool, generator: Generator | None"),
+        ("uniform_", factories.uniform_, "from_: float, to: float, generator: _Generator | None"),
+        ("normal_", factories.normal_, "mean: float, std: float, generator: _Generator | None"),
+        ("bernoulli_", factories.bernoulli_, "p: float | Tensor, generator: _Generator | None"),
+        ("bernoulli", factories.bernoulli, "p: float | None, generator: _Generator | None"),
+        ("multinomial", factories.multinomial, "num_samples: int, replacement: bool, generator: _Generator | None"),
     ),
     _group(
         "new tensors like this one (constructors.py)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -621,3 +621,65 @@ _ndarray = np.ndarray
 _BY_NUMPY = dtypes._BY_NUMPY
 _NUMPY_DTYPE_CLASSES = dtypes.NUMPY_DTYPE_CLASSES
 _pending = awaitable.pending
+
+
+# --------------------------------------------------------------------------- torch.return_types
+# The named tuples that ops return (max/min/sort/topk, the linalg decompositions) hold Tensors and
+# live beside them, below the ops that make them and the stub that names them.
+
+class ReductionResult(NamedTuple):
+    """``(values, indices)`` of max/min along a dim, as torch.return_types."""
+
+    values: Tensor
+    indices: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    """torch's ``linalg_slogdet`` return type."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class EighResult(NamedTuple):
+    """torch's ``linalg_eigh`` return type."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class EigResult(NamedTuple):
+    """torch's legacy ``eig`` return type."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class TriangularSolveResult(NamedTuple):
+    """torch's ``triangular_solve`` return type."""
+
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+
+class SvdResult(NamedTuple):
+    """torch's ``linalg_svd`` return type."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class LegacySvdResult(NamedTuple):
+    """torch's legacy ``svd`` return type (V, not Vᴴ)."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class QrResult(NamedTuple):
+    """torch's ``linalg_qr`` return type."""
+
+    Q: Tensor
+    R: Tensor

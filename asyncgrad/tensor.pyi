@@ -13,26 +13,23 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from types import EllipsisType
-from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias, overload
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, SupportsIndex, TypeAlias, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from asyncgrad._layout import memory_format
-from asyncgrad.autograd.graph import Node, RemovableHandle
 from asyncgrad.devices import Device
 from asyncgrad.dtypes import dtype as _AgDType
 from asyncgrad.graph.awaitable import EngineCall
-from asyncgrad.ops.linalg import (
-    EighResult,
-    EigResult,
-    LegacySvdResult,
-    QrResult,
-    SlogdetResult,
-    TriangularSolveResult,
-)
-from asyncgrad.ops.reduction import ReductionResult
-from asyncgrad.random import Generator
+from asyncgrad.graph.node import Node, RemovableHandle
+
+class _Generator(Protocol):
+    """``ag.Generator`` (asyncgrad/random.py) as the methods that take one use it: a protocol, since
+    random.py sits above Tensor and this stub imports only what is below it."""
+    def manual_seed(self, seed: Any) -> _Generator: ...
+    def seed(self) -> builtins.int: ...
+    def initial_seed(self) -> builtins.int: ...
 
 _Scalar: TypeAlias = bool | int | float | np.bool_ | np.number[Any]
 """A Python or numpy number (complex is refused at runtime)."""
@@ -50,7 +47,7 @@ _Index: TypeAlias = (
 """Basic and integer-array indices, or a tuple of them."""
 
 creation_lock: threading.Lock
-# torch port d: the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
+# the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
 NO_GRAD_VIEW: str
 INFERENCE_MODE_VIEW: str
 MULTI_OUTPUT_VIEW: str
@@ -74,6 +71,42 @@ class _Extra:
     name: str | None
     creation: tuple[str, str | None, int] | None
     def __init__(self) -> None: ...
+
+# torch.return_types: the named tuples ops return
+
+class ReductionResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class SlogdetResult(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+class EigResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+class TriangularSolveResult(NamedTuple):
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+class SvdResult(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+class LegacySvdResult(NamedTuple):
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+class QrResult(NamedTuple):
+    Q: Tensor
+    R: Tensor
 
 class Tensor:
     # -------------------- state (tensor.py)
@@ -727,15 +760,15 @@ class Tensor:
 
     # -------------------- random fills and samples (factories.py)
     def uniform_(
-        self, from_: builtins.float = 0.0, to: builtins.float = 1.0, *, generator: Generator | None = None
+        self, from_: builtins.float = 0.0, to: builtins.float = 1.0, *, generator: _Generator | None = None
     ) -> Tensor: ...
     def normal_(
-        self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *, generator: Generator | None = None
+        self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *, generator: _Generator | None = None
     ) -> Tensor: ...
-    def bernoulli_(self, p: builtins.float | Tensor = 0.5, *, generator: Generator | None = None) -> Tensor: ...
-    def bernoulli(self, p: builtins.float | None = None, *, generator: Generator | None = None) -> Tensor: ...
+    def bernoulli_(self, p: builtins.float | Tensor = 0.5, *, generator: _Generator | None = None) -> Tensor: ...
+    def bernoulli(self, p: builtins.float | None = None, *, generator: _Generator | None = None) -> Tensor: ...
     def multinomial(
-        self, num_samples: builtins.int, replacement: builtins.bool = False, *, generator: Generator | None = None
+        self, num_samples: builtins.int, replacement: builtins.bool = False, *, generator: _Generator | None = None
     ) -> Tensor: ...
 
     # -------------------- new tensors like this one (constructors.py)

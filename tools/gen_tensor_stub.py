@@ -38,26 +38,23 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from types import EllipsisType
-from typing import Any, ClassVar, Literal, SupportsIndex, TypeAlias, overload
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, SupportsIndex, TypeAlias, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from asyncgrad._layout import memory_format
-from asyncgrad.autograd.graph import Node, RemovableHandle
 from asyncgrad.devices import Device
 from asyncgrad.dtypes import dtype as _AgDType
 from asyncgrad.graph.awaitable import EngineCall
-from asyncgrad.ops.linalg import (
-    EighResult,
-    EigResult,
-    LegacySvdResult,
-    QrResult,
-    SlogdetResult,
-    TriangularSolveResult,
-)
-from asyncgrad.ops.reduction import ReductionResult
-from asyncgrad.random import Generator
+from asyncgrad.graph.node import Node, RemovableHandle
+
+class _Generator(Protocol):
+    """``ag.Generator`` (asyncgrad/random.py) as the methods that take one use it: a protocol, since
+    random.py sits above Tensor and this stub imports only what is below it."""
+    def manual_seed(self, seed: Any) -> _Generator: ...
+    def seed(self) -> builtins.int: ...
+    def initial_seed(self) -> builtins.int: ...
 
 _Scalar: TypeAlias = bool | int | float | np.bool_ | np.number[Any]
 """A Python or numpy number (complex is refused at runtime)."""
@@ -75,7 +72,7 @@ _Index: TypeAlias = (
 """Basic and integer-array indices, or a tuple of them."""
 
 creation_lock: threading.Lock
-# torch port d: the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
+# the kinds of _Extra.creation (a view made in no_grad mode, by a multi-output op, by a custom Function)
 NO_GRAD_VIEW: str
 INFERENCE_MODE_VIEW: str
 MULTI_OUTPUT_VIEW: str
@@ -238,8 +235,12 @@ class Writer:
         else:
             self.function(name, *self.derived(value, types, static), comment, static)
 
-    def stub(self) -> str:
-        self.lines = [HEADER.rstrip("\n"), "", "class Tensor:"]
+    def stub(self, return_types: tuple[type, ...]) -> str:
+        self.lines = [HEADER.rstrip("\n"), "", "# torch.return_types: the named tuples ops return"]
+        for result in return_types:
+            self.lines += ["", f"class {result.__name__}(NamedTuple):"]
+            self.lines += [f"    {field}: Tensor" for field in result._fields]
+        self.lines += ["", "class Tensor:"]
         for i, group in enumerate(self.surface):
             if i:
                 self.lines.append("")
@@ -277,9 +278,11 @@ def generate() -> str:
     """The stub's text, from the declaration and the classes ``import asyncgrad`` leaves."""
     import asyncgrad  # noqa: F401  (installs Tensor's surface)
     from asyncgrad import _surface
-    from asyncgrad.tensor import Tensor
-
-    return Writer(_surface.SURFACE, Tensor).stub()
+    tensor = sys.modules["asyncgrad.tensor"]  # ``asyncgrad.tensor`` the attribute is the factory
+    return_types = tuple(value for value in vars(tensor).values()
+                         if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
+                         and value.__module__ == tensor.__name__)
+    return Writer(_surface.SURFACE, tensor.Tensor).stub(return_types)
 
 
 def main(argv: list[str] | None = None) -> int:

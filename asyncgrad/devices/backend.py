@@ -376,6 +376,11 @@ class ArrayBackend:
         """A copy in C order (``"C"``) or in the array's own layout (``"K"``, torch's preserve_format)."""
         return array.copy(order=order)
 
+    def recycled_copy(self, array: Any) -> Any:
+        """A C-order copy of ``array``; on the cpu a large one is written into a recycled buffer
+        (Note [Recycled product buffers] in devices/buffers.py): convolution's columns."""
+        return CACHE.copy(array)
+
     def is_contiguous(self, array: Any) -> bool:
         return array.flags.c_contiguous
 
@@ -597,6 +602,9 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
     def copy(self, array: Any, order: str = "K") -> Any:
         return self._wrap(array._array.copy(order=order), device=array.device)
 
+    def recycled_copy(self, array: Any) -> Any:
+        return self.copy(array, "C")
+
     def is_contiguous(self, array: Any) -> bool:
         return array._array.flags.c_contiguous
 
@@ -789,6 +797,9 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
     def copy(self, array: Any, order: str = "K") -> Any:
         with array.device:  # Note [The array's own GPU]
             return array.copy(order=order)
+
+    def recycled_copy(self, array: Any) -> Any:
+        return self.copy(array, "C")
 
     def address(self, array: Any) -> int:
         return array.data.ptr

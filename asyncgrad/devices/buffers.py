@@ -1,9 +1,11 @@
-"""Recycled buffers for the cpu's large gradient products.
+"""Recycled buffers for the cpu's large gradient products and convolution's columns.
 
 Note [Recycled product buffers]: a product of at least ``MIN_BYTES`` on the cpu is written
 (``matmul(out=...)``) into a ``_Slab`` this cache keeps, of exactly the product's size, handed out
 as a plain ndarray view over all of it, so a training step's weight gradients reuse mapped pages
 instead of faulting in fresh ones (Note [Heap trimming and page faults] in devices/allocator.py).
+Convolution's im2col columns (``copy``: windows.py copies its strided window views through
+``recycled_copy``) are the same kind of buffer: large, made and dropped every step.
 What must hold: a slab whose reference count is the cache's alone is seen by nothing and may be
 handed out again (numpy stops a view's base chain at a change of type, so a view of the view holds
 the view); ``owns_slab`` tells gradient stealing (devices/ownership.py) that the view is its slab's
@@ -86,6 +88,15 @@ class BufferCache:
         if out is None:
             return a @ b
         return np.matmul(a, b, out=out)
+
+    def copy(self, array: Any) -> Any:
+        """A C-order copy of a numpy array, into a recycled slab when it is large."""
+        nbytes = array.size * array.dtype.itemsize
+        out = self._take(tuple(array.shape), array.dtype, nbytes) if nbytes >= MIN_BYTES else None
+        if out is None:
+            return array.copy(order="C")
+        np.copyto(out, array)
+        return out
 
     def _take(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray | None:
         with self._lock:

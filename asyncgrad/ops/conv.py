@@ -6,10 +6,12 @@ import math
 from typing import Any
 
 from asyncgrad._validate import tensor_arg
-from asyncgrad.ops._node import OpNode, record, same_device
+from asyncgrad.devices import cpu
+from asyncgrad.graph.node import hooks_in_use, saved_hooks
+from asyncgrad.ops._node import ArrayMath, OpNode, record, recording, same_device
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC
 from asyncgrad.ops.shape import squeeze, unsqueeze
-from asyncgrad.ops.windows import Params, convolution, out_size
+from asyncgrad.ops.windows import Params, conv_forward_columns, conv_weight_grad, convolution, out_size
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 # Note [Three convolutions]: a convolution ``y = conv(x, w)`` is bilinear, and so are its two
@@ -26,16 +28,34 @@ from asyncgrad.tensor import Tensor, scalar_type_name
 # this module's recorded op under ``TensorMath``, which is how ``create_graph=True`` records a
 # differentiable backward and second (and higher) order comes from the same three lines. torch
 # names the forward's node ``ConvolutionBackward0`` and the adjoints' ``ConvolutionBackwardBackward0``.
+#
+# Note [A convolution keeps its columns]: the weight's gradient multiplies the gradient by the
+# same im2col columns the forward multiplied the weight by (``conv_columns`` in windows.py picks
+# one layout for both), and where channels and kernels are small their copy costs about as much as
+# the product. So a recorded cpu forward whose weight needs a gradient keeps its columns in the
+# node (``columns``) when they are at most ``KEPT_COLUMNS_BYTES``, and the raw backward
+# (``ArrayMath``) hands them to ``conv_weight_grad`` instead of copying them again. What must
+# hold: they are the columns of the saved input as it was when recorded, so they are read only
+# after ``F.unpack`` has checked that input's version (an in-place change since raises torch's
+# error first); they go when the node releases what it saved (a backward without
+# ``retain_graph``), as the saved input does; and under ``saved_tensors_hooks`` nothing is kept
+# beside what the pack hook saw (an offloading or recomputing hook would be defeated by a copy
+# kept aside). A recorded backward (``TensorMath``) never reads them: its products are recorded
+# ops. tests/ops/test_conv_kept_columns.py checks all of that against torch.
+KEPT_COLUMNS_BYTES = 8 << 20
+"""The largest columns a convolution's node keeps (Note [A convolution keeps its columns]): a
+small layer's, whose copy costs about what its product does; a large layer's copy is a smaller
+share of its products, and its memory is not worth holding through the forward."""
 
 
 class _Convolution(OpNode):
     """One of the three convolutions (Note [Three convolutions]); inputs ``a``, ``b`` and, for the
     forward, the bias. It saves ``a`` only if ``b`` needs a gradient and ``b`` only if ``a`` does."""
 
-    __slots__ = ("kind", "a_shape", "b_shape", "params")
+    __slots__ = ("kind", "a_shape", "b_shape", "params", "columns")
 
     def backward(self, F, g):
-        a, b = F.unpack(self)
+        a, b = F.unpack(self)  # version-checked before the kept columns are read
         p = self.params
         kind = self.kind
         ga = gb = None
@@ -43,7 +63,11 @@ class _Convolution(OpNode):
             if self.needs(0):
                 ga = F.convolution("input", g, b, self.a_shape, p)
             if self.needs(1):
-                gb = F.convolution("weight", a, g, self.b_shape, p)
+                columns = self.columns
+                if columns is not None and F is ArrayMath:  # Note [A convolution keeps its columns]
+                    gb = conv_weight_grad(a, g, self.b_shape, p, columns)
+                else:
+                    gb = F.convolution("weight", a, g, self.b_shape, p)
         elif kind == "input":      # a = g0 (or a transposed convolution's input), b = w
             if self.needs(0):
                 ga = F.convolution("forward", g, b, self.a_shape, p)
@@ -56,8 +80,14 @@ class _Convolution(OpNode):
                 gb = F.convolution("forward", a, g, self.b_shape, p)
         if self.num_outputs == 2:
             return ga, gb
-        # the bias (conv and conv_transpose): added along the channel dim of every output position
-        return ga, gb, F.sum(g, axis=(0,) + tuple(range(2, g.ndim))) if self.needs(2) else None
+        # the bias (conv and conv_transpose): added along the channel dim of every output position;
+        # summed over samples first, a reduction along the outer axis that runs over whole rows,
+        # where one reduction over (samples, positions) at once strides through the channels
+        return ga, gb, F.sum(F.sum(g, axis=0), axis=tuple(range(1, g.ndim - 1))) if self.needs(2) else None
+
+    def release_variables(self) -> None:
+        self.columns = None  # Note [A convolution keeps its columns]: they go with the saved input
+        super().release_variables()
 
 
 class ConvolutionBackward0(_Convolution):
@@ -82,7 +112,15 @@ def convolution_op(kind: str, a: Tensor, b: Tensor, shape: tuple[int, ...] | Non
     have checked their arguments: one of the three convolutions as a recorded op. A transposed
     convolution is the ``"input"`` map (``transposed``: torch names its node as a forward's)."""
     dev = a.device
-    out = convolution(kind, a.data, b.data, shape, params)
+    columns = None
+    if kind == "forward" and shape is None and dev is cpu and recording(b) and not (
+            hooks_in_use[0] and saved_hooks.get() is not None):
+        out, kept = conv_forward_columns(a.data, b.data, params)  # Note [A convolution keeps its columns]
+        if kept[1].nbytes <= KEPT_COLUMNS_BYTES:
+            columns = kept
+        del kept
+    else:
+        out = convolution(kind, a.data, b.data, shape, params)
     if bias is not None:  # into the kernel's new output, in place: one activation-sized array less
         out += dev.xp.reshape(bias.data, (-1,) + (1,) * (out.ndim - 2))
     x_shape = a.shape if kind != "input" else out.shape
@@ -90,7 +128,7 @@ def convolution_op(kind: str, a: Tensor, b: Tensor, shape: tuple[int, ...] | Non
     y_shape = out.shape if kind == "forward" else (a.shape if kind == "input" else b.shape)
     cls = ConvolutionBackward0 if kind == "forward" or transposed else ConvolutionBackwardBackward0
     inputs = (a, b) if bias is None else (a, b, bias)
-    return record(cls, inputs, out, dev, kind, a.shape, b.shape, params,
+    return record(cls, inputs, out, dev, kind, a.shape, b.shape, params, columns,
                   saved=(a if b._requires_grad else None, b if a._requires_grad else None),
                   work=_work(x_shape, w_shape, y_shape[2:], params[3]))
 

@@ -7,7 +7,7 @@ import math
 import operator
 import string
 import warnings
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +21,17 @@ from asyncgrad.ops._node import ArrayMath, OpNode, input_meta, plain, record, sa
 from asyncgrad.ops.elementwise import UnsupportedOperand, broadcast_error, mul, result_dtype, where
 from asyncgrad.ops.reduction import _kept_shape, normalize_dims
 from asyncgrad.ops.views import narrow
-from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.tensor import (  # noqa: F401  (the return types, at their import path beside the ops that make them)
+    EighResult,
+    EigResult,
+    LegacySvdResult,
+    QrResult,
+    SlogdetResult,
+    SvdResult,
+    Tensor,
+    TriangularSolveResult,
+    scalar_type_name,
+)
 from asyncgrad.variable.saved import SavedTensor
 
 MATMUL_WORK_PER_MAC = 1 / 16
@@ -803,12 +813,6 @@ def det(A: Tensor) -> Tensor:
     return record(LinalgDetBackward0, (A,), out, dev, saved=(A,), work=A.data.size * A.shape[-1])
 
 
-class SlogdetResult(NamedTuple):
-    """torch's ``linalg_slogdet`` return type."""
-
-    sign: Tensor
-    logabsdet: Tensor
-
 
 class LinalgSlogdetBackward0(OpNode):
     """d log|det A| = tr(A⁻¹ dA): the gradient is ``g A⁻ᵀ``."""
@@ -971,12 +975,6 @@ def _right_solve(F: Any, A: Any, B: Any) -> Any:
     return F.mT(F.solve(F.mT(A), F.mT(B)))
 
 
-class EighResult(NamedTuple):
-    """torch's ``linalg_eigh`` return type."""
-
-    eigenvalues: Tensor
-    eigenvectors: Tensor
-
 
 class LinalgEighBackward0(_MultiOutput):
     """A = V diag(L) Vᵀ (symmetric): ``gA = V (diag(gL) + F ∘ ½(VᵀgV - gVᵀV)) Vᵀ`` with
@@ -1081,12 +1079,6 @@ def symeig(A: Tensor, eigenvectors: bool = False, upper: bool = True) -> EighRes
         work=_decomposition_work(A))
     return EighResult(values, vectors)
 
-
-class EigResult(NamedTuple):
-    """torch's legacy ``eig`` return type."""
-
-    eigenvalues: Tensor
-    eigenvectors: Tensor
 
 
 class LegacyEigBackward0(_MultiOutput):
@@ -1255,12 +1247,6 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     return _solve_with(_triangle(A, bool(upper), bool(unitriangular)), B, left)
 
 
-class TriangularSolveResult(NamedTuple):
-    """torch's ``triangular_solve`` return type."""
-
-    solution: Tensor
-    cloned_coefficient: Tensor
-
 
 def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> TriangularSolveResult:
@@ -1329,20 +1315,6 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
 
 
 # --------------------------------------------------------------------------- svd, pinv
-class SvdResult(NamedTuple):
-    """torch's ``linalg_svd`` return type."""
-
-    U: Tensor
-    S: Tensor
-    Vh: Tensor
-
-
-class LegacySvdResult(NamedTuple):
-    """torch's legacy ``svd`` return type (V, not Vᴴ)."""
-
-    U: Tensor
-    S: Tensor
-    V: Tensor
 
 
 class LinalgSvdBackward0(_MultiOutput):
@@ -1677,12 +1649,6 @@ def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:
 
 
 # --------------------------------------------------------------------------- qr
-class QrResult(NamedTuple):
-    """torch's ``linalg_qr`` return type."""
-
-    Q: Tensor
-    R: Tensor
-
 
 class LinalgQrBackward0(_MultiOutput):
     """A = QR (torch's linalg_qr_backward). m ≥ n (reduced, or square): ``gA = (gQ + Q copyltu(M)) R⁻ᵀ``

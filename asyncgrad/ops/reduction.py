@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from asyncgrad.devices.backend import backend_of
 from asyncgrad.dtypes import get_default_dtype
 from asyncgrad.ops import shape as shape_ops
 from asyncgrad.ops._node import ArrayMath, OpNode, SavesResult, input_meta, plain, record, recording
-from asyncgrad.tensor import Tensor, scalar_type_name
+from asyncgrad.tensor import ReductionResult, Tensor, scalar_type_name  # noqa: F401  (ReductionResult: sorting.py)
 
 
 def normalize_dims(dim: Any, ndim: int, fn: str = "sum") -> tuple[int, ...] | None:
@@ -142,12 +142,6 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 
 # --------------------------------------------------------------------------- max / min
-class ReductionResult(NamedTuple):
-    """``(values, indices)`` of max/min along a dim, as torch.return_types."""
-
-    values: Tensor
-    indices: Tensor
-
 
 def _even_share(x: Tensor, value: Any) -> Tensor:
     """Each element's share of a full max/min's gradient, as torch's evenly_distribute_backward:

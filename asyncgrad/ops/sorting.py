@@ -15,8 +15,7 @@ import numpy as np
 from asyncgrad._validate import bool_arg, int_arg, normalize_dim, tensor_arg
 from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, input_meta, plain, record, recording
 from asyncgrad.ops.indexing import along
-from asyncgrad.ops.reduction import ReductionResult
-from asyncgrad.tensor import Tensor
+from asyncgrad.tensor import ReductionResult, Tensor
 
 
 class _ToIndices(SavesVariables):

@@ -184,7 +184,8 @@ def _row_columns(xpad: Any, kernel: tuple[int, ...], stride: tuple[int, ...], di
         buf, (c,) + kernel + (n,) + out[:-1] + (width,),
         (st[1],) + tuple(s * d for s, d in zip(spatial, dilation)) + (st[0],)
         + tuple(s * k for s, k in zip(spatial[:-1], stride[:-1])) + (item,), 0)
-    return xp.reshape(view, (groups, c // groups * math.prod(kernel), n * math.prod(out[:-1]) * width))
+    return xp.reshape(backend.recycled_copy(view),
+                      (groups, c // groups * math.prod(kernel), n * math.prod(out[:-1]) * width))
 
 
 def _channels_last(channels: int, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
@@ -233,7 +234,7 @@ def _last_columns(x: Any, pads: tuple[tuple[int, int], ...], kernel: tuple[int, 
         last, (n,) + out + kernel + (c,),
         (st[0],) + tuple(s * k for s, k in zip(spatial, stride)) + tuple(s * k for s, k in zip(spatial, dilation))
         + (st[-1],), 0)
-    return xp.reshape(view, (n, math.prod(out), math.prod(kernel) * c))
+    return xp.reshape(backend.recycled_copy(view), (n, math.prod(out), math.prod(kernel) * c))
 
 
 def _weight_last(w: Any) -> Any:
@@ -259,27 +260,54 @@ def conv_forward(x: Any, w: Any, params: Params) -> Any:
     gradient is padded with zeros at the extra columns; an input holding inf or NaN could turn
     a zero times garbage into NaN there, so the weight's gradient then takes the exact columns
     (W8, LeNet: ``python -m benchmarks --only W8``; tests/ops/test_conv_row_columns.py)."""
+    return conv_forward_columns(x, w, params)[0]
+
+
+Columns = tuple
+"""``(layout, columns)`` of ``conv_columns``: ``"last"`` (Note [Channels-last columns]), ``"rows"``
+(Note [Whole-row columns]) or ``"windows"`` (the plain ``(N, G, Cg * K, P)`` copy of the windows)."""
+
+
+def conv_columns(x: Any, kernel: tuple[int, ...], params: Params, out: tuple[int, ...]) -> Columns:
+    """im2col's columns of ``x`` for a kernel of this shape, the first ``out`` windows along each dim
+    (fewer than fit where a transposed convolution's adjoint cuts them), in the one layout the
+    forward's product and the weight's gradient both read (``conv_forward_columns``,
+    ``conv_weight_grad``)."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(x)
+    xp = backend.xp
+    if _channels_last(x.shape[1], kernel, stride, dilation, out, groups):  # Note [Channels-last columns]
+        return "last", _last_columns(x, pads, kernel, stride, dilation, out)
+    xpad = pad(x, pads)
+    rows = _row_columns(xpad, kernel, stride, dilation, out, groups)
+    if rows is not None:  # Note [Whole-row columns]
+        return "rows", rows
+    cgk = x.shape[1] // groups * math.prod(kernel)
+    return "windows", xp.reshape(backend.recycled_copy(windows(xpad, kernel, stride, dilation, out)),
+                                 (x.shape[0], groups, cgk, math.prod(out)))
+
+
+def conv_forward_columns(x: Any, w: Any, params: Params) -> tuple[Any, Columns]:
+    """``conv_forward`` and the columns it multiplied (which ``conv_weight_grad`` can take back)."""
     stride, pads, dilation, groups = params
     backend = backend_of(x)
     xp = backend.xp
     kernel = w.shape[2:]
     out = tuple(out_size(n, k, s, d, b, a) for n, k, s, d, (b, a) in zip(x.shape[2:], kernel, stride, dilation, pads))
     og, cgk, _ = _layout(w.shape, groups)
-    if _channels_last(x.shape[1], kernel, stride, dilation, out, groups):  # Note [Channels-last columns]
-        cols = _last_columns(x, pads, kernel, stride, dilation, out)
+    columns = conv_columns(x, kernel, params, out)
+    layout, cols = columns
+    if layout == "last":
         y = xp.matmul(_weight_last(w), xp.matrix_transpose(cols))  # (N, O, P)
-        return xp.reshape(y, (x.shape[0], w.shape[0]) + out)
-    xpad = pad(x, pads)
-    rows = _row_columns(xpad, kernel, stride, dilation, out, groups)
-    if rows is not None:  # Note [Whole-row columns]
-        y = xp.matmul(xp.reshape(w, (groups, og, cgk)), rows)
-        y = xp.reshape(y, (w.shape[0], x.shape[0]) + out[:-1] + (xpad.shape[-1],))
+        return xp.reshape(y, (x.shape[0], w.shape[0]) + out), columns
+    if layout == "rows":
+        width = x.shape[-1] + pads[-1][0] + pads[-1][1]
+        y = xp.matmul(xp.reshape(w, (groups, og, cgk)), cols)
+        y = xp.reshape(y, (w.shape[0], x.shape[0]) + out[:-1] + (width,))
         y = xp.permute_dims(y, (1, 0) + tuple(range(2, y.ndim)))
-        return backend.copy(backend.view(y, _at, (Ellipsis, slice(0, out[-1]))), "C")
-    n = x.shape[0]
-    cols = xp.reshape(windows(xpad, kernel, stride, dilation, out), (n, groups, cgk, math.prod(out)))
+        return backend.copy(backend.view(y, _at, (Ellipsis, slice(0, out[-1]))), "C"), columns
     y = xp.matmul(xp.reshape(w, (groups, og, cgk)), cols)
-    return xp.reshape(y, (n, w.shape[0]) + out)
+    return xp.reshape(y, (x.shape[0], w.shape[0]) + out), columns
 
 
 def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
@@ -395,9 +423,10 @@ def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) 
     return backend.copy(backend.view(acc, _at, key), "C")
 
 
-def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params) -> Any:
-    """The adjoint of ``conv`` in ``w``: the gradient times im2col's columns, summed over samples
-    and positions. Where a sample's ``(Og, Cg * K)`` product is no larger than its columns
+def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params, columns: Columns | None = None) -> Any:
+    """The adjoint of ``conv`` in ``w``: the gradient times im2col's columns (``columns``, the
+    forward's, when it kept them: Note [A convolution keeps its columns] in conv.py), summed over
+    samples and positions. Where a sample's ``(Og, Cg * K)`` product is no larger than its columns
     (``Og <= P``), one batched matmul over samples then a sum over them, which reads the
     gradient as it lies; else one matmul per group over the gradient moved to ``(G, Og, N * P)``
     (``_contract``)."""
@@ -410,8 +439,8 @@ def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params) -
     n = x.shape[0]
     d = len(kernel)
     positions = math.prod(out)
-    if _channels_last(x.shape[1], kernel, stride, dilation, out, groups):  # Note [Channels-last columns]
-        cols = _last_columns(x, pads, kernel, stride, dilation, out)  # (N, P, K * C)
+    layout, cols = conv_columns(x, kernel, params, out) if columns is None else columns
+    if layout == "last":  # Note [Channels-last columns]: (N, P, K * C)
         if og <= positions:
             dw = xp.sum(xp.matmul(xp.reshape(g, (n, og, positions)), cols), axis=0)
         else:
@@ -419,20 +448,18 @@ def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params) -
             dw = xp.matmul(xp.matrix_transpose(gm), xp.reshape(cols, (n * positions, -1)))
         dw = xp.reshape(dw, (w_shape[0],) + kernel + (w_shape[1],))
         return backend.copy(xp.permute_dims(dw, (0, 1 + d) + tuple(range(1, 1 + d))), "C")
-    xpad = pad(x, pads)
-    rows = _row_columns(xpad, kernel, stride, dilation, out, groups)
-    if rows is not None and bool(xp.all(xp.isfinite(xpad))):  # Note [Whole-row columns]: g zero-padded
-        gt = backend.zeros((w_shape[0], n) + out[:-1] + (xpad.shape[-1],), backend.dtype(g))
+    if layout == "rows" and bool(xp.all(xp.isfinite(x))):  # Note [Whole-row columns]: g zero-padded
+        width = x.shape[-1] + pads[-1][0] + pads[-1][1]
+        gt = backend.zeros((w_shape[0], n) + out[:-1] + (width,), backend.dtype(g))
         backend.setitem(gt, (Ellipsis, slice(0, out[-1])), xp.permute_dims(g, (1, 0) + tuple(range(2, g.ndim))))
-        return xp.reshape(_contract(xp.reshape(gt, (groups, og, -1)), rows), w_shape)
-    view = windows(xpad, kernel, stride, dilation, out)  # (N, C, *K, *O)
+        return xp.reshape(_contract(xp.reshape(gt, (groups, og, -1)), cols), w_shape)
+    if layout == "rows":  # a non-finite input: the exact columns (Note [Whole-row columns])
+        cols = xp.reshape(windows(pad(x, pads), kernel, stride, dilation, out), (n, groups, cgk, positions))
     if og <= positions:  # the forward's columns, (N, G, Cg * K, P)
-        cols = xp.reshape(view, (n, groups, cgk, positions))
-        dw = xp.sum(xp.matmul(xp.reshape(g, (n, groups, og, positions)), xp.matrix_transpose(cols)), axis=0)
-        return xp.reshape(dw, w_shape)
-    order = tuple(range(1, 2 + d)) + (0,) + tuple(range(2 + d, 2 + 2 * d))  # (C, *K, N, *O)
+        return xp.reshape(xp.sum(xp.matmul(xp.reshape(g, (n, groups, og, positions)), xp.matrix_transpose(cols)),
+                                 axis=0), w_shape)
     rows = n * positions
-    cols = xp.reshape(xp.permute_dims(view, order), (groups, cgk, rows))
+    cols = xp.reshape(xp.permute_dims(cols, (1, 2, 0, 3)), (groups, cgk, rows))  # (G, Cg * K, N * P)
     g2 = xp.reshape(xp.permute_dims(xp.reshape(g, (n, groups, og, positions)), (1, 2, 0, 3)), (groups, og, rows))
     return xp.reshape(_contract(g2, cols), w_shape)
 

@@ -240,10 +240,26 @@ def test_stub_module_names_match_the_runtime_module():
     for name in sorted(runtime):
         assert hasattr(tensor_module, name), name
     for name, node in STUB_CLASSES.items():  # the private ``_Extra`` too: what it declares still exists
+        if name in PROTOCOLS:
+            continue
         cls = getattr(tensor_module, name, None)
         assert cls is not None, f"{STUB.name} declares class {name}, which tensor.py no longer has"
         gone = sorted(member for member in _class_members(node) if not hasattr(cls, member))
         assert not gone, f"{STUB.name} declares {name}.{gone}, which the runtime class no longer has"
+
+
+PROTOCOLS = {"_Generator": "asyncgrad.random.Generator"}
+"""Protocols the stub declares for a class above ``Tensor`` (it imports only what is below it)."""
+
+
+def test_stub_protocols_match_their_class():
+    for name, target in PROTOCOLS.items():
+        module, _, qualname = target.rpartition(".")
+        cls = getattr(importlib.import_module(module), qualname)
+        node = STUB_CLASSES[name]
+        assert "Protocol" in {ast.unparse(base) for base in node.bases}, name
+        gone = sorted(member for member in _class_members(node) if not hasattr(cls, member))
+        assert not gone, f"{STUB.name}'s {name} declares {gone}, which {target} does not have"
 
 
 def test_stub_imports_exist():
