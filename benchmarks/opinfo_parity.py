@@ -39,7 +39,9 @@ decompositions). Then every floating output that requires grad in torch gets one
 compared (``rtol=1e-5, atol=1e-6``; a gradient torch leaves undefined equals zeros). The ops in
 ``RANDOM`` draw from a generator asyncgrad does not share with torch: only their shapes and dtypes
 are compared, forward and gradient. Each sample runs under a time limit (``--timeout``): a hang is
-an error, never a stuck run.
+an error, never a stuck run. The ops in ``STORAGE_READERS`` read their input's storage, not only its
+values (``as_strided`` of a view reaches the base's elements around it): a sample tensor that is a
+view there becomes the same view (shape, strides, offset) of an asyncgrad copy of its whole storage.
 
 Note [Out of scope]
 As the issue that asked for this measure says: complex-valued ops (``fft.*``, ``view_as_complex``,
@@ -116,6 +118,9 @@ RANDOM = frozenset({
     "nn.functional.scaled_dot_product_attention",
 })
 """Ops whose values depend on a random generator (Note [What one sample compares])."""
+
+STORAGE_READERS = frozenset({"as_strided", "as_strided_copy", "as_strided_scatter"})
+"""Ops whose result depends on where the input lies in its storage (Note [What one sample compares])."""
 
 _COMPLEX = frozenset({
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "view_as_complex", "complex", "polar", "angle",
@@ -194,8 +199,9 @@ def ag_callable(op: Any) -> Callable[..., Any] | None:
 class _Converter:
     """torch values -> asyncgrad values, one asyncgrad leaf per torch tensor object."""
 
-    def __init__(self) -> None:
+    def __init__(self, storage: bool = False) -> None:
         self.leaves: dict[int, tuple[Any, Any]] = {}  # id(torch tensor) -> (torch tensor, ag tensor)
+        self.storage = storage  # keep a view's storage around it (Note [What one sample compares])
 
     def __call__(self, value: Any) -> Any:
         import torch
@@ -205,8 +211,8 @@ class _Converter:
                 return self.leaves[id(value)][1]
             if value.is_complex() or value.layout != torch.strided:
                 raise _Unconvertible(f"a {value.dtype} {value.layout} tensor")
-            array = value.detach().cpu().numpy().copy()
-            out = ag.tensor(array, requires_grad=value.requires_grad)
+            out = self._storage_view(value) if self.storage and value._base is not None else \
+                ag.tensor(value.detach().cpu().numpy().copy(), requires_grad=value.requires_grad)
             self.leaves[id(value)] = (value, out)
             return out
         if isinstance(value, torch.Size):
@@ -232,6 +238,17 @@ class _Converter:
         if isinstance(value, dict):
             return {k: self(v) for k, v in value.items()}
         return value
+
+    @staticmethod
+    def _storage_view(value: Any) -> Any:
+        """A view in torch as the same view of an asyncgrad tensor holding its whole storage."""
+        import torch
+
+        with torch.no_grad():
+            whole = value.detach().as_strided((value.untyped_storage().nbytes() // value.element_size(),), (1,), 0)
+        base = ag.tensor(whole.cpu().numpy().copy())
+        view = ag.as_strided(base, tuple(value.shape), tuple(value.stride()), value.storage_offset())
+        return view.requires_grad_() if value.requires_grad else view
 
     def _module(self, value: Any) -> Any:
         """A torch module without parameters or buffers (a sample's ``distance_function``) as asyncgrad's
@@ -342,7 +359,7 @@ def run_sample(op: Any, call: Callable[..., Any], sample: Any, index: int, loop:
     """Note [What one sample compares]: returns when the sample agrees; raises ``_Mismatch`` or the error."""
     import torch
 
-    convert = _Converter()
+    convert = _Converter(storage=op.name in STORAGE_READERS)
     t_input, t_args, t_kwargs = sample.input, sample.args, sample.kwargs
     a_input, a_args, a_kwargs = convert(t_input), convert(tuple(t_args)), convert(dict(t_kwargs))
     torch.default_generator.manual_seed(index)  # torch.manual_seed also formats a stack per call

@@ -75,7 +75,8 @@ OP_MODULES = ("test_ops", "test_ops_hypothesis", "test_ops_inplace", "test_views
               "test_gamma_and_pointwise_functions", "test_composite_ops",
               "test_products_and_norms",
               "test_running_and_selecting_reductions", "test_scatters_and_windows", "test_two_operand_math",
-              "test_lu_family")
+              "test_lu_family", "test_cholesky_factor_gradients", "test_slogdet_matrix_power_and_hermitian_pinv",
+              "test_batch_norm_of_an_empty_input")
 """Op test modules that run whole on ``cpu``, on ``sim:0`` and, with CuPy and a GPU, on ``cuda:0`` (helpers.DEVICE)."""
 
 

@@ -24,8 +24,9 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer"]
 class MultiheadAttention(Module):
     """torch's MultiheadAttention: one packed input projection ``in_proj_weight``, or, where keys
     or values have other sizes (``kdim``/``vdim``), ``q_proj_weight``, ``k_proj_weight`` and
-    ``v_proj_weight`` (``add_bias_kv``/``add_zero_attn`` not supported). Initialised as torch:
-    xavier_uniform_ input projections, zero biases."""
+    ``v_proj_weight``; ``add_bias_kv`` adds the parameters ``bias_k`` and ``bias_v`` (1, 1, E), one
+    more key and value position, ``add_zero_attn`` a zero one. Initialised as torch: xavier_uniform_
+    input projections, zero biases, xavier_normal_ ``bias_k``/``bias_v``."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
@@ -34,8 +35,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -58,11 +57,20 @@ class MultiheadAttention(Module):
             projections = [self.q_proj_weight, self.k_proj_weight, self.v_proj_weight]
         self.in_proj_bias = Parameter(zeros(3 * embed_dim, dtype=dtype, device=device)) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty(1, 1, embed_dim, dtype=dtype, device=device))
+            self.bias_v = Parameter(empty(1, 1, embed_dim, dtype=dtype, device=device))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         for weight in projections:
             init.xavier_uniform_(weight)
         if self.out_proj.bias is not None:
             with no_grad():
                 self.out_proj.bias.zero_()
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
                 need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
@@ -77,8 +85,9 @@ class MultiheadAttention(Module):
             else:
                 query, key, value = (x.transpose(0, 1) for x in (query, key, value))
         out, weights = multi_head_attention_forward(
-            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, None, None,
-            False, self.dropout, self.out_proj.weight, self.out_proj.bias, training=self.training,
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training,
             key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
             use_separate_proj_weight=not self._qkv_same_embed_dim, q_proj_weight=self.q_proj_weight,
             k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,

@@ -651,6 +651,15 @@ class ArrayMath:
         return backend_of(a).xp.linalg.solve(a, b)
 
     @staticmethod
+    def cholesky_solve(b: Any, L: Any, upper: bool) -> Any:
+        """(T Tᵀ)⁻¹ b (Tᵀ T with ``upper``), T the triangle of ``L`` a Cholesky factor keeps: two
+        solves, batch dims broadcast (torch's ``cholesky_solve``, which reads only that triangle)."""
+        xp = backend_of(L).xp
+        T = xp.triu(L) if upper else xp.tril(L)
+        first, second = (xp.matrix_transpose(T), T) if upper else (T, xp.matrix_transpose(T))
+        return xp.linalg.solve(second, xp.linalg.solve(first, b))
+
+    @staticmethod
     def einsum(equation: str, *operands: Any) -> Any:
         return backend_of(operands[0]).einsum(equation, *operands)
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from asyncgrad.factories import arange, tensor
+from asyncgrad.factories import arange, tensor, zeros
 from asyncgrad.ops.dropout import dropout
 from asyncgrad.ops.elementwise import where
 from asyncgrad.ops.linalg import matmul
 from asyncgrad.ops.nn import linear
 from asyncgrad.ops.reduction import softmax
+from asyncgrad.ops.shape import cat
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
@@ -33,6 +34,24 @@ def _additive(mask: Tensor, masked_when: bool, dtype: Any) -> Tensor:
     zero = tensor(0.0, dtype=dtype, device=mask.device)
     ninf = tensor(-math.inf, dtype=dtype, device=mask.device)
     return where(mask, ninf, zero) if masked_when else where(mask, zero, ninf)
+
+
+def _one_more_key(mask: Tensor | None) -> Tensor | None:
+    """torch's ``pad(mask, (0, 1))``: one more key position, not masked."""
+    if mask is None:
+        return None
+    return cat([mask, zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype, device=mask.device)], -1)
+
+
+def _heads(x: Tensor, static: Tensor | None, name: str, batch_heads: int, head_dim: int) -> Tensor:
+    """Keys or values (S, N, E) as (N * H, S, head_dim), or the given ``static`` ones in their place."""
+    if static is None:
+        return x.reshape(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+    if static.shape[0] != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got {static.shape[0]}")
+    if static.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {static.shape[2]}")
+    return static
 
 
 def _causal(rows: int, cols: int, device: Any) -> Tensor:
@@ -87,10 +106,11 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
                                  is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     """torch's function (and argument order) for inputs shaped (L, N, E) (or (L, E) unbatched): one
     packed input projection, or three with ``use_separate_proj_weight`` (keys and values of other
-    sizes); ``bias_k``/``bias_v``/``add_zero_attn``/``static_k``/``static_v`` are not supported.
-    ``is_causal`` is a hint that ``attn_mask`` is causal, as in torch: the mask is what is applied."""
-    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
-        raise NotImplementedError("add_bias_kv, add_zero_attn, static_k and static_v are not supported")
+    sizes). ``bias_k``/``bias_v`` (each (1, 1, E)) add one key and value position after the
+    projected ones, ``static_k``/``static_v`` ((N * H, S, E / H)) replace the projected keys and
+    values, ``add_zero_attn`` adds a zero key and value position last; the masks grow with the keys
+    (never masking the added positions), as torch's. ``is_causal`` is a hint that ``attn_mask`` is
+    causal, as in torch: the mask is what is applied."""
     is_batched = query.ndim == 3
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -138,18 +158,36 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
                                    f"{(bsz * num_heads, tgt_len, src_len)}.")
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
-        pad = _additive(key_padding_mask, True, q.dtype).reshape(bsz, 1, 1, src_len)
-        pad = pad.expand(bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
-        mask = pad if mask is None else mask + pad
+    pad = None if key_padding_mask is None else _additive(key_padding_mask, True, q.dtype)
+
+    if bias_k is not None and bias_v is not None:  # one more key and value, for every batch element
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        mask, pad = _one_more_key(mask), _one_more_key(pad)
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError()  # torch's bare assertion: both or neither
 
     # (L, N, E) -> (N * H, L, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = _heads(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _heads(v, static_v, "static_v", bsz * num_heads, head_dim)
+    if add_zero_attn:
+        k = cat([k, zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], 1)
+        v = cat([v, zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], 1)
+        mask, pad = _one_more_key(mask), _one_more_key(pad)
+    src_len = k.shape[1]
+
+    if pad is not None:
+        if tuple(pad.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(pad.shape)}")
+        pad = pad.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
+        mask = pad if mask is None else mask + pad
+
     scores = matmul(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
     if mask is not None:
         scores = scores + mask

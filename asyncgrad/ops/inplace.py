@@ -283,7 +283,7 @@ def check_overlap(x: Tensor, args: tuple, internal: bool) -> None:
     """torch's memory-overlap checks of an in-place op (Note [Memory overlap])."""
     out = x._data
     backend = x.device.backend
-    if internal:  # Note [Cheap checks first]
+    if internal and out.size:  # Note [Cheap checks first]; an empty tensor has no element to share
         strides = backend.strides(out)
         if 0 in strides and any(stride == 0 and size > 1 for size, stride in zip(out.shape, strides)):
             raise RuntimeError(INTERNAL_OVERLAP)

@@ -813,30 +813,6 @@ def det(A: Tensor) -> Tensor:
     return record(LinalgDetBackward0, (A,), out, dev, saved=(A,), work=A.data.size * A.shape[-1])
 
 
-
-class LinalgSlogdetBackward0(OpNode):
-    """d log|det A| = tr(A⁻¹ dA): the gradient is ``g A⁻ᵀ``."""
-
-    __slots__ = ()
-    work_per_element = 2
-
-    def backward(self, F, g):
-        (A,) = F.unpack(self)
-        return (F.reshape(g, g.shape + (1, 1)) * F.mT(F.inv(A)),)
-
-
-def slogdet(A: Tensor) -> SlogdetResult:
-    """torch's ``linalg.slogdet``: (sign, log|det|). The sign of a real matrix is piecewise constant:
-    asyncgrad returns it as a tensor without a node (torch hangs it on the same node, with a zero gradient)."""
-    tensor_arg(A, "linalg_slogdet", "A", 1)
-    _square(A, "linalg.slogdet")
-    dev = A.device
-    sign, logabs = dev.xp.linalg.slogdet(A.data)
-    backend = dev.backend
-    return SlogdetResult(plain(backend.array(sign), dev),
-                         record(LinalgSlogdetBackward0, (A,), backend.array(logabs), dev, saved=(A,)))
-
-
 class LinalgSolveExBackward0(OpNode):
     """X = A⁻¹ B: ``gB = A⁻ᵀ g`` and ``gA = -gB Xᵀ``, summed back over broadcast batch dims."""
 
@@ -920,10 +896,11 @@ class _MultiOutput(OpNode):
 
 
 def _record_outputs(cls: type[OpNode], A: Tensor, outs: tuple[Any, ...], saved_outputs: tuple[int, ...],
-                    *fields: Any, work: int) -> tuple[Tensor, ...]:
-    """``outs`` as outputs of one ``cls`` node on ``A``, the outputs ``saved_outputs`` saved."""
+                    *fields: Any, work: int, save_input: bool = False) -> tuple[Tensor, ...]:
+    """``outs`` as outputs of one ``cls`` node on ``A``, the outputs ``saved_outputs`` saved (after
+    ``A`` itself, with ``save_input``)."""
     dev = A.device
-    first = record(cls, (A,), outs[0], dev, *fields, work=work)
+    first = record(cls, (A,), outs[0], dev, *fields, saved=(A,) if save_input else (), work=work)
     node = first.grad_fn
     if node is None:
         return (first,) + tuple(plain(o, dev) for o in outs[1:])
@@ -931,7 +908,7 @@ def _record_outputs(cls: type[OpNode], A: Tensor, outs: tuple[Any, ...], saved_o
     for i, o in enumerate(outs[1:], 1):
         node._input_meta = node._input_meta + input_meta(tuple(o.shape), dev.backend.dtype(o), dev)
         results.append(Tensor._make(o, dev, True, node, i, [0]))
-    node.saved = tuple(SavedTensor(results[i], True) for i in saved_outputs)
+    node.saved = node.saved + tuple(SavedTensor(results[i], True) for i in saved_outputs)
     return tuple(results)
 
 
@@ -939,6 +916,33 @@ def _decomposition_work(A: Tensor) -> int:
     """The cost class of an O(n³) factorisation (Note [Cost classes]): like a product of two
     matrices of A's size, several times over, so large ones go to the executor."""
     return int(A.data.size * min(A.shape[-2:]) * MATMUL_WORK_PER_MAC * 8) + A.data.size
+
+
+class LinalgSlogdetBackward0(_MultiOutput):
+    """d log|det A| = tr(A⁻¹ dA): A's gradient is ``g A⁻ᵀ`` from logabsdet's; the sign of a real
+    matrix is piecewise constant, so its gradient adds nothing (torch's slogdet_backward)."""
+
+    __slots__ = ()
+    work_per_element = 2
+
+    def backward(self, F, grads):
+        g = grads[1] if len(grads) > 1 else None
+        if g is None:
+            return (None,)
+        (A,) = F.unpack(self)
+        return (F.reshape(g, tuple(g.shape) + (1, 1)) * F.mT(F.inv(A)),)
+
+
+def slogdet(A: Tensor) -> SlogdetResult:
+    """torch's ``linalg.slogdet``: (sign, log|det|), both outputs of one node as torch's (sign's
+    gradient is zero); a 0x0 matrix has sign 1 and log|det| 0."""
+    tensor_arg(A, "linalg_slogdet", "A", 1)
+    _square(A, "linalg.slogdet")
+    dev = A.device
+    sign, logabs = dev.xp.linalg.slogdet(A.data)
+    backend = dev.backend
+    return SlogdetResult(*_record_outputs(LinalgSlogdetBackward0, A, (backend.array(sign), backend.array(logabs)), (),
+                                          work=A.data.size * A.shape[-1], save_input=True))
 
 
 def _mask(like: Any, rows: int, cols: int, fn: Any) -> Any:
@@ -1287,31 +1291,68 @@ def _legacy_solve_checks(b: Tensor, A: Tensor, fn: str, b_rank: str, A_rank: str
     same_device(A, b)
 
 
+class CholeskySolveBackward0(OpNode):
+    """X = (L Lᵀ)⁻¹ B (Uᵀ U with ``upper``): torch's cholesky_solve_backward, ``gB =
+    cholesky_solve(g, L)`` and ``gL = -C L`` (``-L C`` for ``upper``) with C = gB Xᵀ + X gBᵀ,
+    summed back over broadcast batch dims. As torch's, gL is that of the whole ``input2`` taken as
+    the factor: its entries off the triangle get a gradient too, though the value never reads them."""
+
+    __slots__ = ("upper", "b_shape", "l_shape")
+    saves_result = True
+
+    def backward(self, F, g):
+        L, X = F.unpack(self)
+        gB = F.cholesky_solve(g, L, self.upper)
+        gL = None
+        if self.needs(1):
+            C = gB @ F.mT(X)
+            C = C + F.mT(C)
+            gL = F.sum_to(-(L @ C) if self.upper else -(C @ L), self.l_shape)
+        return (F.sum_to(gB, self.b_shape) if self.needs(0) else None, gL)
+
+
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """torch's ``cholesky_solve(B, L)``: (L Lᵀ)⁻¹ B from the factor's triangle (Uᵀ U with ``upper``),
-    as two triangular solves, so every order of its gradient is right."""
+    batch dims broadcast; its gradient is torch's (CholeskySolveBackward0)."""
     tensor_arg(input, "cholesky_solve", "input", 1)
     tensor_arg(input2, "cholesky_solve", "input2", 2)
     B, L = input, input2
     _legacy_solve_checks(B, L, "cholesky_solve", "b should have at least 2 dimensions, but has {} dimensions instead",
                          "u should have at least 2 dimensions, but has {} dimensions instead")
-    T = _triangle(L, bool(upper), False)
-    if upper:  # A = Uᵀ U
-        return solve_matrix(T, solve_matrix(shape_ops.transpose(T, -1, -2), B))
-    return solve_matrix(shape_ops.transpose(T, -1, -2), solve_matrix(T, B))
+    try:
+        batch = np.broadcast_shapes(B.shape[:-2], L.shape[:-2])
+    except ValueError:
+        raise broadcast_error(B.shape[:-2], L.shape[:-2]) from None
+    dev = L.device
+    out = ArrayMath.cholesky_solve(B.data, L.data, bool(upper))
+    n = L.shape[-1]
+    return record(CholeskySolveBackward0, (B, L), out, dev, bool(upper), B.shape, L.shape, saved=(L,),
+                  work=(math.prod(batch) * n * n * (n + 2 * B.shape[-1])))
+
+
+class CholeskyInverseBackward0(OpNode):
+    """(L Lᵀ)⁻¹ (Uᵀ U with ``upper``): torch's cholesky_inverse_backward, ``gL = -C L`` (``-L C``
+    for ``upper``) with C = X (g + gᵀ) X, X the result; as cholesky_solve's, on the whole input."""
+
+    __slots__ = ("upper",)
+    saves_result = True
+
+    def backward(self, F, g):
+        L, X = F.unpack(self)
+        C = X @ ((g + F.mT(g)) @ X)
+        return (-(L @ C) if self.upper else -(C @ L),)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
-    """torch's ``cholesky_inverse(L)``: (L Lᵀ)⁻¹ from the factor's triangle. torch's own gradient
-    is that of the whole matrix L (wrong for an input that is not triangular); this one is the
-    gradient of what is computed, the triangle's."""
+    """torch's ``cholesky_inverse(L)``: (L Lᵀ)⁻¹ from the factor's triangle (Uᵀ U with ``upper``);
+    its gradient is torch's (CholeskyInverseBackward0)."""
     tensor_arg(L, "cholesky_inverse", "input", 1)
-    if L.ndim < 2:
-        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    _square(L, "cholesky_inverse")
     n = L.shape[-1]
-    eye = Tensor._make(L.device.backend.astype(_mask(L, n, n, lambda i, j: i == j), L.dtype), L.device, False,
-                       None, 0, [0])
-    return cholesky_solve(shape_ops.expand(eye, L.shape), L, upper)
+    dev = L.device
+    eye = dev.xp.broadcast_to(dev.backend.astype(_mask(L, n, n, lambda i, j: i == j), L.dtype), L.shape)
+    out = ArrayMath.cholesky_solve(eye, L.data, bool(upper))
+    return record(CholeskyInverseBackward0, (L,), out, dev, bool(upper), saved=(L,), work=3 * L.data.size * n)
 
 
 # --------------------------------------------------------------------------- svd, pinv
@@ -1429,7 +1470,8 @@ class LinalgPinvBackward0(OpNode):
 
 def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
     """torch's ``linalg.pinv``: singular values below max(atol, rtol·σ₁) dropped (rtol defaults to
-    ε·max(m, n) when atol is not given, 0 when it is)."""
+    ε·max(m, n) when atol is not given, 0 when it is). ``hermitian``: from the eigendecomposition of
+    A's lower triangle, as torch's (the gradient is still that of the whole A, torch's pinv_backward)."""
     tensor_arg(A, "linalg_pinv", "A", 1)
     if A.ndim < 2 or A.dtype.kind != "f":
         shape = ", ".join(str(n) for n in A.shape)
@@ -1437,14 +1479,23 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
                            f"dimensions of float, double, cfloat or cdouble types")
     dev = A.device
     xp = dev.xp
-    u, s, vh = xp.linalg.svd(A.data, full_matrices=False)
+    if hermitian:  # A = U diag(s) Uᵀ from its lower triangle: its singular values are |s|
+        _square(A, "linalg.eigh")
+        s, u = _eigh_arrays(A, False)
+        magnitude = xp.abs(s)
+    else:
+        u, s, vh = xp.linalg.svd(A.data, full_matrices=False)
+        magnitude = s
     eps = float(np.finfo(A.dtype).eps)
     if rtol is None:
         rtol = eps * max(A.shape[-2:]) if atol is None or atol <= 0 else 0.0
-    top = xp.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
-    keep = (s > top * float(rtol)) & (s > float(atol or 0.0))
+    top = xp.max(magnitude, axis=-1, keepdims=True) if s.shape[-1] else magnitude
+    keep = (magnitude > top * float(rtol)) & (magnitude > float(atol or 0.0))
     inv_s = xp.where(keep, 1.0 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
-    out = xp.matrix_transpose(vh) @ (xp.reshape(inv_s, inv_s.shape + (1,)) * xp.matrix_transpose(u))
+    if hermitian:
+        out = (u * xp.reshape(inv_s, inv_s.shape[:-1] + (1, inv_s.shape[-1]))) @ xp.matrix_transpose(u)
+    else:
+        out = xp.matrix_transpose(vh) @ (xp.reshape(inv_s, inv_s.shape + (1,)) * xp.matrix_transpose(u))
     return record(LinalgPinvBackward0, (A,), out, dev, saved=(A,), work=_decomposition_work(A))
 
 
@@ -1475,7 +1526,7 @@ def _matrix_product(tensors: list[Tensor]) -> Tensor:
 
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """torch's ``linalg.matrix_power``: products of A (of A⁻¹ for n < 0), by repeated squaring;
-    n = 0 gives identities that need no gradient, as torch's."""
+    n = 0 gives identities copied into a clone of A, as torch's (CopyBackwards: A's gradient is zero)."""
     tensor_arg(A, "linalg_matrix_power", "A", 1)
     n = int_arg(n, "linalg_matrix_power", "n", 2)
     if A.ndim < 2:
@@ -1486,7 +1537,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     n = int(n)
     if n == 0:
         eye = A.device.backend.astype(_mask(A, A.shape[-1], A.shape[-1], lambda i, j: i == j), A.dtype)
-        return plain(A.device.xp.broadcast_to(eye, A.shape) * 1, A.device)
+        return shape_ops.clone(A).copy_(plain(A.device.xp.broadcast_to(eye, A.shape), A.device))
     if n < 0:
         A, n = inv(A), -n
     out = None

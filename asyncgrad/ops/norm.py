@@ -16,7 +16,10 @@ from typing import Any, Sequence
 
 from asyncgrad._validate import tensor_arg
 from asyncgrad.graph.grad_mode import no_grad
+from asyncgrad.ops import elementwise
 from asyncgrad.ops._node import OpNode, plain, record, same_device
+from asyncgrad.ops.shape import clone
+from asyncgrad.ops.views import select
 from asyncgrad.tensor import Tensor
 
 _SIZE = "asyncgrad.Size"
@@ -79,18 +82,24 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """torch's ``F.batch_norm``: over every dim but 1. Training normalises by the batch's mean and
     biased variance and, where given, moves the running statistics towards them in place
     (``running = (1 - momentum) running + momentum batch``, the variance unbiased as torch's);
-    evaluation normalises by the running statistics."""
+    evaluation normalises by the running statistics. An empty input is torch's special case: its
+    clone, times ``weight[0]`` and plus ``bias[0]`` where given, no statistic read or moved."""
     tensor_arg(input, "batch_norm")
+    if training and input.ndim and input.shape[0] * math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{_size(input.shape)}")
+    if input.numel() == 0:  # torch's words: "don't return view of input, don't return empty tensor"
+        out = clone(input)
+        if weight is not None:
+            out = elementwise.mul(out, select(weight, 0, 0))
+        if bias is not None:
+            out = elementwise.add(out, select(bias, 0, 0))
+        return out
     if input.ndim < 2:  # torch reads the channel count as size(1)
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(input.ndim, 1)}, "
                          f"{max(input.ndim, 1) - 1}], but got 1)")
     channels = input.shape[1]
-    if training:
-        size_prods = input.shape[0] * math.prod(input.shape[2:])
-        if size_prods == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{_size(input.shape)}")
-    elif running_mean is None or running_var is None:
+    if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
     _check_stat(running_mean, "running_mean", channels)
     _check_stat(running_var, "running_var", channels)

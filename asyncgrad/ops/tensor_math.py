@@ -118,6 +118,7 @@ class TensorMath:
     cosh = staticmethod(elementwise.cosh)
     inv = staticmethod(linalg.inv)
     solve = staticmethod(linalg.solve_matrix)
+    cholesky_solve = staticmethod(linalg.cholesky_solve)
     einsum = staticmethod(linalg.einsum_explicit)
     # convolution and pooling: their formulas' maps as recorded ops (Note [Three convolutions] in conv.py)
     convolution = staticmethod(conv.convolution_op)

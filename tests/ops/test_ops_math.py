@@ -628,9 +628,11 @@ async def test_linalg(case):
 
 async def test_slogdet_sign():
     a = -_well_conditioned(3)
-    sign, logabs = ag.linalg.slogdet(ag_tensor(a, requires_grad=True))
+    x = ag_tensor(a, requires_grad=True)
+    sign, logabs = ag.linalg.slogdet(x)
     expected_sign, expected_log = np.linalg.slogdet(a)
-    assert sign.item() == expected_sign and not sign.requires_grad
+    assert sign.item() == expected_sign and sign.grad_fn is logabs.grad_fn  # one node, as torch's
+    assert (await ag.grad(sign, [x], allow_unused=True)) == (None,)  # torch's: its gradient is undefined
     assert_close(logabs, np.asarray(expected_log), 1e-12, 0, "logabsdet")
 
 

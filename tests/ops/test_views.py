@@ -402,6 +402,8 @@ EXPANDED_WRITES = {
     "copy_": (lambda g, lib: g.copy_(lib.tensor(np.array([1.0, 2.0, 3.0]))), (3,)),
     "g[0].mul_": (lambda g, lib: g[0].mul_(3.0), (3,)),
     "g[0:2].mul_": (lambda g, lib: g[0:2].mul_(3.0), (3,)),
+    "empty copy_": (lambda g, lib: g.copy_(lib.zeros(2, 0, 3)), (2, 0, 3)),  # no element: no overlap
+    "empty mul_": (lambda g, lib: g.mul_(2.0), (0, 3)),
 }
 
 

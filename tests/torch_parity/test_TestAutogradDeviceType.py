@@ -436,6 +436,31 @@ async def test_inplace_on_view_python():
     go = ag.randn(a.size(), dtype=ag.double, requires_grad=True)
     assert await ag.gradgradcheck(func, (a, b), (go,))
 
+    # a Function that multiplies a whole view in place and saves what it read: the base comes out of
+    # CopySlices over the Function (torch 2.13's nodes), both gradients through the custom backward
+    class PyMul(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            old = x.clone()
+            x.mul_(y)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(y, old)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            y, old = ctx.saved_tensors
+            return grad * y, grad * old
+
+    def func2(root, c):
+        base = root * 1
+        r = PyMul.apply(base.view_as(base), c)
+        assert base.grad_fn.name() == "CopySlices" and r.grad_fn.name() == "AsStridedBackward0"
+        return (base * base).sum() + 3 * r.sum()
+
+    c = ag.randn(4, 4, dtype=ag.double, requires_grad=True)
+    assert await ag.gradcheck(func2, [a, c], raise_exception=True)  # first order: ``old`` carries no graph
+
 
 async def test_inplace_on_view_non_contig():
     """Port of TestAutogradDeviceType.test_inplace_on_view_non_contig."""

@@ -695,6 +695,20 @@ async def test_accumulate_grad():
     x_grad, x_grad_clone = await compute_grad(create_graph=True)
     assert_equal(x_grad, x_grad_clone)  # out of place with create_graph
 
+    # torch 2.13's first create_graph .grad: a copy, CopyBackwards over the incoming gradient (never
+    # that tensor itself), differentiable exactly; a second create_graph backward adds (AddBackward0)
+    x0 = ag.tensor([0.5, -1.25, 2.0, 0.75], dtype=ag.float64)
+    x = x0.clone().requires_grad_()
+    await (x ** 3).sum().backward(create_graph=True)
+    assert x.grad.grad_fn.name() == "CopyBackwards"
+    assert [f.name() if f is not None else None for f, _ in x.grad.grad_fn.next_functions] == [None, "MulBackward0"]
+    assert x.grad._version == 1 and not x.grad.is_leaf
+    assert_equal(x.grad.detach(), 3 * x0 ** 2)
+    (gg,) = await ag.grad(x.grad.sum(), x)
+    assert_equal(gg, 6 * x0)
+    await (x ** 3).sum().backward(create_graph=True)
+    assert x.grad.grad_fn.name() == "AddBackward0"
+
 
 async def test_accumulate_grad_tensor_reference():
     """Port of TestAutograd.test_accumulate_grad_tensor_reference (its dense cases)."""

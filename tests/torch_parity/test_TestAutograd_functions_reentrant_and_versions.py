@@ -498,8 +498,11 @@ async def test_too_many_grads():
     assert_equal(x.grad, ag.ones_like(x))
 
 
-async def test_pickle():
-    """Port of TestAutograd.test_pickle."""
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+async def test_pickle(protocol):
+    """Port of TestAutograd.test_pickle (torch's protocols 0-2), over every protocol, with what torch
+    2.13 gives back for the rest of a tensor's state: ``.grad`` is not pickled, a non-leaf comes back
+    a leaf that requires grad, a Parameter pickled twice comes back one Parameter."""
     x = ag.randn(10, 10, requires_grad=True)
     y = ag.randn(10, 10, requires_grad=False)
 
@@ -507,11 +510,21 @@ async def test_pickle():
         assert_equal(var1, var2)
         assert var1.requires_grad == var2.requires_grad
 
-    serialized = [pickle.dumps([x, y], protocol=p) for p in range(3)]
-    for dump in serialized:
-        xc, yc = pickle.loads(dump)
-        assert_strict_equal(xc, x)
-        assert_strict_equal(yc, y)
+    xc, yc = pickle.loads(pickle.dumps([x, y], protocol=protocol))
+    assert_strict_equal(xc, x)
+    assert_strict_equal(yc, y)
+
+    x = ag.randn(3, 2, requires_grad=True, dtype=ag.float64)
+    x.grad = ag.ones(3, 2, dtype=ag.float64)
+    y = x * 2
+    p = ag.nn.Parameter(ag.ones(2), requires_grad=False)
+    xs, ys, ps, ps2 = pickle.loads(pickle.dumps([x, y, p, p], protocol=protocol))
+    assert xs.dtype == x.dtype
+    assert_equal(xs, x)
+    assert_equal(ys, y)
+    assert [(t.requires_grad, t.is_leaf, t.grad is None) for t in (xs, ys, ps)] == [
+        (True, True, True), (True, True, True), (False, True, True)]
+    assert type(ps) is ag.nn.Parameter and ps is ps2
 
 
 async def test_dep_nograd():

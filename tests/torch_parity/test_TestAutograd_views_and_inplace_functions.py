@@ -17,6 +17,7 @@ Left out (not ported), one line per family:
 """
 
 import math
+import re
 import warnings
 import weakref
 
@@ -369,6 +370,50 @@ async def test_autograd_multiple_views_python():
     with pytest.raises(RuntimeError, match="Output 0 of ComplexView is a view and is being modified inplace"):
         out += 1
 
+    # torch 2.13's words for every view a custom Function returns: several views, one view, an input as-is
+    class Views(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.view(-1), a[0:1]
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1
+
+    class OneView(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.view(-1)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Identity(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = a.clone()
+    v1, _ = Views.apply(x)
+    with pytest.raises(RuntimeError, match="^" + re.escape(
+            "Output 0 of Views is a view and is being modified inplace. This view is the output of a function that "
+            "returns multiple views. Such functions do not allow the output views to be modified inplace. You should "
+            "replace the inplace operation by an out-of-place one.")):
+        v1.mul_(2)
+    for fn in (OneView, Identity):
+        with pytest.raises(RuntimeError, match="^" + re.escape(
+                f"Output 0 of {fn.__name__} is a view and is being modified inplace. This view was created inside a "
+                "custom Function (or because an input was returned as-is) and the autograd logic to handle "
+                "view+inplace would override the custom backward associated with the custom Function, leading to "
+                "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom "
+                "Function.")):
+            fn.apply(x).mul_(2)
+
 
 async def test_autograd_python_custom_function_inplace():
     """Port of TestAutograd.test_autograd_python_custom_function_inplace."""
@@ -423,6 +468,9 @@ async def test_autograd_python_custom_function_inplace():
         warnings.simplefilter("always")
         MyAdderBad.apply(a.clone(), b)
     assert len(w) == 1
+    assert str(w[0].message).split(" (Triggered internally")[0] == (  # torch 2.13's words
+        "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been mutated should "
+        "be passed to ctx.mark_dirty().")
 
     class MyBadAdder(Function):
         @staticmethod
@@ -447,7 +495,13 @@ async def test_autograd_python_custom_function_inplace():
     await (c * d).sum().backward()
     assert bw_called[0] == 1
 
-    with pytest.raises(RuntimeError, match="your Function modifies inplace an input that is a view of another Tensor"):
+    with pytest.raises(RuntimeError, match="^" + re.escape(
+            "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return "
+            "more than one Tensor. This is not supported by the current autograd engine. You should either make sure "
+            "the input is not a view (using .clone() for example) or make your Function only return one Tensor "
+            "(potentially splitting it into two Functions: one doing the inplace that returns a single Tensor and a "
+            "second one that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if you "
+            "need help to do this change.")):
         c, d = MyBadAdder.apply(a.clone().view_as(a), b)
 
     class MyOutPlaceAdder(Function):
@@ -467,9 +521,12 @@ async def test_autograd_python_custom_function_inplace():
         c, d = MyOutPlaceAdder.apply(orig_a, b)
         return (c * d).sum()
 
-    with pytest.raises(RuntimeError, match="Some elements marked as dirty during the forward method were not returned "
-                                           "as output."):
+    not_returned = "^" + re.escape("Some elements marked as dirty during the forward method were not returned as "
+                                   "output. The inputs that are modified inplace must all be outputs of the Function.")
+    with pytest.raises(RuntimeError, match=not_returned):
         fn(a, b)
+    with pytest.raises(RuntimeError, match=not_returned):  # no graph recorded: refused all the same, as torch
+        MyOutPlaceAdder.apply(ag.ones(2), ag.ones(2))
 
 
 async def test_custom_function_mark_output_view_of_intermediate():
