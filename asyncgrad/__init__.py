@@ -10,7 +10,7 @@ from asyncgrad import _surface  # noqa: F401  (installs Tensor's methods: Note [
 # isort: split
 from asyncgrad import nn, optim, profiler, utils, viz  # noqa: E402
 from asyncgrad.autograd import functional
-from asyncgrad.autograd.api import backward, backward_sync, grad, grad_sync
+from asyncgrad.autograd.api import backward, backward_sync, give_way, grad, grad_sync
 from asyncgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from asyncgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from asyncgrad.checkpoint import checkpoint  # noqa: E402

@@ -535,6 +535,22 @@ def grad_sync(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: A
     return run_sync(_grad, outputs, inputs, grad_outputs, retain_graph, create_graph, **kwargs)
 
 
+async def give_way() -> None:
+    """Let the event loop run other work if the engine has held it for its time budget.
+
+    For long forward passes and training steps written as coroutines: call it between layers or
+    steps, and the loop is handed back at the same points and for the same budget as the engine's own
+    backward slices (Note [One budget per loop] in engine/budget.py), so a forward and a backward
+    together hold the loop no longer than one slice. Costs a clock reading when there is budget left.
+    Only inside a coroutine on an asyncio loop, as ``await loss.backward()``."""
+    require_asyncio("give_way()")
+    if _get_running_loop() is None:
+        raise RuntimeError("give_way() must be awaited inside a coroutine running on an asyncio event loop")
+    budget = get_engine().budget
+    if budget.due():
+        await budget.give_way()
+
+
 # ``t.backward()`` and ``t.backward_sync()``: installed on Tensor by asyncgrad/_surface.py (Note [One
 # declaration of Tensor's surface]).
 def tensor_backward(self: Tensor, gradient: Tensor | None = None, retain_graph: bool | None = None,
