@@ -17,6 +17,9 @@ Workloads (``--scale`` multiplies every count, never an array's size):
 * ``chain``: a backward through a chain of 10^6 tiny nodes (preparation and running).
 * ``fanin``: a backward through a sum tree of 10^6 nodes (2^19 products of one leaf, added pairwise).
 * ``many``: 1,000 backwards started in one step, each through its own 100-node graph.
+* ``many_calls``, ``many_noop``: what ``many``'s own step costs, apart: the same 1,000 ``backward()``
+  calls made and closed without running (asyncgrad's part of the caller's step), and ``gather`` of
+  1,000 coroutines that do nothing (asyncio's part: a task each, and their first steps).
 * ``shared``: 1,000 concurrent backwards through one shared 100-node graph (``retain_graph``).
 * ``create_graph``: 1,000 concurrent ``grad(create_graph=True)`` through 20-node graphs, each
   followed by the backward of its gradient (the second order).
@@ -149,6 +152,27 @@ def prepare_many(scale: float) -> Prepared:
     return run
 
 
+def prepare_many_calls(scale: float) -> Prepared:
+    losses = [loss for _, loss in _small_graphs(_n(1000, scale), 50)]
+
+    async def run() -> None:
+        calls = [loss.backward() for loss in losses]
+        for call in calls:
+            call.close()
+    return run
+
+
+def prepare_many_noop(scale: float) -> Prepared:
+    count = _n(1000, scale)
+
+    async def nothing() -> None:
+        return None
+
+    async def run() -> None:
+        await asyncio.gather(*(nothing() for _ in range(count)))
+    return run
+
+
 def prepare_shared(scale: float) -> Prepared:
     ((_, loss),) = _small_graphs(1, 50)
     count = _n(1000, scale)
@@ -239,6 +263,8 @@ WORKLOADS: dict[str, tuple[str, Callable[[float], Prepared], Any]] = {
     "chain": ("10^6-node chain backward", prepare_chain, None),
     "fanin": ("10^6-node sum-tree fan-in backward", prepare_fanin, None),
     "many": ("1,000 backwards started in one step (independent small graphs)", prepare_many, None),
+    "many_calls": ("  of which: the 1,000 backward() calls, made and closed unrun", prepare_many_calls, None),
+    "many_noop": ("  of which: gather of 1,000 coroutines that do nothing", prepare_many_noop, None),
     "shared": ("1,000 concurrent backwards through one shared graph (retain_graph)", prepare_shared, None),
     "create_graph": ("1,000 concurrent grad(create_graph=True) and their second order", prepare_create_graph, None),
     "async_5000": ("reentrant async def backwards, 5,000 deep", prepare_nested(5000, "async"), None),

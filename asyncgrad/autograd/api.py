@@ -24,11 +24,11 @@ import numpy as np
 
 from asyncgrad._validate import type_label
 from asyncgrad.dtypes import intern
-from asyncgrad.engine.engine import get_engine
+from asyncgrad.engine.engine import ONES, get_engine
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.engine.worker import reenter
-from asyncgrad.graph.awaitable import EngineCall, check, pending, require_asyncio
+from asyncgrad.graph.awaitable import EngineCall, _fresh_on, check, pending, require_asyncio
 from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge
 from asyncgrad.ops.shape import stack
 from asyncgrad.tensor import Tensor
@@ -89,11 +89,10 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
                 if not out.is_floating_point():
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                ones = out.device.backend.ones(out.shape, out.dtype)
-                if not create_graph:  # the array itself, of the output's dtype already
-                    result.append(ones)
+                if not create_graph:  # made by the engine (Note [The implicit gradient is made on the budget])
+                    result.append(ONES)
                     continue
-                grad = Tensor._make(ones, out.device, False, None, 0, [0])
+                grad = Tensor._make(out.device.backend.ones(out.shape, out.dtype), out.device, False, None, 0, [0])
             else:
                 result.append(None)
                 continue
@@ -203,12 +202,12 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
                       inputs: TensorOrTensors | None) -> tuple:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
     tensors = _tuple(tensors, "tensors")
-    if type(inputs) is dict:  # torch 2.13: the dict's values are the inputs
-        inputs = tuple(inputs.values())
-    elif isinstance(inputs, Mapping):
-        raise TypeError(f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
-                        "Other Mapping types are not supported.")
     if inputs is not None:
+        if type(inputs) is dict:  # torch 2.13: the dict's values are the inputs
+            inputs = tuple(inputs.values())
+        elif isinstance(inputs, Mapping):
+            raise TypeError(f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
+                            "Other Mapping types are not supported.")
         inputs = _inputs(inputs, "backward")
     retain_graph, create_graph = _flag(retain_graph, "backward", "retain_graph"), _flag(create_graph, "backward",
                                                                                          "create_graph")
@@ -381,16 +380,20 @@ _grad.__name__ = _grad.__qualname__ = "grad"
 # --------------------------------------------------------------------------- the front door
 def _call(kind: str, run: Callable, prepared: tuple, depth: int) -> EngineCall:
     """Note [Await or not] (awaitable.py): an EngineCall, already finished when no loop runs here."""
-    if pending:
-        check(f"{kind}()", fresh=False)
     loop = _get_running_loop()
+    # with nothing but this loop's fresh calls pending, check would return at once (Note [Fresh calls are
+    # counted] in graph/awaitable.py)
+    if pending and len(pending) != _fresh_on.get(loop, 0):
+        check(f"{kind}()", fresh=False)
     if loop is None:
         require_asyncio(f"{kind}()")
         return EngineCall.finished(kind, run_sync(run, *prepared))
     if current_graph_task.get() is not None and greenback.has_portal():
         # A plain-def backward on the loop cannot await: run it here, through the portal.
         return EngineCall.finished(kind, run_sync(run, *prepared))
-    return EngineCall(kind, run(*prepared), loop, depth + 1)
+    call = EngineCall(kind, run(*prepared), loop, depth + 1)
+    get_engine().budget.charge()  # Note [A caller's step is on the budget] in engine/budget.py
+    return call
 
 
 def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,

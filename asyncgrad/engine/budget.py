@@ -32,6 +32,14 @@ from collections import deque
 # benchmarks.stalls``).
 #
 # Only loop code uses it (Note [Loop-only bookkeeping] in graph_task.py).
+#
+# Note [A caller's step is on the budget]: the step of a caller that starts graph tasks holds the loop
+# for the engine too: ``asyncio.gather(*(loss.backward() for loss in losses))`` checks a thousand calls'
+# arguments and makes a thousand awaitables before any of them runs. So each call ``charge()``s the
+# budget where it is made (autograd/api.py's ``_call``): the first one of a step opens the spell then,
+# and the spell is marked as used, so that it lasts into the next iteration, where those graph tasks
+# take their first steps. There they find it spent and park at once, rather than prepare for another
+# ``YIELD_AFTER_S`` on top of the caller's step; the loop runs its timers before they start.
 
 YIELD_AFTER_S = 0.002
 """Note [Yielding]: the engine gives the loop back after holding it this long (Note [One budget
@@ -76,6 +84,14 @@ class LoopBudget:
             return False
         self.seen = True
         return _clock() - self.start > YIELD_AFTER_S
+
+    def charge(self) -> None:
+        """A graph task was started in the running step (Note [A caller's step is on the budget])."""
+        if not self.ticking:
+            self.ticking = True
+            self.start = _clock()
+            asyncio.get_running_loop().call_soon(self._tick)
+        self.seen = True
 
     async def give_way(self) -> None:
         """Park until the loop has run without the engine and this caller's turn has come."""

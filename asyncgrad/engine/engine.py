@@ -62,6 +62,30 @@ from asyncgrad.variable.hook_calls import run_tensor_pre
 # (``python -m benchmarks.faults_stress``; the figures are in RELIABILITY.md).
 #
 
+# Note [The implicit gradient is made on the budget]: ``backward()``/``grad()`` of a scalar root with no
+# gradient given (and no ``create_graph``) check the root where they are called, as torch does, but
+# pass ``ONES`` in ``grad_outputs`` instead of the array: ``execute`` makes it from the root edge's
+# input metadata (the root's shape, dtype and device, as ``route`` checks gradients against them)
+# once the graph task's start has its turn on the loop's budget, in place in the list, which is the
+# call's own (made for it by the front door, read once). So a caller that starts many
+# backwards in one step (``gather(*(loss.backward() for loss in losses))``) pays in that step for
+# the checks and the awaitable only, and the arrays are made in the engine's slices (Note [One
+# budget per loop] in budget.py).
+
+
+class _Ones:
+    """The type of ``ONES``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ONES"
+
+
+ONES = _Ones()
+"""An initial gradient that ``execute`` makes: ones of its root's metadata (Note [The implicit gradient
+is made on the budget])."""
+
 
 class Engine:
     """One per event loop; holds the device workers.
@@ -96,6 +120,11 @@ class Engine:
         """Run backward from ``roots``; return the gradients captured for ``outputs``."""
         if self.budget.due():  # Note [One budget per loop]: many started in one step wait their turn here
             await self.budget.give_way()
+        for i, g in enumerate(grad_outputs):  # the call's own list: Note [The implicit gradient is made on the budget]
+            if g is ONES:
+                fn, nr = roots[i]
+                shape, dtype, device = fn._input_meta[nr]
+                grad_outputs[i] = device.backend.ones(shape, dtype)
         parent = current_graph_task.get()
         anomaly, check_nan = anomaly_enabled.get()
         skip_root = len(roots) == 1

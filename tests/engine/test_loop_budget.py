@@ -1,10 +1,13 @@
 """One time budget per event loop, shared by every graph task and server on it (Note [One budget per
 loop] in engine/budget.py): backwards started together prepare in turns, a parked caller that is
-cancelled leaves the line, and the results are those of backwards run one by one."""
+cancelled leaves the line, and the results are those of backwards run one by one. The caller's step
+that starts them counts (Note [A caller's step is on the budget]), and what a call need not do where
+it is made waits for the engine's turn (Note [The implicit gradient is made on the budget])."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 import pytest
@@ -91,3 +94,72 @@ async def test_a_cancelled_caller_leaves_the_line_and_the_others_finish(monkeypa
         assert (x.grad is None) == was_cancelled
     budget = get_engine().budget
     assert not budget.line
+
+
+async def test_a_callers_step_that_spent_the_budget_lets_the_loop_run_before_any_preparation(monkeypatch):
+    """Note [A caller's step is on the budget]: the graph tasks of calls made in a step that outlasted the
+    budget park at their first step; what the loop queued behind them runs before any of them prepares."""
+    seen = []
+    original = engine_module.compute_dependencies
+
+    async def counted(root, graph_task, min_topo_nr):
+        seen.append(root)
+        await original(root, graph_task, min_topo_nr)
+
+    monkeypatch.setattr(engine_module, "compute_dependencies", counted)
+    graphs = _graphs(20)
+    calls = [loss.backward() for _, loss in graphs]
+    time.sleep(2 * budget_module.YIELD_AFTER_S)  # the caller's own work, after its calls
+    together = asyncio.gather(*calls)
+    prepared_then = []
+    asyncio.get_running_loop().call_soon(lambda: prepared_then.append(len(seen)))  # after their first steps
+    await together
+    assert prepared_then == [0] and len(seen) == 20
+    alone = _graphs(20)
+    for _, loss in alone:
+        await loss.backward()
+    for (x, _), (y, _) in zip(graphs, alone):
+        np.testing.assert_array_equal(x.grad.numpy(), y.grad.numpy())
+
+
+async def test_the_implicit_gradient_is_made_when_the_graph_task_starts(monkeypatch):
+    """Note [The implicit gradient is made on the budget]: the call checks its root and makes no array;
+    the engine makes the ones when the graph task starts."""
+    backend = ag.device("cpu").backend
+    made = []
+    ones = backend.ones
+
+    def counted(shape, dtype):
+        made.append((shape, dtype))
+        return ones(shape, dtype)
+
+    monkeypatch.setattr(backend, "ones", counted)
+    x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    calls = [(x * 3).sum().backward(), (x * x).sum().backward()]
+    assert made == []
+    await asyncio.gather(*calls)
+    assert made == [((), np.float64)] * 2
+    assert x.grad.tolist() == [5.0, 7.0]
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+        (x * 3).backward()  # still refused where it is called
+    assert len(made) == 2
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim:0"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+async def test_the_implicit_gradient_has_the_roots_dtype_and_device(device, dtype):
+    dtype = getattr(ag, dtype)
+    x = ag.tensor([0.5, -1.5], dtype=dtype, device=device, requires_grad=True)
+    await (x * x).sum().backward()  # one root
+    assert x.grad.dtype == dtype and x.grad.device == x.device and x.grad.tolist() == [1.0, -3.0]
+    x.grad = None
+    await ag.backward([(x * 2).sum(), x.sum() * 0.5])  # two roots, through GraphRoot
+    assert x.grad.dtype == dtype and x.grad.tolist() == [2.5, 2.5]
+    (g,) = await ag.grad((x * 3).sum(), x)
+    assert g.dtype == dtype and g.device == x.device and g.tolist() == [3.0, 3.0]
+    leaf = ag.tensor(2.0, dtype=dtype, device=device, requires_grad=True)
+    await leaf.backward()  # the root is a leaf: its AccumulateGrad gets the ones
+    assert leaf.grad.dtype == dtype and leaf.grad.item() == 1.0
+    y = ag.tensor([1.0], dtype=dtype, device=device, requires_grad=True)
+    (gy,) = await ag.grad((y * 4).sum(), y, is_grads_batched=False)
+    assert gy.tolist() == [4.0]
