@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import ag_tensor, assert_close, check_op, check_raises
+from helpers import ag_tensor, assert_close, check_gradgrad, check_op, check_raises
 
 import asyncgrad as ag
 
@@ -46,6 +46,10 @@ async def test_extra_positions_agree_with_torch(bias_kv, zero_attn, static, mask
     used = [True, not static, not static and part == "output", True, True, part == "output", part == "output"]
     used += [True, part == "output"] if extra else []
     await check_op(_mha(bias_kv, zero_attn, static, masks, part), *SHAPES, *extra, requires_grad=used)
+
+
+async def test_second_order_agrees_with_torch():
+    await check_gradgrad(_mha(True, True, False, True, "output"), *SHAPES, (1, 1, E), (1, 1, E))
 
 
 def test_refusals_are_torchs():
