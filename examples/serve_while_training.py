@@ -104,12 +104,10 @@ def _asyncgrad_trainer(state: dict, stop: asyncio.Event, batch: int) -> Any:
         """The model a layer at a time, handing the loop back between layers once the engine's time
         budget for this loop is spent: the budget the backward's slices share (Note [One budget per
         loop] in asyncgrad/engine/budget.py), so a forward and a backward together hold the loop
-        no longer than one slice. Asking costs a clock reading per layer."""
-        budget = ag.get_engine().budget
+        no longer than one slice (``ag.give_way``). Asking costs a clock reading per layer."""
         for layer in model:
             x = layer(x)
-            if budget.due():
-                await budget.give_way()
+            await ag.give_way()
         return x
 
     async def train() -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from asyncgrad._validate import type_label
 from asyncgrad.dtypes import intern
-from asyncgrad.engine.engine import ONES, get_engine
+from asyncgrad.engine.engine import ONES, get_engine, implicit_ones
 from asyncgrad.engine.graph_task import current_graph_task
 from asyncgrad.engine.kernels import run_from_kernel_thread
 from asyncgrad.engine.worker import reenter
@@ -89,10 +89,8 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
                 if not out.is_floating_point():
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                if not create_graph:  # made by the engine (Note [The implicit gradient is made on the budget])
-                    result.append(ONES)
-                    continue
-                grad = Tensor._make(out.device.backend.ones(out.shape, out.dtype), out.device, False, None, 0, [0])
+                result.append(ONES)  # made later: Note [The implicit gradient is made on the budget] (engine.py)
+                continue
             else:
                 result.append(None)
                 continue
@@ -235,9 +233,23 @@ def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph:
     return roots, grad_values, retain_graph, create_graph, outputs
 
 
+async def _implicit_tensors(engine: Any, roots: list, values: list) -> None:
+    """``create_graph``: the implicit initial gradients in ``values`` made Tensors, once this call's turn
+    on the loop's budget has come (Note [The implicit gradient is made on the budget] in engine/engine.py)."""
+    for i, g in enumerate(values):
+        if g is ONES:
+            if engine.budget.due():
+                await engine.budget.give_way()
+            device = roots[i][0]._input_meta[roots[i][1]][2]
+            values[i] = Tensor._make(implicit_ones(roots[i]), device, False, None, 0, [0])
+
+
 async def _run_backward(roots: list, grad_values: list, retain_graph: bool, create_graph: bool,
                         outputs: list | None) -> None:
-    await get_engine().execute(roots, grad_values, retain_graph, create_graph, True, outputs)
+    engine = get_engine()
+    if create_graph:
+        await _implicit_tensors(engine, roots, grad_values)
+    await engine.execute(roots, grad_values, retain_graph, create_graph, True, outputs)
 
 
 def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_outputs: Any, retain_graph: bool | None,
@@ -312,6 +324,8 @@ async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_g
     engine = get_engine()
     edges = [_input_edge(t) for t in inputs]
     if not is_grads_batched:
+        if create_graph:
+            await _implicit_tensors(engine, roots, grad_values)
         captured = await engine.execute(roots, grad_values, retain_graph, create_graph, False, edges)
         result = _grad_results(inputs, captured, allow_unused, materialize_grads, create_graph)
     else:
@@ -320,6 +334,8 @@ async def _run_grad(roots: list, grad_values: list, retain_graph: bool, create_g
         batches = []
         for b, values in enumerate(grad_values):
             keep = retain_graph or b < len(grad_values) - 1
+            if create_graph:
+                await _implicit_tensors(engine, roots, values)
             captured = await engine.execute(roots, values, keep, create_graph, False, edges)
             batches.append(_grad_results(inputs, captured, allow_unused, False, create_graph))
         result = tuple(

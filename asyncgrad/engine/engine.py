@@ -63,11 +63,13 @@ from asyncgrad.variable.hook_calls import run_tensor_pre
 #
 
 # Note [The implicit gradient is made on the budget]: ``backward()``/``grad()`` of a scalar root with no
-# gradient given (and no ``create_graph``) check the root where they are called, as torch does, but
-# pass ``ONES`` in ``grad_outputs`` instead of the array: ``execute`` makes it from the root edge's
-# input metadata (the root's shape, dtype and device, as ``route`` checks gradients against them)
-# once the graph task's start has its turn on the loop's budget, in place in the list, which is the
-# call's own (made for it by the front door, read once). So a caller that starts many
+# gradient given check the root where they are called, as torch does, but pass ``ONES`` in
+# ``grad_outputs`` instead of the array: ``execute`` makes it (``implicit_ones``, from the root edge's
+# input metadata: the root's shape, dtype and device, as ``route`` checks gradients against them) once
+# the graph task's start has its turn on the loop's budget, in place in the list, which is the call's
+# own (made for it by the front door, read once). With ``create_graph`` the gradient is a Tensor, which
+# the engine does not know: the front door's coroutine makes it from the same array, after waiting for
+# its turn on the same budget (``_implicit_tensors`` in autograd/api.py). So a caller that starts many
 # backwards in one step (``gather(*(loss.backward() for loss in losses))``) pays in that step for
 # the checks and the awaitable only, and the arrays are made in the engine's slices (Note [One
 # budget per loop] in budget.py).
@@ -85,6 +87,13 @@ class _Ones:
 ONES = _Ones()
 """An initial gradient that ``execute`` makes: ones of its root's metadata (Note [The implicit gradient
 is made on the budget])."""
+
+
+def implicit_ones(root: Edge) -> Any:
+    """The implicit gradient of ``root``: ones of its shape and dtype on its device."""
+    fn, nr = root
+    shape, dtype, device = fn._input_meta[nr]
+    return device.backend.ones(shape, dtype)
 
 
 class Engine:
@@ -122,9 +131,7 @@ class Engine:
             await self.budget.give_way()
         for i, g in enumerate(grad_outputs):  # the call's own list: Note [The implicit gradient is made on the budget]
             if g is ONES:
-                fn, nr = roots[i]
-                shape, dtype, device = fn._input_meta[nr]
-                grad_outputs[i] = device.backend.ones(shape, dtype)
+                grad_outputs[i] = implicit_ones(roots[i])
         parent = current_graph_task.get()
         anomaly, check_nan = anomaly_enabled.get()
         skip_root = len(roots) == 1

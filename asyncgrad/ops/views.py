@@ -471,9 +471,9 @@ def unsafe_chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 # Note [Scatters into a copy]: ``select_scatter``, ``slice_scatter``, ``diagonal_scatter`` and
 # ``as_strided_scatter`` write ``src`` into a copy of ``input`` where the view of that name would
 # read, so each is one index ``key`` of the copy: ``src``'s gradient is the gradient read at
-# ``key``, ``input``'s the gradient with zeros written there (torch's derivatives.yaml), except
-# as_strided_scatter's, which is torch's ``as_strided_scatter_backward``: the gradient read at
-# ``key`` put back at ``key`` of zeros (AsStridedScatterBackward0). The diagonal is addressed
+# ``key``, ``input``'s the gradient with zeros written there (torch's derivatives.yaml; for
+# as_strided_scatter torch 2.13 gives ``input`` the gradient read at ``key`` instead, which its own
+# gradcheck fails: asyncgrad keeps the derivative, docs/differences.md). The diagonal is addressed
 # with the two dims moved last (``axes``, undone by ``inverse``); the strided view through flat
 # positions of a contiguous copy (its storage, as torch's requires).
 class _ScatterIntoCopy(OpNode):
@@ -511,17 +511,7 @@ class DiagonalScatterBackward0(_ScatterIntoCopy):
 
 
 class AsStridedScatterBackward0(_ScatterIntoCopy):
-    """torch's formulas (Note [Scatters into a copy]): ``src`` gets the gradient read at the
-    written positions, and so does ``input``, at those same positions, zeros elsewhere: torch's
-    ``as_strided_scatter_backward`` copies the gradient's slice into a zero buffer."""
-
     __slots__ = ()
-
-    def backward(self, F, g):
-        g = F.reshape(g, (-1,))
-        read = F.index(g, self.key)
-        g_input = F.reshape(F.index_put(F.zeros_like(g), self.key, read), self.shape) if self.needs(0) else None
-        return (g_input, read if self.needs(1) else None)
 
 
 def _scatter_into_copy(cls: type[OpNode], fn: str, input: Tensor, src: Tensor, key: Any, expected: tuple[int, ...],

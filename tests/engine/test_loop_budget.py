@@ -135,14 +135,17 @@ async def test_the_implicit_gradient_is_made_when_the_graph_task_starts(monkeypa
 
     monkeypatch.setattr(backend, "ones", counted)
     x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
-    calls = [(x * 3).sum().backward(), (x * x).sum().backward()]
+    calls = [(x * 3).sum().backward(), (x * x).sum().backward(), ag.grad((x * x * x).sum(), x, create_graph=True)]
     assert made == []
-    await asyncio.gather(*calls)
-    assert made == [((), np.float64)] * 2
+    _, _, (g,) = await asyncio.gather(*calls)
+    assert made == [((), np.float64)] * 3
     assert x.grad.tolist() == [5.0, 7.0]
+    assert g.requires_grad and g.tolist() == [3.0, 12.0]
     with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
         (x * 3).backward()  # still refused where it is called
-    assert len(made) == 2
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+        ag.grad(x * 3, x, create_graph=True)
+    assert len(made) == 3
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
@@ -160,6 +163,7 @@ async def test_the_implicit_gradient_has_the_roots_dtype_and_device(device, dtyp
     leaf = ag.tensor(2.0, dtype=dtype, device=device, requires_grad=True)
     await leaf.backward()  # the root is a leaf: its AccumulateGrad gets the ones
     assert leaf.grad.dtype == dtype and leaf.grad.item() == 1.0
-    y = ag.tensor([1.0], dtype=dtype, device=device, requires_grad=True)
-    (gy,) = await ag.grad((y * 4).sum(), y, is_grads_batched=False)
-    assert gy.tolist() == [4.0]
+    (g,) = await ag.grad((x * x * x).sum(), x, create_graph=True)  # a Tensor, made by the front door
+    assert g.dtype == dtype and g.device == x.device and g.requires_grad and g.tolist() == [0.75, 6.75]
+    (gg,) = await ag.grad(g.sum(), x)
+    assert gg.dtype == dtype and gg.tolist() == [3.0, -9.0]

@@ -90,3 +90,15 @@ def test_harness_reports_an_error_and_a_hang(monkeypatch):
     (result,) = opinfo_parity.run(["mul"], timeout=0.2, max_samples=2)
     assert result.status == "raises" and "no result after" in result.reason
     assert time.perf_counter() - started < 20
+
+
+def test_harness_says_where_torch_is_the_one_that_is_wrong():
+    """as_strided_scatter differs from torch on purpose, only in ``input``'s gradient (torch's is not
+    the derivative: benchmarks/opinfo_parity.py's TORCH_IS_WRONG): classified apart, never agreement."""
+    pytest.importorskip("torch", reason="needs torch: runs torch's OpInfo database (pip install torch)")
+    pytest.importorskip("expecttest", reason="needs expecttest: torch's OpInfo database imports it")
+    from benchmarks import opinfo_parity
+
+    (result,) = opinfo_parity.run(["as_strided_scatter"], max_samples=SAMPLES)
+    assert result.status == "torch-wrong", (result.status, result.reason, result.sample)
+    assert result.reason.startswith("gradient 0:")
