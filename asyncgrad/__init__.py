@@ -381,6 +381,7 @@ from asyncgrad.ops.composites import (  # noqa: E402
 )
 from asyncgrad.ops.elementwise import fill, frexp  # noqa: E402
 from asyncgrad.ops.indexing import index_reduce, scatter_reduce, take  # noqa: E402
+from asyncgrad.ops.inplace_views import swapaxes, swapdims  # noqa: E402
 from asyncgrad.ops.linalg import addbmm, addmv, addr, dist, renorm, trace, vdot  # noqa: E402
 from asyncgrad.ops.linalg_composed import ormqr, pca_lowrank, svd_lowrank  # noqa: E402
 

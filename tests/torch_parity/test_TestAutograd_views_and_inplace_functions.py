@@ -222,8 +222,6 @@ async def test_autograd_simple_views_python():
                     assert ga_nz[0] == expected_ga_nz
 
 
-@_xfail("Tensor has none of torch's in-place view ops this test runs: as_strided_, transpose_, t_, squeeze_, "
-        "unsqueeze_, swapdims_, swapaxes_")
 async def test_autograd_inplace_views_creation_meta():
     """Port of TestAutograd.test_autograd_inplace_views_creation_meta."""
     class Func(Function):
