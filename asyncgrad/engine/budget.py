@@ -41,6 +41,15 @@ from collections import deque
 # take their first steps. There they find it spent and park at once, rather than prepare for another
 # ``YIELD_AFTER_S`` on top of the caller's step; the loop runs its timers before they start.
 
+# Note [A cheap call]: what a ``backward()``/``grad()`` call does in its caller's step holds the loop
+# before any budget can act, a thousand times over in ``gather(*(loss.backward() for loss in losses))``.
+# So the call checks its arguments and makes its awaitable and nothing else (the implicit gradient is
+# made later: Note [The implicit gradient is made on the budget] in engine.py), the common forms
+# (``loss.backward()``, ``loss.backward(retain_graph=...)``, ``grad(loss, x, create_graph=...)``) take a
+# path in the front door without the tuples of the general one (same checks, same errors, in the same
+# order: tests/autograd/test_front_door_errors.py), and the engine of the running loop is found
+# without a weak dictionary's lookup (``get_engine``'s last-loop cache).
+
 YIELD_AFTER_S = 0.002
 """Note [Yielding]: the engine gives the loop back after holding it this long (Note [One budget
 per loop]). The servers read the clock once the inline nodes run since their last reading add up
@@ -95,21 +104,27 @@ class LoopBudget:
 
     async def give_way(self) -> None:
         """Park until the loop has run without the engine and this caller's turn has come."""
-        loop = asyncio.get_running_loop()
-        line = self.line
-        turn = loop.create_future()
-        line.append(turn)
+        turn = self.park(False)
         while True:
-            if not self.closed:
-                self.closed = True
-                loop.call_soon(self._hop, 1)
             await turn
             if not self.due():
                 return
-            turn = loop.create_future()
-            line.appendleft(turn)  # it was woken too early in its batch: first again
+            turn = self.park(True)
+
+    def park(self, again: bool) -> asyncio.Future:
+        """A turn in the line, to await: the budget is spent (``due()`` said so). ``again``: the caller
+        was woken too early in its batch, so it goes first again and the next batches are smaller."""
+        turn = asyncio.get_running_loop().create_future()
+        if again:
+            self.line.appendleft(turn)
             if self.batch > 1:
                 self.batch //= 2
+        else:
+            self.line.append(turn)
+        if not self.closed:
+            self.closed = True
+            turn.get_loop().call_soon(self._hop, 1)
+        return turn
 
     def _tick(self) -> None:
         """The spell goes on while the engine asked ``due()`` in the iteration just run."""

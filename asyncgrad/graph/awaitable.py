@@ -87,21 +87,25 @@ class EngineCall(Coroutine[Any, Any, _T]):
     """The result of ``backward()``/``grad()``: await it (Note [Await or not]); typed by what the
     await gives (``EngineCall[None]`` for backward, a tuple of tensors for grad)."""
 
-    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where")
+    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where", "_budget")
 
-    def __init__(self, kind: str, coro: Any, loop: asyncio.AbstractEventLoop | None, depth: int = 0) -> None:
+    def __init__(self, kind: str, coro: Any, loop: asyncio.AbstractEventLoop | None, depth: int = 0,
+                 budget: Any = None) -> None:
         self.kind = kind
         self._coro = coro
         self._loop = loop
         self._task: asyncio.Task | None = None
         self._value: Any = None
         self._driver: Any = None
+        self._budget = budget
+        """The loop's time budget, asked before the engine's coroutine starts (Note [A call waits its turn
+        before it starts])."""
         if loop is None:
             self._state = FINISHED
             self._where = None
         else:
             frame = _getframe(depth + 1)  # the caller's line, for the messages: no frame kept alive
-            self._where = (frame.f_code.co_filename, frame.f_lineno)
+            self._where = (frame.f_code, frame.f_lasti)  # its line is looked up only for a message
             self._state = FRESH
             pending.add(self)
             _fresh_on[loop] = _fresh_on.get(loop, 0) + 1  # Note [Fresh calls are counted]
@@ -123,6 +127,9 @@ class EngineCall(Coroutine[Any, Any, _T]):
             self._state = STARTED
             pending.discard(self)
             self._fresh_leave()
+            budget = self._budget
+            if budget is not None and budget.due():
+                return _after_turn(budget, self._coro)
             return self._coro.__await__()
         if state == FINISHED and self._task is None:
             return _finished(self._value)
@@ -226,7 +233,13 @@ class EngineCall(Coroutine[Any, Any, _T]):
             del _fresh_on[loop]
 
     def _at(self) -> str:
-        return f" at {self._where[0]}:{self._where[1]}" if self._where else ""
+        return " at {}:{}".format(*self._place()) if self._where else ""
+
+    def _place(self) -> tuple[str, int]:
+        """The file and line of the call."""
+        code, offset = self._where
+        line = next((line for start, end, line in code.co_lines() if start <= offset < end), None)
+        return code.co_filename, line if line is not None else code.co_firstlineno
 
     def _discard(self) -> None:
         """Forget a fresh call without running it (its missing ``await`` has been reported)."""
@@ -252,6 +265,26 @@ def _promote_fresh(calls: list[EngineCall]) -> None:
     for call in calls:
         if call._state == FRESH:
             call._promote()
+
+
+# Note [A call waits its turn before it starts]: a call started when the loop's budget is spent
+# (``gather`` of a thousand ``backward()`` calls: their tasks' first steps run in one loop iteration,
+# after the caller's step that made them; or a thousand tasks that each await a ``grad()``) parks in the
+# budget's line before the engine's coroutine runs a line: a future in the line is all it costs in that
+# iteration (Note [One budget per loop] in engine/budget.py). The engine's coroutine then starts in its
+# turn, and a cancel while it waits closes it unstarted.
+
+
+def _after_turn(budget: Any, coro: Any) -> Generator[Any, None, Any]:
+    """``coro``, awaited once ``budget`` has given this call its turn."""
+    try:
+        yield from budget.park(False)
+        while budget.due():
+            yield from budget.park(True)
+    except BaseException:
+        coro.close()
+        raise
+    return (yield from coro.__await__())
 
 
 def _finished(value: Any) -> Any:
@@ -314,7 +347,7 @@ def _warn_left_behind() -> None:
         if call._state in (FRESH, BACKGROUND) and call._where is not None:
             warnings.warn_explicit(
                 f"{call.kind}() called without 'await' never finished: its event loop stopped first "
-                f"({_STATES[call._state]}), so its gradients are missing", RuntimeWarning, *call._where)
+                f"({_STATES[call._state]}), so its gradients are missing", RuntimeWarning, *call._place())
 
 
 def require_asyncio(what: str) -> None:
