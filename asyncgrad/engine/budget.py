@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from typing import Callable
 
 # Note [One budget per loop]: the engine gives the loop back after holding it ``YIELD_AFTER_S``,
 # and that must hold for the loop, not for each thing the engine runs: a thousand backwards
@@ -76,8 +77,8 @@ class LoopBudget:
         """Whether ``due()`` was asked since the last ``_tick``."""
         self.closed = False
         """Spent: everyone parks until the loop has run without the engine."""
-        self.line: deque[asyncio.Future] = deque()
-        """The parked callers, first in first out."""
+        self.line: deque[asyncio.Future | Callable[[], bool]] = deque()
+        """The parked callers (a future each) and starts (``start_soon``), first in first out."""
         self.batch = 8
         """How many parked callers the next wake-up wakes."""
 
@@ -126,6 +127,18 @@ class LoopBudget:
             turn.get_loop().call_soon(self._hop, 1)
         return turn
 
+    def start_soon(self, start: Callable[[], bool]) -> None:
+        """``start()`` now while the budget lasts, else in the line: a call handed to asyncio as a future
+        (Note [Handed to asyncio as a future] in graph/awaitable.py) waits its turn without a task.
+        ``start`` returns False when there was nothing left to start (the call was cancelled)."""
+        if not self.due():
+            start()
+            return
+        self.line.append(start)
+        if not self.closed:
+            self.closed = True
+            asyncio.get_running_loop().call_soon(self._hop, 1)
+
     def _tick(self) -> None:
         """The spell goes on while the engine asked ``due()`` in the iteration just run."""
         if self.seen and not self.closed:
@@ -148,9 +161,13 @@ class LoopBudget:
         n = self.batch
         while line and n:
             turn = line.popleft()
-            if not turn.done():  # a cancelled caller's turn is skipped
+            if isinstance(turn, asyncio.Future):
+                if turn.done():  # a cancelled caller's turn is skipped
+                    continue
                 turn.set_result(None)
-                n -= 1
+            elif not turn():  # ``start_soon``'s: a cancelled call is skipped
+                continue
+            n -= 1
         if line:
             asyncio.get_running_loop().call_soon(self._more)
 
