@@ -428,27 +428,27 @@ def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) 
     return backend.copy(backend.view(acc, _at, key), "C")
 
 
+# Note [Shifted gradient rows]: with stride and dilation 1 along dim 1, input column ``p1``
+# takes output column ``p1 - k1`` through kernel column ``k1``. Lay the gradient out
+# ``(G, Q1, Og, O0, N)``, its ``O1`` columns at ``K1 - 1`` and zeros around them
+# (``Q1 = P1 + K1 - 1``), so that one column step is ``Og`` channel steps: then for each ``p1``
+# the ``K1 * Og`` rows (kernel column reversed, channel) that reach it are evenly spaced, one
+# ``(K1 * Og, O0 * N)`` matrix at offset ``p1`` columns, and all ``P1`` of them are one strided
+# view. One batched matmul with the weight laid out ``(K0 * Cg, K1 * Og)`` (kernel columns
+# reversed) sums over channels and kernel columns at once, giving ``(G, P1, K0, Cg, O0, N)``;
+# dim 0's fold is then one slab-add per ``k0`` over runs of ``O0 * N`` contiguous elements.
+# It multiplies ``P1 / O1`` times the multiply-adds (the zeros at the borders), where
+# ``banded_input_grad`` multiplies ``P1 / K1`` times, and im2col's columns are never built.
+# The samples go last so that the runs are long. They are moved there in two copies, channels
+# first and then samples last: one transposing copy would read consecutive elements a whole
+# sample apart, a stride that maps them all to one cache set where a sample's size is a
+# multiple of a power of two, several times slower.
+# Each product reaches the input position it belongs to once and the zeros add nothing, so the
+# sums are the columns' fold's (tests/ops/test_conv_input_grad.py checks it against them and torch).
+
 def shifted_rows_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
     """``conv_input_grad`` in 2-D with stride and dilation 1 along the last dim: the fold along it
-    done by the product itself, over the gradient's rows shifted (a strided view, no copy).
-
-    Note [Shifted gradient rows]: with stride and dilation 1 along dim 1, input column ``p1``
-    takes output column ``p1 - k1`` through kernel column ``k1``. Lay the gradient out
-    ``(G, Q1, Og, O0, N)``, its ``O1`` columns at ``K1 - 1`` and zeros around them
-    (``Q1 = P1 + K1 - 1``), so that one column step is ``Og`` channel steps: then for each ``p1``
-    the ``K1 * Og`` rows (kernel column reversed, channel) that reach it are evenly spaced, one
-    ``(K1 * Og, O0 * N)`` matrix at offset ``p1`` columns, and all ``P1`` of them are one strided
-    view. One batched matmul with the weight laid out ``(K0 * Cg, K1 * Og)`` (kernel columns
-    reversed) sums over channels and kernel columns at once, giving ``(G, P1, K0, Cg, O0, N)``;
-    dim 0's fold is then one slab-add per ``k0`` over runs of ``O0 * N`` contiguous elements.
-    It multiplies ``P1 / O1`` times the multiply-adds (the zeros at the borders), where
-    ``banded_input_grad`` multiplies ``P1 / K1`` times, and im2col's columns are never built.
-    The samples go last so that the runs are long. They are moved there in two copies, channels
-    first and then samples last: one transposing copy would read consecutive elements a whole
-    sample apart, a stride that maps them all to one cache set where a sample's size is a
-    multiple of a power of two, several times slower.
-    The zeros make every sum exact: each product reaches the input position it belongs to once
-    (tests/ops/test_conv_input_grad.py checks it against the columns and torch)."""
+    done by the product itself, over the gradient's rows shifted (Note [Shifted gradient rows])."""
     stride, pads, dilation, groups = params
     backend = backend_of(g)
     xp = backend.xp
