@@ -120,3 +120,14 @@ async def test_second_order_through_the_sinks(create_graph):
     expected = 2 * x.numpy().T @ (x.numpy() @ w.detach().numpy() + b.detach().numpy())
     np.testing.assert_allclose(w.grad.detach().numpy(), expected)
     assert (w.grad.grad_fn is not None) is create_graph
+
+
+def test_a_sink_is_made_as_node_makes_a_node():
+    """AccumulateGrad sets Node.__init__'s slots itself: the same values as Node.__init__ with no edges."""
+    leaf = ag.ones(2, requires_grad=True)
+    sink = AccumulateGrad(leaf)
+    plain = AccumulateGrad.__new__(AccumulateGrad)
+    ag.autograd.graph.Node.__init__(plain, ())
+    for slot in ("edge_fns", "edge_nrs", "topological_nr", "_hooks", "_metadata", "work", "saved"):
+        assert getattr(sink, slot) == getattr(plain, slot), slot
+    assert sink.sequence_nr >= (1 << 64) - 1 and sink.sequence_nr - ((1 << 64) - 1) < plain.sequence_nr
