@@ -438,8 +438,13 @@ class DeviceWorker:
                     if chained is not None:  # queued while the loop runs others: where a new node may come first
                         heappush(heap, node_task(graph_task, chained[0], chained[1], queue.counter))
                         chained = None
+                    # parked, the server holds nothing of a graph: a graph task this node just finished is
+                    # freed as its caller resumes (its gradients' buffers go back to their cache), and a
+                    # running one's fields are read again at the next switch (``current`` is None)
+                    entry = node = inputs = graph_task = current = profile = outputs = fns = fn = counts = None
+                    sink = sink_counts = dependencies = shards = None
+                    not_ready = {}
                     await loop_budget.give_way()
-                    current = None
 
     def add_blocked(self, delta: int) -> None:
         """A kernel thread of this device started (+1) or stopped (-1) waiting on a reentrant backward."""
