@@ -387,7 +387,9 @@ class DeviceWorker:
                         if ((fn is None or counts.get(fn) == 1) and sink_counts.get(sink) == 1
                                 and outputs[1] is not None and not sink.call_on_undefined):
                             grad, sink_grad = outputs
-                            outputs = None  # the buffers' references must stay the only ones (see owned_by)
+                            # the buffers' references must stay the only ones (see owned_by): a gradient passed
+                            # through (a node returning its own input) is held by this node's buffer too
+                            outputs = entry = inputs = None
                             if grad is not None and fn is not None:
                                 meta = fn._input_meta[0]
                                 if grad.shape != meta[0] or grad.dtype is not meta[1]:

@@ -131,3 +131,27 @@ def test_a_sink_is_made_as_node_makes_a_node():
     for slot in ("edge_fns", "edge_nrs", "topological_nr", "_hooks", "_metadata", "work", "saved"):
         assert getattr(sink, slot) == getattr(plain, slot), slot
     assert sink.sequence_nr >= (1 << 64) - 1 and sink.sequence_nr - ((1 << 64) - 1) < plain.sequence_nr
+
+
+@pytest.mark.parametrize("chain_step", [True, False])
+async def test_a_gradient_passed_through_to_two_sinks_is_stolen_once(chain_step, monkeypatch):
+    """A node that hands its own input gradient to both leaves: the sink run first copies it (the other
+    still sees it), the other steals it, as when route queues both (torch's test_no_grad_copy)."""
+    monkeypatch.setattr(worker_module, "CHAIN_STEP", chain_step)
+
+    class Both(ag.autograd.Function):
+        seen = None
+
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            Both.seen = grad.data_ptr()
+            return grad, grad
+
+    a = ag.randn(5, 6, requires_grad=True)
+    b = ag.randn(5, 6, requires_grad=True)
+    await Both.apply(a, b)[1][0].backward()
+    assert (a.grad.data_ptr() == Both.seen, b.grad.data_ptr() == Both.seen) == (True, False)
