@@ -313,20 +313,25 @@ def conv_forward_columns(x: Any, w: Any, params: Params) -> tuple[Any, Columns]:
 def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
     """The adjoint of ``conv`` in ``x`` (a transposed convolution): with a stride and one group,
     ``phase_input_grad`` (Note [Strided input gradients by phase]); else ``columns_input_grad``, or
-    in 2-D, where it costs less (Note [Banded weight]), ``banded_input_grad``. Costs in
-    multiply-adds, a copied element counting as 16 of them (Note [Cost classes])."""
-    if params[3] == 1 and any(s > 1 for s in params[0]):
+    in 2-D the cheapest of it, ``banded_input_grad`` (Note [Banded weight]) and, with stride and
+    dilation 1 along the last dim, ``shifted_rows_input_grad`` (Note [Shifted gradient rows]).
+    Costs in multiply-adds, a copied element counting as 16 of them (Note [Cost classes])."""
+    stride, pads, dilation, groups = params
+    if groups == 1 and any(s > 1 for s in stride):
         return phase_input_grad(g, w, x_shape, params)
     if len(w.shape) == 4:
-        groups = params[3]
         n, c = x_shape[:2]
         (k0, k1), (o0, o1), og = w.shape[2:], g.shape[2:], w.shape[0] // groups
-        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], params[1]))
+        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], pads))
         columns = n * c * k0 * k1 * o0 * o1
-        banded = n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + n * og * groups * o0 * o1)
-        unbanded = columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns
-        if banded <= unbanded:
-            return banded_input_grad(g, w, x_shape, params)
+        costs = {
+            columns_input_grad: columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns,
+            banded_input_grad: n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + n * og * groups * o0 * o1),
+        }
+        if stride[1] == 1 and dilation[1] == 1:
+            costs[shifted_rows_input_grad] = p1 * k0 * c * k1 * og * o0 * n + 16 * (
+                2 * n * og * groups * o0 * o1 + p1 * k0 * c * o0 * n + n * c * p0 * p1)
+        return min(costs, key=costs.__getitem__)(g, w, x_shape, params)  # the first of equal costs
     return columns_input_grad(g, w, x_shape, params)
 
 
@@ -421,6 +426,56 @@ def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) 
     acc = xp.permute_dims(xp.reshape(acc, (n, p0, groups * cg, p1)), (0, 2, 1, 3))
     key = (slice(None), slice(None)) + tuple(slice(b, b + size) for size, (b, _) in zip(x_shape[2:], pads))
     return backend.copy(backend.view(acc, _at, key), "C")
+
+
+# Note [Shifted gradient rows]: with stride and dilation 1 along dim 1, input column ``p1``
+# takes output column ``p1 - k1`` through kernel column ``k1``. Lay the gradient out
+# ``(G, Q1, Og, O0, N)``, its ``O1`` columns at ``K1 - 1`` and zeros around them
+# (``Q1 = P1 + K1 - 1``), so that one column step is ``Og`` channel steps: then for each ``p1``
+# the ``K1 * Og`` rows (kernel column reversed, channel) that reach it are evenly spaced, one
+# ``(K1 * Og, O0 * N)`` matrix at offset ``p1`` columns, and all ``P1`` of them are one strided
+# view. One batched matmul with the weight laid out ``(K0 * Cg, K1 * Og)`` (kernel columns
+# reversed) sums over channels and kernel columns at once, giving ``(G, P1, K0, Cg, O0, N)``;
+# dim 0's fold is then one slab-add per ``k0`` over runs of ``O0 * N`` contiguous elements.
+# It multiplies ``P1 / O1`` times the multiply-adds (the zeros at the borders), where
+# ``banded_input_grad`` multiplies ``P1 / K1`` times, and im2col's columns are never built.
+# The samples go last so that the runs are long. They are moved there in two copies, channels
+# first and then samples last: one transposing copy would read consecutive elements a whole
+# sample apart, a stride that maps them all to one cache set where a sample's size is a
+# multiple of a power of two, several times slower.
+# Each product reaches the input position it belongs to once and the zeros add nothing, so the
+# sums are the columns' fold's (tests/ops/test_conv_input_grad.py checks it against them and torch).
+
+def shifted_rows_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """``conv_input_grad`` in 2-D with stride and dilation 1 along the last dim: the fold along it
+    done by the product itself, over the gradient's rows shifted (Note [Shifted gradient rows])."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(g)
+    xp = backend.xp
+    dtype = backend.dtype(g)
+    (k0, k1), (o0, o1) = w.shape[2:], g.shape[2:]
+    og, cg = w.shape[0] // groups, w.shape[1]
+    n, c = x_shape[:2]
+    p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], pads))
+    q1 = p1 + k1 - 1
+    rows = xp.reshape(backend.copy(xp.permute_dims(g, (1, 0, 2, 3)), "C"), (groups, og, n, o0, o1))
+    shifted = backend.zeros((groups, q1, og, o0, n), dtype)
+    backend.setitem(shifted, (slice(None), slice(k1 - 1, k1 - 1 + o1)), xp.permute_dims(rows, (0, 4, 1, 3, 2)))
+    item = dtype.itemsize
+    step = o0 * n * item  # one channel
+    view = backend.strided_view(shifted, (groups, p1, k1 * og, o0 * n), (q1 * og * step, og * step, step, item), 0)
+    flipped = backend.view(xp.reshape(w, (groups, og, cg, k0, k1)), _at, (Ellipsis, slice(None, None, -1)))
+    weight = xp.reshape(xp.permute_dims(flipped, (0, 3, 2, 4, 1)), (groups, 1, k0 * cg, k1 * og))
+    r = xp.reshape(xp.matmul(weight, view), (groups, p1, k0, cg, o0, n))
+    acc = backend.zeros((groups, p1, cg, p0, n), dtype)
+    for k in range(k0):
+        start = k * dilation[0]
+        target = backend.view(acc, _at, (Ellipsis, slice(start, start + stride[0] * (o0 - 1) + 1, stride[0]),
+                                         slice(None)))
+        target += backend.view(r, _at, (slice(None), slice(None), k))
+    full = xp.reshape(xp.permute_dims(acc, (4, 0, 2, 3, 1)), (n, c, p0, p1))
+    key = (slice(None), slice(None)) + tuple(slice(b, b + size) for size, (b, _) in zip(x_shape[2:], pads))
+    return backend.copy(backend.view(full, _at, key), "C")
 
 
 def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params, columns: Columns | None = None) -> Any:
