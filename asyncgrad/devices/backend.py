@@ -53,6 +53,9 @@ _SPECIAL_CHUNK = 16384
 
 _getrefcount = sys.getrefcount
 
+_SAME_WIDTH_INT = {n: np.dtype(f"i{n}") for n in (1, 2, 4, 8)}
+"""The signed integer of each float's width: ``zero_where`` masks a float's bits through it."""
+
 STREAMS_ACTIVE = [False]
 """Whether a stream other than a device's default may be current (``devices/streams.py``'s ``ACTIVE``):
 a cuda device sets it, since CuPy's current stream can be changed by CuPy itself."""
@@ -206,7 +209,7 @@ class ArrayBackend:
         dtype = array.dtype
         if cond.shape != array.shape or dtype.kind != "f" or not cond.ndim:  # 0-d: numpy scalars have no out=
             return np.where(cond, dtype.type(0), array)
-        bits = np.dtype(f"i{dtype.itemsize}")
+        bits = _SAME_WIDTH_INT[dtype.itemsize]
         mask = cond.astype(bits)
         mask -= 1  # cond -> 0, else -1 (all bits set)
         return np.bitwise_and(array.view(bits), mask, out=mask).view(dtype)
