@@ -27,7 +27,11 @@ _INT_TYPES = (int, np.integer)
 
 def is_tensor(value: Any) -> bool:
     """``isinstance(value, Tensor)``, asked of the class's lineage by name: this module sits below
-    ``tensor.py`` (``grad_mode`` and ``tensor`` itself import it), so it must not import it."""
+    ``tensor.py`` (``grad_mode`` and ``tensor`` itself import it), so it must not import it. A
+    Tensor itself is answered from its class before any lineage is walked (every op's argument check)."""
+    cls = value.__class__
+    if cls.__name__ == "Tensor" and cls.__module__ == "asyncgrad.tensor":
+        return True
     return any(c.__name__ == "Tensor" and c.__module__ == "asyncgrad.tensor" for c in type(value).__mro__)
 
 

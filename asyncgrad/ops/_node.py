@@ -493,6 +493,9 @@ class ArrayMath:
     def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
         if g.shape == shape:
             return g
+        if g.ndim == len(shape) + 1 and g.shape[1:] == shape:  # a bias's gradient: the leading axis summed away
+            backend = backend_of(g)
+            return backend.array(backend.sum(g, axis=0))
         axes, _ = reduced_axes(g.shape, shape)
         backend = backend_of(g)  # Note [Reductions without numpy's wrappers] in devices/backend.py
         return backend.array(ArrayMath.reshape(backend.sum(g, axis=axes), shape))
@@ -526,7 +529,9 @@ class ArrayMath:
 
     @staticmethod
     def mT(g: Any) -> Any:
-        return backend_of(g).xp.matrix_transpose(g)
+        # the standard's ``mT`` attribute, read directly on numpy's arrays (its function form checks its
+        # argument in Python first); other arrays go through their namespace's function
+        return g.mT if g.__class__ is _ndarray else backend_of(g).xp.matrix_transpose(g)
 
     @staticmethod
     def mm(a: Any, b: Any) -> Any:

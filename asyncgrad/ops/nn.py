@@ -198,6 +198,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return _nll_loss(input, target, weight, ignore_index, reduction)
 
 
+_UINT64 = np.dtype(np.uint64)
+"""Targets seen as unsigned: a negative one wraps to huge, so one bound checks both (Note [nll_loss's common case])."""
+
+
 def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
     """nll_loss once its arguments are checked: cross_entropy checks the same ones (under its own
     name) and calls this, so they are not checked twice (Note [nll_loss's common case])."""
@@ -220,7 +224,7 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     rows = backend.arange(logp.shape[0], np.int64)
     n = logp.shape[0]
     if weight is None and not 0 <= ignore_index < classes and 0 < n < 2 ** 24 and dtype.kind == "f" and (
-            dtype.itemsize >= 4 and backend.max(backend.astype(tgt, np.dtype("uint64"))) < classes):
+            dtype.itemsize >= 4 and backend.max(backend.astype(tgt, _UINT64)) < classes):
         # Note [nll_loss's common case]: no weight, every target a class (negatives wrap to huge
         # as uint64: one cast and one reduction check both bounds) and none ignored, as in a
         # training loop: each row weighs 1, so the general path's mask, where, weights (``* 1.0``)
@@ -302,7 +306,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     dim = 1 if input.ndim >= 2 else 0
     if input.ndim > 0:
         _weight(weight, input.shape[dim], "cross_entropy_loss")
-    if target.shape == input.shape:  # class probabilities, as torch decides it: by shape
+    if target.ndim == input.ndim and target.shape == input.shape:  # class probabilities, as torch decides it: by shape
         if target.dtype.kind != "f":
             raise RuntimeError("Expected floating point type for target with class probabilities, got "
                                f"{scalar_type_name(target.dtype)}")

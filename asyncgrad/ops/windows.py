@@ -313,20 +313,25 @@ def conv_forward_columns(x: Any, w: Any, params: Params) -> tuple[Any, Columns]:
 def conv_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
     """The adjoint of ``conv`` in ``x`` (a transposed convolution): with a stride and one group,
     ``phase_input_grad`` (Note [Strided input gradients by phase]); else ``columns_input_grad``, or
-    in 2-D, where it costs less (Note [Banded weight]), ``banded_input_grad``. Costs in
-    multiply-adds, a copied element counting as 16 of them (Note [Cost classes])."""
-    if params[3] == 1 and any(s > 1 for s in params[0]):
+    in 2-D the cheapest of it, ``banded_input_grad`` (Note [Banded weight]) and, with stride and
+    dilation 1 along the last dim, ``shifted_rows_input_grad`` (Note [Shifted gradient rows]).
+    Costs in multiply-adds, a copied element counting as 16 of them (Note [Cost classes])."""
+    stride, pads, dilation, groups = params
+    if groups == 1 and any(s > 1 for s in stride):
         return phase_input_grad(g, w, x_shape, params)
     if len(w.shape) == 4:
-        groups = params[3]
         n, c = x_shape[:2]
         (k0, k1), (o0, o1), og = w.shape[2:], g.shape[2:], w.shape[0] // groups
-        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], params[1]))
+        p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], pads))
         columns = n * c * k0 * k1 * o0 * o1
-        banded = n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + n * og * groups * o0 * o1)
-        unbanded = columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns
-        if banded <= unbanded:
-            return banded_input_grad(g, w, x_shape, params)
+        costs = {
+            columns_input_grad: columns * og + n * c * p0 * k0 * o0 * (k1 * o1 + p1) + 16 * columns,
+            banded_input_grad: n * o0 * og * o1 * c * k0 * p1 + 16 * (n * c * k0 * o0 * p1 + n * og * groups * o0 * o1),
+        }
+        if stride[1] == 1 and dilation[1] == 1:
+            costs[shifted_rows_input_grad] = p1 * k0 * c * k1 * og * o0 * n + 16 * (
+                2 * n * og * groups * o0 * o1 + p1 * k0 * c * o0 * n + n * c * p0 * p1)
+        return min(costs, key=costs.__getitem__)(g, w, x_shape, params)  # the first of equal costs
     return columns_input_grad(g, w, x_shape, params)
 
 
@@ -423,6 +428,56 @@ def banded_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) 
     return backend.copy(backend.view(acc, _at, key), "C")
 
 
+# Note [Shifted gradient rows]: with stride and dilation 1 along dim 1, input column ``p1``
+# takes output column ``p1 - k1`` through kernel column ``k1``. Lay the gradient out
+# ``(G, Q1, Og, O0, N)``, its ``O1`` columns at ``K1 - 1`` and zeros around them
+# (``Q1 = P1 + K1 - 1``), so that one column step is ``Og`` channel steps: then for each ``p1``
+# the ``K1 * Og`` rows (kernel column reversed, channel) that reach it are evenly spaced, one
+# ``(K1 * Og, O0 * N)`` matrix at offset ``p1`` columns, and all ``P1`` of them are one strided
+# view. One batched matmul with the weight laid out ``(K0 * Cg, K1 * Og)`` (kernel columns
+# reversed) sums over channels and kernel columns at once, giving ``(G, P1, K0, Cg, O0, N)``;
+# dim 0's fold is then one slab-add per ``k0`` over runs of ``O0 * N`` contiguous elements.
+# It multiplies ``P1 / O1`` times the multiply-adds (the zeros at the borders), where
+# ``banded_input_grad`` multiplies ``P1 / K1`` times, and im2col's columns are never built.
+# The samples go last so that the runs are long. They are moved there in two copies, channels
+# first and then samples last: one transposing copy would read consecutive elements a whole
+# sample apart, a stride that maps them all to one cache set where a sample's size is a
+# multiple of a power of two, several times slower.
+# Each product reaches the input position it belongs to once and the zeros add nothing, so the
+# sums are the columns' fold's (tests/ops/test_conv_input_grad.py checks it against them and torch).
+
+def shifted_rows_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], params: Params) -> Any:
+    """``conv_input_grad`` in 2-D with stride and dilation 1 along the last dim: the fold along it
+    done by the product itself, over the gradient's rows shifted (Note [Shifted gradient rows])."""
+    stride, pads, dilation, groups = params
+    backend = backend_of(g)
+    xp = backend.xp
+    dtype = backend.dtype(g)
+    (k0, k1), (o0, o1) = w.shape[2:], g.shape[2:]
+    og, cg = w.shape[0] // groups, w.shape[1]
+    n, c = x_shape[:2]
+    p0, p1 = (size + b + a for size, (b, a) in zip(x_shape[2:], pads))
+    q1 = p1 + k1 - 1
+    rows = xp.reshape(backend.copy(xp.permute_dims(g, (1, 0, 2, 3)), "C"), (groups, og, n, o0, o1))
+    shifted = backend.zeros((groups, q1, og, o0, n), dtype)
+    backend.setitem(shifted, (slice(None), slice(k1 - 1, k1 - 1 + o1)), xp.permute_dims(rows, (0, 4, 1, 3, 2)))
+    item = dtype.itemsize
+    step = o0 * n * item  # one channel
+    view = backend.strided_view(shifted, (groups, p1, k1 * og, o0 * n), (q1 * og * step, og * step, step, item), 0)
+    flipped = backend.view(xp.reshape(w, (groups, og, cg, k0, k1)), _at, (Ellipsis, slice(None, None, -1)))
+    weight = xp.reshape(xp.permute_dims(flipped, (0, 3, 2, 4, 1)), (groups, 1, k0 * cg, k1 * og))
+    r = xp.reshape(xp.matmul(weight, view), (groups, p1, k0, cg, o0, n))
+    acc = backend.zeros((groups, p1, cg, p0, n), dtype)
+    for k in range(k0):
+        start = k * dilation[0]
+        target = backend.view(acc, _at, (Ellipsis, slice(start, start + stride[0] * (o0 - 1) + 1, stride[0]),
+                                         slice(None)))
+        target += backend.view(r, _at, (slice(None), slice(None), k))
+    full = xp.reshape(xp.permute_dims(acc, (4, 0, 2, 3, 1)), (n, c, p0, p1))
+    key = (slice(None), slice(None)) + tuple(slice(b, b + size) for size, (b, _) in zip(x_shape[2:], pads))
+    return backend.copy(backend.view(full, _at, key), "C")
+
+
 def conv_weight_grad(x: Any, g: Any, w_shape: tuple[int, ...], params: Params, columns: Columns | None = None) -> Any:
     """The adjoint of ``conv`` in ``w``: the gradient times im2col's columns (``columns``, the
     forward's, when it kept them: Note [A convolution keeps its columns] in conv.py), summed over
@@ -500,33 +555,55 @@ def convolution(kind: str, a: Any, b: Any, shape: tuple[int, ...] | None, params
 PoolInfo = tuple  # (kernel, stride, pads, dilation, x_shape, out, extra): extra is the argmax, divisor or matrices
 
 
+_PLANES_PER_INPUT = 4
+"""Max pooling copies its windows' positions into planes (Note [Max pooling on planes]) when they
+hold at most this many times the input's elements (stride below the kernel repeats elements)."""
+
+
 def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
              dilation: tuple[int, ...], low: Any) -> tuple[Any, Any, tuple[int, ...]]:
     """Each window's largest value and its position in the window (C order), as torch picks it: the
     first of equal maxima, and in a window holding NaN (the maximum then) the last NaN. Elementwise
-    passes over one strided slice per kernel position (an ``argmax`` over a short axis of an
-    im2col copy costs several times more): the maxima, then the first position holding each; the
-    padding is ``low``, never picked."""
+    passes over one slice per kernel position (an ``argmax`` over a short axis of an im2col copy
+    costs several times more), copied into planes first where that pays (Note [Max pooling on
+    planes]): the maxima, then the first position holding each; the padding is ``low``, never
+    picked."""
     backend = backend_of(x)
     xp = backend.xp
     xpad = pad(x, pads, low)
     out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
     parts = [backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
              for offset in itertools.product(*(range(k) for k in kernel))]
+    shape = xpad.shape[:2] + out
+    if 1 < len(parts) and len(parts) * math.prod(shape) <= _PLANES_PER_INPUT * math.prod(x.shape):
+        # Note [Max pooling on planes]: a kernel position's slice steps through the input by the
+        # stride, and numpy's elementwise loops run vectorised only over contiguous operands; the
+        # passes below read every slice about three times (its maximum, its comparison, NaN's
+        # search), so each slice is copied once into a contiguous plane, in one strided pass, and
+        # every pass after that is contiguous. The planes are the same values in the same order,
+        # so the maxima and positions are the slices' own.
+        planes = backend.empty((len(parts),) + shape, backend.dtype(xpad))
+        for index, part in enumerate(parts):
+            backend.setitem(planes, index, part)
+        parts = [backend.view(planes, _at, index) for index in range(len(parts))]
     best = xp.maximum(parts[0], parts[1]) if len(parts) > 1 else backend.copy(parts[0], "C")
     for part in parts[2:]:
         best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
-    # the first position holding the maximum = how many positions before it do not; counted
-    # branchlessly (a ``where`` per position mispredicts: Note [Branchless zero_where]), in int8
-    # where the window's positions fit (an eighth of int64's memory traffic, in every pass here
-    # and in the backward's comparisons; ``max_pool2d`` widens it for ``return_indices``)
+    # the first position holding the maximum = how many positions before it do not (each one
+    # counts while no position up to it equals the maximum); counted branchlessly (a ``where`` per
+    # position mispredicts: Note [Branchless zero_where]), in int8 where the window's positions
+    # fit (an eighth of int64's memory traffic, in every pass here and in the backward's
+    # comparisons; ``max_pool2d`` widens it for ``return_indices``)
     arg_dtype = np.dtype(np.int8 if len(parts) <= 127 else np.int64)
-    arg = backend.zeros(best.shape, arg_dtype)
-    found = None
-    for part in parts[:-1]:
-        found = part == best if found is None else xp.logical_or(found, part == best)
-        arg += backend.astype(xp.logical_not(found), arg_dtype)
-    if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
+    if len(parts) == 1:
+        arg = backend.zeros(best.shape, arg_dtype)
+    else:
+        before = xp.not_equal(parts[0], best)
+        arg = backend.astype(before, arg_dtype, copy=True)
+        for part in parts[1:-1]:
+            before = xp.logical_and(before, xp.not_equal(part, best))
+            arg += backend.astype(before, arg_dtype)
+    if backend.dtype(x).kind == "f" and backend.any_nan(best):
         for index, part in enumerate(parts):
             arg = xp.where(xp.isnan(part), backend.full((), index, arg_dtype), arg)
     return best, arg, out

@@ -14,11 +14,13 @@ from typing import Any
 from asyncgrad._layout import contiguous_strides, contract_strides, element_strides, obeys_layout_contract
 from asyncgrad.devices.ownership import owned_by
 from asyncgrad.dtypes import numpy_dtype
+from asyncgrad.graph import node as graph_node
 from asyncgrad.graph.node import NO_EDGE, Edge, GradientEdge, Node, Placement
 from asyncgrad.tensor import Tensor, creation_lock
 from asyncgrad.variable.hook_calls import type_name_of
 
 LEAF_SEQUENCE_NR = (1 << 64) - 1
+next_sequence = graph_node._sequence.__next__  # Node's numbering
 """torch's ``UINT64_MAX``, the sequence number of every AccumulateGrad (Note [Leaves run first])."""
 
 # Note [Leaves run first]: torch numbers every AccumulateGrad ``UINT64_MAX``, so that among the
@@ -52,8 +54,14 @@ class AccumulateGrad(Node):
     """Always inline: on one loop, accumulation into a leaf is never concurrent (Note [Placement])."""
 
     def __init__(self, variable: Tensor) -> None:
-        super().__init__(())
-        self.sequence_nr += LEAF_SEQUENCE_NR  # Note [Leaves run first]
+        # Node.__init__'s stores, for a node with no next edges (no edges to split, topological number 0):
+        # every slot Node.__init__ sets is set here (tests/engine/test_leaf_sink_beside_chain.py checks it)
+        self.edge_fns = self.edge_nrs = ()
+        self.sequence_nr = next_sequence() + LEAF_SEQUENCE_NR  # Note [Leaves run first]
+        self.topological_nr = 0
+        self._hooks = self._metadata = None
+        self.work = 0
+        self.saved = ()
         self.variable = variable
         self.lock = threading.Lock()
         self._input_meta = ((variable.shape, numpy_dtype(variable.dtype), variable.device),)  # the array's dtype

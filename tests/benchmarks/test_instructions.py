@@ -57,3 +57,29 @@ def test_counts_are_per_node_and_positive():
     line = done.stdout.splitlines()[-1].split()
     forward, backward = int(line[line.index("forward") + 1].replace(",", "")), int(line[-1].replace(",", ""))
     assert 1_000 < forward < 200_000 and 1_000 < backward < 200_000, done.stdout
+
+
+def test_w3_counts_steps():
+    args = instructions.parse_args(["W3"])
+    assert (args.workload, args.nodes, args.tiny) == ("W3", 20, False)
+    args = instructions.parse_args(["W3", "--tiny", "--nodes", "5"])
+    assert (args.nodes, args.tiny) == (5, True)
+    with pytest.raises(SystemExit):
+        instructions.parse_args(["W1", "--tiny"])
+
+
+def test_w3_dry_run_passes_tiny_to_the_children(capsys):
+    assert instructions.main(["W3", "--tiny", "--nodes", "4", "--gc", "off", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "instructions per step" in out
+    commands = [line for line in out.splitlines() if line.startswith("valgrind")]
+    assert [c.split("benchmarks.instructions ")[1] for c in commands] == [
+        "W3 --tiny --child forward 4 off", "W3 --tiny --child forward 8 off", "W3 --tiny --child both 4 off",
+        "W3 --tiny --child both 8 off"]
+
+
+@pytest.mark.parametrize("tiny", [[], ["--tiny"]])
+def test_a_w3_child_runs_its_steps(tiny):
+    """The child process alone, without valgrind: what it runs works."""
+    subprocess.run([sys.executable, "-m", "benchmarks.instructions", "W3", *tiny, "--child", "both", "2", "off"],
+                   cwd=ROOT, check=True, timeout=120)

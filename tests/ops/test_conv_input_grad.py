@@ -1,6 +1,7 @@
-"""The two kernels of a 2-D convolution's input gradient (``windows.conv_input_grad``): im2col's
-columns folded back, and the banded weight (Note [Banded weight]), each against the other and
-against torch's ``conv2d_input``, on ``cpu`` and ``sim:0``, with stride, padding, dilation and
+"""The kernels of a 2-D convolution's input gradient (``windows.conv_input_grad``): im2col's
+columns folded back, the banded weight (Note [Banded weight]) and the shifted gradient rows (Note
+[Shifted gradient rows], where the last dim has stride and dilation 1), each against the columns
+and against torch's ``conv2d_input``, on ``cpu`` and ``sim:0``, with stride, padding, dilation and
 groups; and which one the cost model picks."""
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ CASES = {  # x shape, w shape, (stride, pads, dilation, groups)
     "dilation_asymmetric": ((1, 2, 7, 8), (2, 2, 2, 3), ((1, 2), ((2, 2), (1, 1)), (2, 1), 1)),
     "uneven_pads_groups": ((2, 6, 11, 9), (9, 2, 3, 2), ((2, 1), ((1, 1), (0, 2)), (1, 2), 3)),
     "wide_image": ((2, 3, 32, 32), (64, 3, 3, 3), ((1, 1), ((1, 1), (1, 1)), (1, 1), 1)),
+    "rows_stride_dilation_groups": ((2, 6, 13, 7), (9, 2, 3, 3), ((2, 1), ((1, 2), (2, 0)), (3, 1), 3)),
+    "kernel_wider_than_output": ((2, 2, 5, 4), (3, 2, 2, 4), ((1, 1), ((0, 1), (1, 2)), (1, 1), 1)),
 }
 
 
@@ -36,12 +39,17 @@ def _arrays(case, op_device):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_both_kernels_agree_with_torch(case, op_device):
+def test_kernels_agree_with_torch(case, op_device):
     x_shape, params, w, g, w_dev, g_dev, dev = _arrays(case, op_device)
     banded = dev.backend.to_host(windows.banded_input_grad(g_dev, w_dev, x_shape, params))
     columns = dev.backend.to_host(windows.columns_input_grad(g_dev, w_dev, x_shape, params))
     assert banded.shape == columns.shape == x_shape
     np.testing.assert_allclose(banded, columns, rtol=1e-12, atol=1e-12)
+    stride, _, dilation, _ = params
+    if stride[1] == 1 and dilation[1] == 1:  # Note [Shifted gradient rows]
+        shifted = dev.backend.to_host(windows.shifted_rows_input_grad(g_dev, w_dev, x_shape, params))
+        assert shifted.shape == x_shape
+        np.testing.assert_allclose(shifted, columns, rtol=1e-12, atol=1e-12)
     if not has_torch():
         return
     import torch
@@ -57,13 +65,16 @@ def test_both_kernels_agree_with_torch(case, op_device):
     np.testing.assert_allclose(banded, expected, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize(("case", "picked"), [("lenet_conv2", "banded"), ("wide_image", "columns")])
+@pytest.mark.parametrize(("case", "picked"), [("lenet_conv2", "shifted_rows"), ("wide_image", "columns"),
+                                               ("uneven_pads_groups", "banded")])
 def test_cost_model_picks(case, picked, op_device, monkeypatch):
-    """LeNet's small planes take the banded weight; a 32-wide image with 64 output channels, where
-    the band would cost ``P1 / K1`` times the multiply-adds, keeps the columns."""
+    """LeNet's small planes take the shifted rows; a 32-wide image with 64 output channels, where
+    the band would cost ``P1 / K1`` times the multiply-adds and the shifted rows ``P1 / O1`` times
+    and two copies of a large gradient, keeps the columns; a dilated last dim, which the shifted
+    rows cannot take, the band."""
     x_shape, params, _, _, w_dev, g_dev, _ = _arrays(case, op_device)
     calls = []
-    for name in ("banded", "columns"):
+    for name in ("banded", "columns", "shifted_rows"):
         kernel = getattr(windows, f"{name}_input_grad")
         monkeypatch.setattr(windows, f"{name}_input_grad",
                             lambda *args, _k=kernel, _n=name: calls.append(_n) or _k(*args))
@@ -96,3 +107,34 @@ def test_strided_input_gradient_by_phase_is_the_columns_fold(case, op_device):
     assert by_phase.shape == x_shape
     np.testing.assert_allclose(by_phase, columns, rtol=1e-12, atol=1e-12)
     assert np.array_equal(backend.to_host(windows.conv_input_grad(g, w, x_shape, params)), by_phase)  # picked
+
+
+
+SHIFTED = {  # x shape, w shape, conv2d keywords: stride and dilation 1 along the last dim
+    "plain": ((2, 3, 6, 6), (4, 3, 3, 3), {}),
+    "padding_groups_row_stride": ((2, 4, 7, 6), (6, 2, 3, 2), dict(padding=1, groups=2, stride=(2, 1),
+                                                                  dilation=(2, 1))),
+}
+
+
+@pytest.mark.parametrize("case", SHIFTED)
+async def test_shifted_rows_through_conv2d_first_and_second_order(case, op_device, monkeypatch):
+    """conv2d's gradients and their second order (finite differences and torch, float64) with
+    every input gradient taken by the shifted rows (Note [Shifted gradient rows])."""
+    from helpers import check_gradgrad, check_op
+
+    x_shape, w_shape, kw = SHIFTED[case]
+    calls = []
+
+    def shifted_only(g, w, shape, params):
+        calls.append(params)
+        return windows.shifted_rows_input_grad(g, w, shape, params)
+
+    monkeypatch.setattr(windows, "conv_input_grad", shifted_only)
+
+    def conv(lib, *tensors):
+        return (lib.F if lib.name == "torch" else ag.nn.functional).conv2d(*tensors, **kw)
+
+    await check_op(conv, x_shape, w_shape, (w_shape[0],), name="ConvolutionBackward0")
+    assert calls
+    await check_gradgrad(conv, x_shape, w_shape)
