@@ -57,6 +57,25 @@ per loop]). The servers read the clock once the inline nodes run since their las
 to ``CLOCK_BUDGET`` (Note [Reading the clock] in worker.py), so a run of expensive inline nodes
 cannot hold the loop for more than about ``CLOCK_BUDGET`` element-operations past this."""
 
+
+
+def set_loop_budget(seconds: float) -> None:
+    """How long the engine may hold the event loop before it gives it back (default 0.002 s).
+
+    Shorter: the other coroutines on the loop (a server's requests) wait less for the engine, and
+    a backward takes a little longer; longer: the reverse (Note [One budget per loop]). Process-wide;
+    ``ag.give_way()`` uses the same budget. ``math.inf`` never gives the loop back."""
+    global YIELD_AFTER_S
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise ValueError(f"set_loop_budget(): expected a number of seconds at least 0, got {seconds!r}")
+    YIELD_AFTER_S = float(seconds)
+
+
+def get_loop_budget() -> float:
+    """The engine's time budget on an event loop, in seconds (``set_loop_budget``)."""
+    return YIELD_AFTER_S
+
+
 _MAX_BATCH = 1024
 """The most parked callers one iteration wakes."""
 
