@@ -378,6 +378,12 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
         node._to_save = ()
     node.saved = tuple(saved)
     node._saved_layout = layout
+    # Note [The ctx lets go of its marks]: the tensors given to mark_dirty and
+    # mark_non_differentiable are read only here, and the node must not keep them: a dirty output
+    # is one of the node's outputs (and a dirty view's CopySlices wraps the node), so holding it
+    # would be a cycle output -> node -> output that outlives the graph; torch clears both
+    # (custom_function.cpp's _mark_dirty and _parse_non_differentiable).
+    node._dirty = node._non_differentiable = ()
     if dirty_view is not None:
         _rebase_dirty_view(node, args, dirty_view)
     return tuple(wrapped)

@@ -106,12 +106,19 @@ class GraphTaskScope:
         return None
 
     # ------------------------------------------------------------------ how it ends
+    # Note [The future carries no gradient]: the graph task's future only says that it ended; the
+    # captured gradients stay in ``captured_vars`` and ``outcome`` reads them there. asyncio keeps the
+    # awaited future alive until the awaiting task's step ends (the loop's running handle holds it),
+    # so a future resolved with the gradients would keep them, and through their grad_fns a
+    # create_graph graph, alive past the caller's last reference for the rest of that step; torch
+    # frees them at once. The error is not kept in it either (Note [A failed backward frees its graph]).
     async def outcome(self) -> list:
         """Wait for the graph task to end: the captured gradients, or its first error raised."""
-        captured = await self.graph_task.future
+        graph_task = self.graph_task
+        await graph_task.future  # Note [The future carries no gradient]
         error = self.error
         if error is None:
-            return captured
+            return graph_task.captured_vars
         self.error = None
         try:
             raise error
@@ -141,7 +148,7 @@ class GraphTaskScope:
             current_graph_task.reset(token)
         future = graph_task.future
         if future is not None and not future.done():
-            future.set_result(graph_task.captured_vars)
+            future.set_result(None)  # Note [The future carries no gradient]
         self._retire()
 
     # Note [First error wins]: ``fail`` resolves the future once; later errors of the same graph task are

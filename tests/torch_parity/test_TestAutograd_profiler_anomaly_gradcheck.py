@@ -428,8 +428,6 @@ async def test_anomaly_grad_warnings():
     assert "Error detected in PowBackward0" in s.captured
 
 
-@_xfail("a node that ran a create_graph backward in anomaly mode stays alive after its tensor is "
-        "dropped (its metadata is not freed, even by gc.collect())")
 async def test_anomaly_assign_parent_cleanup():
     """Port of TestAutograd.test_anomaly_assign_parent_cleanup."""
     async def get_ref():

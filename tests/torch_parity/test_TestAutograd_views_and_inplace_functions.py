@@ -585,8 +585,6 @@ async def test_custom_function_inplace_on_view_of_leaf():
         Func.apply(b)
 
 
-@_xfail("a view that a custom Function marks dirty and saves stays alive after its scope ends (torch "
-        "frees it at once)")
 async def test_custom_function_saving_mutated_view_no_leak():
     """Port of TestAutograd.test_custom_function_saving_mutated_view_no_leak."""
     class Test(Function):
