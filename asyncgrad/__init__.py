@@ -43,6 +43,7 @@ from asyncgrad.dtypes import (
     short,
     uint8,
 )
+from asyncgrad.engine.budget import get_loop_budget, set_loop_budget
 from asyncgrad.engine.engine import get_engine
 from asyncgrad.factories import (
     arange,

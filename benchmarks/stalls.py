@@ -23,6 +23,8 @@ Workloads (``--scale`` multiplies every count, never an array's size):
 * ``shared``: 1,000 concurrent backwards through one shared 100-node graph (``retain_graph``).
 * ``create_graph``: 1,000 concurrent ``grad(create_graph=True)`` through 20-node graphs, each
   followed by the backward of its gradient (the second order).
+* ``create_graph_calls``: what ``create_graph``'s first loop iteration costs before the engine runs:
+  the 1,000 tasks' first steps, each making its ``grad()`` call (closed unrun): the callers' own code.
 * ``async_5000``: reentrant ``async def`` backwards, each awaiting the backward of a fresh graph
   whose own node nests again, 5,000 deep.
 * ``sync_1000``, ``sync_5000``: the same with plain-def backwards calling ``backward_sync``.
@@ -194,6 +196,17 @@ def prepare_create_graph(scale: float) -> Prepared:
     return run
 
 
+def prepare_create_graph_calls(scale: float) -> Prepared:
+    graphs = _small_graphs(_n(1000, scale), 10)
+
+    async def call(x: ag.Tensor, loss: ag.Tensor) -> None:
+        ag.grad(loss, x, create_graph=True).close()
+
+    async def run() -> None:
+        await asyncio.gather(*(call(x, loss) for x, loss in graphs))
+    return run
+
+
 def _nested(depth: int, kind: str) -> ag.Tensor:
     """The outermost loss of backwards nested ``depth`` deep: each level's custom node runs the
     backward of a fresh one-node graph of the next level from its own backward."""
@@ -267,6 +280,8 @@ WORKLOADS: dict[str, tuple[str, Callable[[float], Prepared], Any]] = {
     "many_noop": ("  of which: gather of 1,000 coroutines that do nothing", prepare_many_noop, None),
     "shared": ("1,000 concurrent backwards through one shared graph (retain_graph)", prepare_shared, None),
     "create_graph": ("1,000 concurrent grad(create_graph=True) and their second order", prepare_create_graph, None),
+    "create_graph_calls": ("  of which: the 1,000 tasks each making its grad() call, closed unrun",
+                           prepare_create_graph_calls, None),
     "async_5000": ("reentrant async def backwards, 5,000 deep", prepare_nested(5000, "async"), None),
     "sync_1000": ("reentrant backward_sync from plain backwards, 1,000 deep", prepare_nested(1000, "sync"), None),
     "sync_5000": ("reentrant backward_sync from plain backwards, 5,000 deep", prepare_nested(5000, "sync"), None),

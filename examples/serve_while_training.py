@@ -264,7 +264,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--rate", type=float, default=200.0, help="requests per second (default 200)")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds of load (default 10)")
     parser.add_argument("--batch", type=int, default=64, help="training batch size (default 64)")
+    parser.add_argument("--loop-budget-ms", type=float, default=None,
+                        help="asyncgrad's time budget on the loop (ag.set_loop_budget; default 2 ms)")
     args = parser.parse_args(argv)
+    if args.loop_budget_ms is not None:
+        import asyncgrad as ag
+
+        ag.set_loop_budget(args.loop_budget_ms / 1e3)
     engines = ENGINES if args.engine == "all" else (args.engine,)
 
     def echo(line: str) -> None:

@@ -16,7 +16,8 @@ import os
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
 
 import anyio.from_thread
 import greenback
@@ -83,17 +84,8 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
         if isinstance(out, GradientEdge):  # its node's metadata stands for the output (torch)
             out = _EdgeOutput(out)
         if grad is None:
-            if out._requires_grad:
-                if out.numel() != 1:
-                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not out.is_floating_point():
-                    raise RuntimeError(
-                        f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                result.append(ONES)  # made later: Note [The implicit gradient is made on the budget] (engine.py)
-                continue
-            else:
-                result.append(None)
-                continue
+            result.append(_implicit(out))
+            continue
         elif not isinstance(grad, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
         else:
@@ -110,6 +102,19 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple, create_graph: bool) -
         else:
             result.append(out.device.backend.astype(grad.data, out.dtype))
     return result
+
+
+def _implicit(out: Any) -> Any:
+    """The initial gradient of a root given none: ``ONES`` for a real scalar that requires grad
+    (made later: Note [The implicit gradient is made on the budget] in engine/engine.py), None for
+    a root that does not require grad (``_root_edge`` refuses it)."""
+    if not out._requires_grad:
+        return None
+    if out.numel() != 1:
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    if not out.is_floating_point():
+        raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+    return ONES
 
 
 class _EdgeOutput:
@@ -133,15 +138,15 @@ def _size(shape: tuple[int, ...]) -> str:
 
 
 def _root_edges(tensors: tuple[Tensor, ...]) -> list[Edge]:
-    edges = []
-    for i, t in enumerate(tensors):
-        if isinstance(t, GradientEdge):
-            edges.append((t.node, t.output_nr))
-            continue
-        if not t._requires_grad:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        edges.append(gradient_edge(t))
-    return edges
+    return [_root_edge(t, i) for i, t in enumerate(tensors)]
+
+
+def _root_edge(t: Tensor | GradientEdge, i: int) -> Edge:
+    if isinstance(t, GradientEdge):
+        return (t.node, t.output_nr)
+    if not t._requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    return gradient_edge(t)
 
 
 def _input_edge(t: Tensor) -> Edge:
@@ -199,6 +204,12 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 def _prepare_backward(tensors: TensorOrTensors, grad_tensors: Any, retain_graph: bool | None, create_graph: bool,
                       inputs: TensorOrTensors | None) -> tuple:
     """Check ``backward()``'s arguments where it is called; the engine's arguments."""
+    if (tensors.__class__ is Tensor and grad_tensors is None and inputs is None and create_graph is False
+            and (retain_graph is None or retain_graph.__class__ is bool)):
+        # ``loss.backward()``, ``loss.backward(retain_graph=...)``: the checks below for one root given no
+        # gradient, without the tuples (Note [A cheap call] in engine/budget.py; benchmarks.stalls many, shared)
+        grad_value = _implicit(tensors)
+        return [_root_edge(tensors, 0)], [grad_value], bool(retain_graph), False, None
     tensors = _tuple(tensors, "tensors")
     if inputs is not None:
         if type(inputs) is dict:  # torch 2.13: the dict's values are the inputs
@@ -256,6 +267,16 @@ def _prepare_grad(outputs: TensorOrTensors, inputs: TensorOrTensors, grad_output
                   create_graph: bool, allow_unused: bool | None, is_grads_batched: bool,
                   materialize_grads: bool) -> tuple:
     """Check ``grad()``'s arguments where it is called; the engine's arguments and what shapes the result."""
+    if (outputs.__class__ is Tensor and inputs.__class__ is Tensor and grad_outputs is None and allow_unused is None
+            and not is_grads_batched and not materialize_grads and create_graph.__class__ is bool
+            and (retain_graph is None or retain_graph.__class__ is bool)):
+        # ``grad(loss, x)`` with ``retain_graph``/``create_graph``: the checks below for one output given no
+        # gradient and one input (Note [A cheap call] in engine/budget.py; benchmarks.stalls create_graph)
+        if not inputs._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        grad_value = _implicit(outputs)
+        retain = create_graph if retain_graph is None else retain_graph
+        return [_root_edge(outputs, 0)], [grad_value], retain, create_graph, (inputs,), False, False, False, None
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
@@ -407,9 +428,9 @@ def _call(kind: str, run: Callable, prepared: tuple, depth: int) -> EngineCall:
     if current_graph_task.get() is not None and greenback.has_portal():
         # A plain-def backward on the loop cannot await: run it here, through the portal.
         return EngineCall.finished(kind, run_sync(run, *prepared))
-    call = EngineCall(kind, run(*prepared), loop, depth + 1)
-    get_engine().budget.charge()  # Note [A caller's step is on the budget] in engine/budget.py
-    return call
+    budget = get_engine().budget
+    budget.charge()  # Note [A caller's step is on the budget] in engine/budget.py
+    return EngineCall(kind, run(*prepared), loop, depth + 1, budget)
 
 
 def backward(tensors: TensorOrTensors, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -4,6 +4,7 @@ Python Array API standard has no word for.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -58,6 +59,19 @@ _SAME_WIDTH_INT = {n: np.dtype(f"i{n}") for n in (1, 2, 4, 8)}
 STREAMS_ACTIVE = [False]
 """Whether a stream other than a device's default may be current (``devices/streams.py``'s ``ACTIVE``):
 a cuda device sets it, since CuPy's current stream can be changed by CuPy itself."""
+
+
+_ZERO_ROW = 1024
+"""The row length of Note [Maximum against a row of zeros]: long enough that the per-row start is
+small beside the row's vector loop, short enough that the zeros stay in the first-level cache."""
+
+
+@functools.lru_cache(maxsize=None)
+def _zero_row(dtype: np.dtype) -> np.ndarray:
+    """One read-only row of ``_ZERO_ROW`` zeros of a float dtype (Note [Maximum against a row of zeros])."""
+    row = np.zeros(_ZERO_ROW, dtype)
+    row.flags.writeable = False
+    return row
 
 
 class ArrayBackend:
@@ -162,6 +176,26 @@ class ArrayBackend:
     def any(self, array: Any) -> bool:
         """``bool(xp.any(array))``."""
         return bool(np.logical_or.reduce(array, axis=None, dtype=bool))
+
+    def relu(self, array: Any) -> Any:
+        """``maximum(array, 0)`` (relu's forward; NaN stays NaN), a new array.
+
+        Note [Maximum against a row of zeros]: numpy's ``maximum`` runs its vector loop only where
+        both operands step through memory, not against a scalar (an operand of stride 0), where it
+        compares one element at a time. So a contiguous float array is taken as rows of
+        ``_ZERO_ROW`` elements against one row of zeros, broadcast over the rows (each row steps
+        through both), and only the remainder against the scalar. Every element meets the same
+        zero either way, so the results are the same, bit for bit."""
+        size = array.size
+        if array.dtype.kind != "f" or size < _ZERO_ROW or not array.flags.c_contiguous:
+            return np.maximum(array, 0)
+        flat = array.reshape(-1)
+        out = np.empty_like(flat)
+        rows = size - size % _ZERO_ROW
+        np.maximum(flat[:rows].reshape(-1, _ZERO_ROW), _zero_row(array.dtype), out=out[:rows].reshape(-1, _ZERO_ROW))
+        if rows < size:
+            np.maximum(flat[rows:], 0, out=out[rows:])
+        return out.reshape(array.shape)
 
     def zero_where(self, cond: Any, array: Any) -> Any:
         """``where(cond, 0, array)`` for a float ``array`` and a same-shaped bool ``cond`` (a new array).
@@ -558,6 +592,9 @@ class StrictBackend(_NamespaceReductions, ArrayBackend):
     def zero_where(self, cond: Any, array: Any) -> Any:
         return self.xp.where(cond, self.xp.zeros((), dtype=array.dtype, device=array.device), array)
 
+    def relu(self, array: Any) -> Any:
+        return self.xp.maximum(array, 0)
+
     # the simulated device's kernels for fmod and einsum run numpy's on the memory inside
     def fmod(self, a: Any, b: Any) -> Any:
         return self._wrap(np.fmod(a._array, b._array if isinstance(b, self._array_type) else b), device=a.device)
@@ -699,6 +736,10 @@ class CupyBackend(_NamespaceReductions, ArrayBackend):
     def zero_where(self, cond: Any, array: Any) -> Any:
         with array.device:  # a GPU's where does not branch (Note [Branchless zero_where])
             return self.cupy.where(cond, array.dtype.type(0), array)
+
+    def relu(self, array: Any) -> Any:
+        with array.device:  # Note [The array's own GPU]
+            return self.cupy.maximum(array, 0)
 
     # CuPy's own kernels for what the standard lacks
     def erf(self, array: Any) -> Any:

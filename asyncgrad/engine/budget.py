@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from typing import Callable
 
 # Note [One budget per loop]: the engine gives the loop back after holding it ``YIELD_AFTER_S``,
 # and that must hold for the loop, not for each thing the engine runs: a thousand backwards
@@ -41,11 +42,39 @@ from collections import deque
 # take their first steps. There they find it spent and park at once, rather than prepare for another
 # ``YIELD_AFTER_S`` on top of the caller's step; the loop runs its timers before they start.
 
+# Note [A cheap call]: what a ``backward()``/``grad()`` call does in its caller's step holds the loop
+# before any budget can act, a thousand times over in ``gather(*(loss.backward() for loss in losses))``.
+# So the call checks its arguments and makes its awaitable and nothing else (the implicit gradient is
+# made later: Note [The implicit gradient is made on the budget] in engine.py), the common forms
+# (``loss.backward()``, ``loss.backward(retain_graph=...)``, ``grad(loss, x, create_graph=...)``) take a
+# path in the front door without the tuples of the general one (same checks, same errors, in the same
+# order: tests/autograd/test_front_door_errors.py), and the engine of the running loop is found
+# without a weak dictionary's lookup (``get_engine``'s last-loop cache).
+
 YIELD_AFTER_S = 0.002
 """Note [Yielding]: the engine gives the loop back after holding it this long (Note [One budget
 per loop]). The servers read the clock once the inline nodes run since their last reading add up
 to ``CLOCK_BUDGET`` (Note [Reading the clock] in worker.py), so a run of expensive inline nodes
 cannot hold the loop for more than about ``CLOCK_BUDGET`` element-operations past this."""
+
+
+
+def set_loop_budget(seconds: float) -> None:
+    """How long the engine may hold the event loop before it gives it back (default 0.002 s).
+
+    Shorter: the other coroutines on the loop (a server's requests) wait less for the engine, and
+    a backward takes a little longer; longer: the reverse (Note [One budget per loop]). Process-wide;
+    ``ag.give_way()`` uses the same budget. ``math.inf`` never gives the loop back."""
+    global YIELD_AFTER_S
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise ValueError(f"set_loop_budget(): expected a number of seconds at least 0, got {seconds!r}")
+    YIELD_AFTER_S = float(seconds)
+
+
+def get_loop_budget() -> float:
+    """The engine's time budget on an event loop, in seconds (``set_loop_budget``)."""
+    return YIELD_AFTER_S
+
 
 _MAX_BATCH = 1024
 """The most parked callers one iteration wakes."""
@@ -67,8 +96,8 @@ class LoopBudget:
         """Whether ``due()`` was asked since the last ``_tick``."""
         self.closed = False
         """Spent: everyone parks until the loop has run without the engine."""
-        self.line: deque[asyncio.Future] = deque()
-        """The parked callers, first in first out."""
+        self.line: deque[asyncio.Future | Callable[[], bool]] = deque()
+        """The parked callers (a future each) and starts (``start_soon``), first in first out."""
         self.batch = 8
         """How many parked callers the next wake-up wakes."""
 
@@ -95,21 +124,39 @@ class LoopBudget:
 
     async def give_way(self) -> None:
         """Park until the loop has run without the engine and this caller's turn has come."""
-        loop = asyncio.get_running_loop()
-        line = self.line
-        turn = loop.create_future()
-        line.append(turn)
+        turn = self.park(False)
         while True:
-            if not self.closed:
-                self.closed = True
-                loop.call_soon(self._hop, 1)
             await turn
             if not self.due():
                 return
-            turn = loop.create_future()
-            line.appendleft(turn)  # it was woken too early in its batch: first again
+            turn = self.park(True)
+
+    def park(self, again: bool) -> asyncio.Future:
+        """A turn in the line, to await: the budget is spent (``due()`` said so). ``again``: the caller
+        was woken too early in its batch, so it goes first again and the next batches are smaller."""
+        turn = asyncio.get_running_loop().create_future()
+        if again:
+            self.line.appendleft(turn)
             if self.batch > 1:
                 self.batch //= 2
+        else:
+            self.line.append(turn)
+        if not self.closed:
+            self.closed = True
+            turn.get_loop().call_soon(self._hop, 1)
+        return turn
+
+    def start_soon(self, start: Callable[[], bool]) -> None:
+        """``start()`` now while the budget lasts, else in the line: a call handed to asyncio as a future
+        (Note [Handed to asyncio as a future] in graph/awaitable.py) waits its turn without a task.
+        ``start`` returns False when there was nothing left to start (the call was cancelled)."""
+        if not self.due():
+            start()
+            return
+        self.line.append(start)
+        if not self.closed:
+            self.closed = True
+            asyncio.get_running_loop().call_soon(self._hop, 1)
 
     def _tick(self) -> None:
         """The spell goes on while the engine asked ``due()`` in the iteration just run."""
@@ -133,9 +180,13 @@ class LoopBudget:
         n = self.batch
         while line and n:
             turn = line.popleft()
-            if not turn.done():  # a cancelled caller's turn is skipped
+            if isinstance(turn, asyncio.Future):
+                if turn.done():  # a cancelled caller's turn is skipped
+                    continue
                 turn.set_result(None)
-                n -= 1
+            elif not turn():  # ``start_soon``'s: a cancelled call is skipped
+                continue
+            n -= 1
         if line:
             asyncio.get_running_loop().call_soon(self._more)
 

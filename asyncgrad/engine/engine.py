@@ -458,7 +458,18 @@ def get_engine() -> Engine:
         if worker is not None:
             return worker.engine
         raise RuntimeError("no running event loop")
+    last_loop, last_engine = _last
+    if last_loop() is loop:
+        engine = last_engine()
+        if engine is not None:
+            return engine
     engine = _engines.get(loop)
     if engine is None:
         engine = _engines[loop] = Engine()
+    _last[:] = weakref.ref(loop), weakref.ref(engine)
     return engine
+
+
+_last: list = [lambda: None, lambda: None]
+"""The last loop asked for and its engine, both weakly: most calls come from the same loop as the
+last (Note [A cheap call] in budget.py), and neither is kept alive by this."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import sys
 import warnings
-from typing import Any, Coroutine, Generator, TypeVar
+from typing import Any, Callable, Coroutine, Generator, Generic, TypeVar
 
 import sniffio
 
@@ -59,9 +60,10 @@ from asyncgrad.graph.node import current_graph_task
 _get_running_loop = asyncio._get_running_loop
 _getframe = sys._getframe
 
-FRESH, STARTED, BACKGROUND, FINISHED, FAILED, CANCELLED, CLOSED = range(7)
+FRESH, STARTED, BACKGROUND, FINISHED, FAILED, CANCELLED, CLOSED, HANDED = range(8)
 _STATES = ("not started yet: await it (left alone, it starts in the background)", "running (awaited)",
-           "running in the background (not awaited)", "finished", "failed", "cancelled", "closed without running")
+           "running in the background (not awaited)", "finished", "failed", "cancelled", "closed without running",
+           "handed to asyncio as a future")
 
 pending: set[EngineCall] = set()
 """Un-awaited calls that a next use must report: fresh, in the background, failed, or left
@@ -83,75 +85,11 @@ when they are all of ``pending`` (Note [Fresh calls are counted])."""
 _T = TypeVar("_T")
 
 
-class EngineCall(Coroutine[Any, Any, _T]):
-    """The result of ``backward()``/``grad()``: await it (Note [Await or not]); typed by what the
-    await gives (``EngineCall[None]`` for backward, a tuple of tensors for grad)."""
+class _Call:
+    """What an ``EngineCall`` and a ``HandedCall`` share: one object, whose class changes when asyncio
+    is handed it as a future (Note [Handed to asyncio as a future])."""
 
-    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where")
-
-    def __init__(self, kind: str, coro: Any, loop: asyncio.AbstractEventLoop | None, depth: int = 0) -> None:
-        self.kind = kind
-        self._coro = coro
-        self._loop = loop
-        self._task: asyncio.Task | None = None
-        self._value: Any = None
-        self._driver: Any = None
-        if loop is None:
-            self._state = FINISHED
-            self._where = None
-        else:
-            frame = _getframe(depth + 1)  # the caller's line, for the messages: no frame kept alive
-            self._where = (frame.f_code.co_filename, frame.f_lineno)
-            self._state = FRESH
-            pending.add(self)
-            _fresh_on[loop] = _fresh_on.get(loop, 0) + 1  # Note [Fresh calls are counted]
-            if loop not in _sweeps:  # Note [One sweep per loop iteration]
-                _sweeps.add(loop)
-                loop.call_soon(_sweep, loop)
-
-    @classmethod
-    def finished(cls, kind: str, value: Any) -> EngineCall:
-        """A call that already ran to completion (no event loop was running)."""
-        call = cls(kind, None, None)
-        call._value = value
-        return call
-
-    # ------------------------------------------------------------------ awaiting it
-    def __await__(self) -> Generator[Any, None, _T]:
-        state = self._state
-        if state == FRESH:
-            self._state = STARTED
-            pending.discard(self)
-            self._fresh_leave()
-            return self._coro.__await__()
-        if state == FINISHED and self._task is None:
-            return _finished(self._value)
-        if self._task is not None:  # adopted from the background: its result or error goes to this awaiter
-            pending.discard(self)
-            return self._task.__await__()
-        if state == CLOSED:
-            raise RuntimeError(f"this {self.kind}() was never awaited and was closed without running; "
-                               f"call {self.kind}() again and await it")
-        return self._coro.__await__()  # awaited twice: the coroutine says so
-
-    def send(self, value: Any) -> Any:
-        """A task driving this object (``asyncio.ensure_future``, ``gather``, ``create_task``)."""
-        if self._driver is None:
-            self._driver = self.__await__()
-        return self._driver.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        if self._driver is None:
-            self._driver = self.__await__()
-        if val is None and tb is None:
-            return self._driver.throw(typ)
-        return self._driver.throw(typ, val, tb)
-
-    def close(self) -> None:
-        if self._state == FRESH:
-            self._discard()
-        elif self._driver is not None:
-            self._driver.close()
+    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where", "_budget", "_callbacks")
 
     def __repr__(self) -> str:
         state = self._state
@@ -160,6 +98,8 @@ class EngineCall(Coroutine[Any, Any, _T]):
             text = "done (awaited)"
         elif state == FAILED and self._task is not None:
             text = f"failed: {self._task.exception()!r}"
+        elif state == HANDED and self._task is not None:
+            text += f" ({self._task._state.lower()})"
         return f"<asyncgrad {self.kind}: {text}>"
 
     # ------------------------------------------------------------------ ag.grad(...)[0] without await
@@ -192,6 +132,18 @@ class EngineCall(Coroutine[Any, Any, _T]):
         self._task.add_done_callback(self._background_done)
 
     def _background_done(self, task: asyncio.Task) -> None:
+        callbacks = self._callbacks
+        if callbacks is None:  # nobody has it: an un-awaited call in the background
+            self._settle(task)
+            return
+        # a HandedCall: its consumers read the task's outcome through it, and so retrieve its error
+        # (or asyncio logs it as never retrieved, as for the task ``ensure_future`` used to make)
+        self._callbacks = []
+        loop = task.get_loop()
+        for fn, context in callbacks:
+            loop.call_soon(fn, self, context=context)
+
+    def _settle(self, task: asyncio.Task) -> None:
         if task.cancelled():
             self._state = CANCELLED  # its loop shut down under it: said now, and again at the next use
             if self in pending:
@@ -226,7 +178,13 @@ class EngineCall(Coroutine[Any, Any, _T]):
             del _fresh_on[loop]
 
     def _at(self) -> str:
-        return f" at {self._where[0]}:{self._where[1]}" if self._where else ""
+        return " at {}:{}".format(*self._place()) if self._where else ""
+
+    def _place(self) -> tuple[str, int]:
+        """The file and line of the call."""
+        code, offset = self._where
+        line = next((line for start, end, line in code.co_lines() if start <= offset < end), None)
+        return code.co_filename, line if line is not None else code.co_firstlineno
 
     def _discard(self) -> None:
         """Forget a fresh call without running it (its missing ``await`` has been reported)."""
@@ -234,6 +192,210 @@ class EngineCall(Coroutine[Any, Any, _T]):
         self._state = CLOSED
         pending.discard(self)
         self._coro.close()
+
+
+
+
+class EngineCall(_Call, Coroutine[Any, Any, _T]):
+    """The result of ``backward()``/``grad()``: await it (Note [Await or not]); typed by what the
+    await gives (``EngineCall[None]`` for backward, a tuple of tensors for grad)."""
+
+    __slots__ = ()
+
+    def __init__(self, kind: str, coro: Any, loop: asyncio.AbstractEventLoop | None, depth: int = 0,
+                 budget: Any = None) -> None:
+        self.kind = kind
+        self._coro = coro
+        self._loop = loop
+        self._task: asyncio.Task | None = None
+        self._value: Any = None
+        self._driver: Any = None
+        self._budget = budget
+        """The loop's time budget, asked before the engine's coroutine starts (Note [A call waits its turn
+        before it starts])."""
+        self._callbacks: list | None = None
+        if loop is None:
+            self._state = FINISHED
+            self._where = None
+        else:
+            frame = _getframe(depth + 1)  # the caller's line, for the messages: no frame kept alive
+            self._where = (frame.f_code, frame.f_lasti)  # its line is looked up only for a message
+            self._state = FRESH
+            pending.add(self)
+            _fresh_on[loop] = _fresh_on.get(loop, 0) + 1  # Note [Fresh calls are counted]
+            if loop not in _sweeps:  # Note [One sweep per loop iteration]
+                _sweeps.add(loop)
+                loop.call_soon(_sweep, loop)
+
+    @classmethod
+    def finished(cls, kind: str, value: Any) -> EngineCall:
+        """A call that already ran to completion (no event loop was running)."""
+        call = cls(kind, None, None)
+        call._value = value
+        return call
+
+    # ------------------------------------------------------------------ awaiting it
+    def __await__(self) -> Generator[Any, None, _T]:
+        state = self._state
+        if state == FRESH:
+            self._state = STARTED
+            pending.discard(self)
+            self._fresh_leave()
+            budget = self._budget
+            if budget is not None and budget.due():
+                return _after_turn(budget, self._coro)
+            return self._coro.__await__()
+        if state == FINISHED and self._task is None:
+            return _finished(self._value)
+        if self._task is not None:  # adopted from the background: its result or error goes to this awaiter
+            pending.discard(self)
+            return self._task.__await__()
+        if state == CLOSED:
+            raise RuntimeError(f"this {self.kind}() was never awaited and was closed without running; "
+                               f"call {self.kind}() again and await it")
+        return self._coro.__await__()  # awaited twice: the coroutine says so
+
+    def send(self, value: Any) -> Any:
+        """A task driving this object (``asyncio.ensure_future``, ``gather``, ``create_task``)."""
+        if self._driver is None:
+            self._driver = self.__await__()
+        return self._driver.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if self._driver is None:
+            self._driver = self.__await__()
+        if val is None and tb is None:
+            return self._driver.throw(typ)
+        return self._driver.throw(typ, val, tb)
+
+    def close(self) -> None:
+        if self._state == FRESH:
+            self._discard()
+        elif self._driver is not None:
+            self._driver.close()
+
+    @property
+    def _asyncio_future_blocking(self) -> bool | None:
+        """What ``asyncio.isfuture`` reads: ``gather``, ``ensure_future``, ``wait_for`` and ``shield`` take a
+        call made on a running loop as a future (Note [Handed to asyncio as a future])."""
+        if self._loop is None or self._state in (STARTED, CLOSED):
+            return None  # finished at once without a loop, being awaited, or closed: a coroutine as before
+        self._hand_over()
+        return False
+
+    def _hand_over(self) -> None:
+        state = self._state
+        self.__class__ = HandedCall  # type: ignore[assignment]
+        self._callbacks = []
+        pending.discard(self)
+        self._state = HANDED
+        if state == FRESH:
+            self._fresh_leave()
+            self._budget.start_soon(self._begin)
+        # else it runs in the background already, or ran there: its task is this future's
+
+
+# Note [Handed to asyncio as a future]: ``asyncio.gather(*(loss.backward() for loss in losses))`` would
+# wrap each call in a task, whose creation and first step hold the loop in the caller's step and the
+# next iteration however the engine shares its budget. asyncio asks what it is handed whether it is a
+# future (``isfuture`` reads ``_asyncio_future_blocking``) before wrapping it; a call made on a running
+# loop answers yes and from then on *is* a future, a ``HandedCall``: its class changes (so that it stops
+# being a coroutine to asyncio: ``asyncio.wait`` takes it as it took the task that ``ensure_future``
+# used to make), it leaves the un-awaited calls (its consumer has it), and it starts on the loop's
+# budget (``LoopBudget.start_soon``): at once while the budget lasts, else in the budget's line, where
+# it costs one entry and no task until its turn. It then runs as a task of its own, and its consumers'
+# callbacks run when that task is done, with the task's result, error or cancellation.
+# ``gather``, ``ensure_future``, ``wait_for`` and ``shield`` see the same results and errors as with
+# the task, cancelling it cancels its task, or closes its coroutine unstarted while it waits its turn,
+# and awaiting it waits for its task (starting it at once if it still waits its turn).
+# ``asyncio.create_task(loss.backward())`` still takes the call as a coroutine (it asks ``iscoroutine``).
+
+
+class HandedCall(_Call, Generic[_T]):
+    """A ``backward()``/``grad()`` call that asyncio took as a future (Note [Handed to asyncio as a future])."""
+
+    __slots__ = ()
+    _asyncio_future_blocking = False
+
+    def _begin(self) -> bool:
+        """Its turn on the budget: run it as a task; False when it was cancelled meanwhile."""
+        if self._task is not None or self._state == CANCELLED:
+            return False
+        self._task = self._loop.create_task(self._coro, name=f"asyncgrad {self.kind}()")
+        self._task.add_done_callback(self._background_done)
+        return True
+
+    def __await__(self) -> Generator[Any, None, _T]:
+        if self._task is None:
+            if self._state == CANCELLED:
+                raise self._make_cancelled_error()
+            self._begin()  # awaited while it waits its turn: its awaiter wants it now
+        return self._task.__await__()
+
+    # ------------------------------------------------------------------ asyncio's future protocol
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def done(self) -> bool:
+        return self._task.done() if self._task is not None else self._state == CANCELLED
+
+    def cancelled(self) -> bool:
+        return self._task.cancelled() if self._task is not None else self._state == CANCELLED
+
+    def result(self) -> _T:
+        if self._task is not None:
+            return self._task.result()
+        if self._state == CANCELLED:
+            raise self._make_cancelled_error()
+        raise asyncio.InvalidStateError("Result is not set.")
+
+    def exception(self) -> BaseException | None:
+        if self._task is not None:
+            return self._task.exception()
+        if self._state == CANCELLED:
+            raise self._make_cancelled_error()
+        raise asyncio.InvalidStateError("Exception is not set.")
+
+    def add_done_callback(self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None) -> None:
+        if context is None:
+            context = contextvars.copy_context()
+        if self.done():
+            self._loop.call_soon(fn, self, context=context)
+        else:
+            self._callbacks.append((fn, context))
+
+    def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
+        kept = [(f, c) for f, c in self._callbacks if f != fn]
+        removed = len(self._callbacks) - len(kept)
+        self._callbacks[:] = kept
+        return removed
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self._task is not None:
+            return self._task.cancel(msg)
+        if self._state == CANCELLED:
+            return False
+        self._state = CANCELLED  # still waiting its turn: it never runs
+        self._value = msg
+        self._coro.close()
+        callbacks, self._callbacks = self._callbacks, []
+        for fn, context in callbacks:
+            self._loop.call_soon(fn, self, context=context)
+        return True
+
+    @property
+    def _cancel_message(self) -> Any:
+        """What ``gather`` reads of a cancelled child (asyncio's own attribute, as of a task)."""
+        return self._task._cancel_message if self._task is not None else self._value
+
+    def _make_cancelled_error(self) -> asyncio.CancelledError:
+        if self._task is not None and self._task.cancelled():
+            try:
+                self._task.result()
+            except asyncio.CancelledError as exc:
+                return exc
+        return asyncio.CancelledError() if self._value is None else asyncio.CancelledError(self._value)
+
 
 
 _sweeps: set[asyncio.AbstractEventLoop] = set()
@@ -252,6 +414,26 @@ def _promote_fresh(calls: list[EngineCall]) -> None:
     for call in calls:
         if call._state == FRESH:
             call._promote()
+
+
+# Note [A call waits its turn before it starts]: a call started when the loop's budget is spent
+# (``gather`` of a thousand ``backward()`` calls: their tasks' first steps run in one loop iteration,
+# after the caller's step that made them; or a thousand tasks that each await a ``grad()``) parks in the
+# budget's line before the engine's coroutine runs a line: a future in the line is all it costs in that
+# iteration (Note [One budget per loop] in engine/budget.py). The engine's coroutine then starts in its
+# turn, and a cancel while it waits closes it unstarted.
+
+
+def _after_turn(budget: Any, coro: Any) -> Generator[Any, None, Any]:
+    """``coro``, awaited once ``budget`` has given this call its turn."""
+    try:
+        yield from budget.park(False)
+        while budget.due():
+            yield from budget.park(True)
+    except BaseException:
+        coro.close()
+        raise
+    return (yield from coro.__await__())
 
 
 def _finished(value: Any) -> Any:
@@ -314,7 +496,7 @@ def _warn_left_behind() -> None:
         if call._state in (FRESH, BACKGROUND) and call._where is not None:
             warnings.warn_explicit(
                 f"{call.kind}() called without 'await' never finished: its event loop stopped first "
-                f"({_STATES[call._state]}), so its gradients are missing", RuntimeWarning, *call._where)
+                f"({_STATES[call._state]}), so its gradients are missing", RuntimeWarning, *call._place())
 
 
 def require_asyncio(what: str) -> None:

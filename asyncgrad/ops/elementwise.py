@@ -655,7 +655,7 @@ _UNARY = (
     ("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x,                           True,  "result", 3,
         lambda F, g, y: -g * y * y,                             None),
     # torch's threshold_backward: 0 where the result is <= 0, so a NaN passes the gradient
-    ("relu",       "ReluBackward0",       lambda xp, x: xp.maximum(x, 0),                False, "result", 2,
+    ("relu",       "ReluBackward0",       lambda xp, x: backend_of(x).relu(x),           False, "result", 2,
         lambda F, g, y: F.threshold_backward(g, y),             _RELU_BOOL),
     ("abs",        "AbsBackward0",        "abs",                                         False, "input",  7,
         lambda F, g, x: g * F.sign(x),                          _ABS_BOOL),

@@ -555,33 +555,55 @@ def convolution(kind: str, a: Any, b: Any, shape: tuple[int, ...] | None, params
 PoolInfo = tuple  # (kernel, stride, pads, dilation, x_shape, out, extra): extra is the argmax, divisor or matrices
 
 
+_PLANES_PER_INPUT = 4
+"""Max pooling copies its windows' positions into planes (Note [Max pooling on planes]) when they
+hold at most this many times the input's elements (stride below the kernel repeats elements)."""
+
+
 def max_pool(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
              dilation: tuple[int, ...], low: Any) -> tuple[Any, Any, tuple[int, ...]]:
     """Each window's largest value and its position in the window (C order), as torch picks it: the
     first of equal maxima, and in a window holding NaN (the maximum then) the last NaN. Elementwise
-    passes over one strided slice per kernel position (an ``argmax`` over a short axis of an
-    im2col copy costs several times more): the maxima, then the first position holding each; the
-    padding is ``low``, never picked."""
+    passes over one slice per kernel position (an ``argmax`` over a short axis of an im2col copy
+    costs several times more), copied into planes first where that pays (Note [Max pooling on
+    planes]): the maxima, then the first position holding each; the padding is ``low``, never
+    picked."""
     backend = backend_of(x)
     xp = backend.xp
     xpad = pad(x, pads, low)
     out = tuple(out_size(n, k, s, d, 0, 0) for n, k, s, d in zip(xpad.shape[2:], kernel, stride, dilation))
     parts = [backend.view(xpad, _at, _offset_key(offset, stride, dilation, out))
              for offset in itertools.product(*(range(k) for k in kernel))]
+    shape = xpad.shape[:2] + out
+    if 1 < len(parts) and len(parts) * math.prod(shape) <= _PLANES_PER_INPUT * math.prod(x.shape):
+        # Note [Max pooling on planes]: a kernel position's slice steps through the input by the
+        # stride, and numpy's elementwise loops run vectorised only over contiguous operands; the
+        # passes below read every slice about three times (its maximum, its comparison, NaN's
+        # search), so each slice is copied once into a contiguous plane, in one strided pass, and
+        # every pass after that is contiguous. The planes are the same values in the same order,
+        # so the maxima and positions are the slices' own.
+        planes = backend.empty((len(parts),) + shape, backend.dtype(xpad))
+        for index, part in enumerate(parts):
+            backend.setitem(planes, index, part)
+        parts = [backend.view(planes, _at, index) for index in range(len(parts))]
     best = xp.maximum(parts[0], parts[1]) if len(parts) > 1 else backend.copy(parts[0], "C")
     for part in parts[2:]:
         best = xp.maximum(best, part)  # propagates NaN, as torch's maximum does
-    # the first position holding the maximum = how many positions before it do not; counted
-    # branchlessly (a ``where`` per position mispredicts: Note [Branchless zero_where]), in int8
-    # where the window's positions fit (an eighth of int64's memory traffic, in every pass here
-    # and in the backward's comparisons; ``max_pool2d`` widens it for ``return_indices``)
+    # the first position holding the maximum = how many positions before it do not (each one
+    # counts while no position up to it equals the maximum); counted branchlessly (a ``where`` per
+    # position mispredicts: Note [Branchless zero_where]), in int8 where the window's positions
+    # fit (an eighth of int64's memory traffic, in every pass here and in the backward's
+    # comparisons; ``max_pool2d`` widens it for ``return_indices``)
     arg_dtype = np.dtype(np.int8 if len(parts) <= 127 else np.int64)
-    arg = backend.zeros(best.shape, arg_dtype)
-    found = None
-    for part in parts[:-1]:
-        found = part == best if found is None else xp.logical_or(found, part == best)
-        arg += backend.astype(xp.logical_not(found), arg_dtype)
-    if backend.dtype(x).kind == "f" and bool(xp.any(xp.isnan(best))):
+    if len(parts) == 1:
+        arg = backend.zeros(best.shape, arg_dtype)
+    else:
+        before = xp.not_equal(parts[0], best)
+        arg = backend.astype(before, arg_dtype, copy=True)
+        for part in parts[1:-1]:
+            before = xp.logical_and(before, xp.not_equal(part, best))
+            arg += backend.astype(before, arg_dtype)
+    if backend.dtype(x).kind == "f" and backend.any_nan(best):
         for index, part in enumerate(parts):
             arg = xp.where(xp.isnan(part), backend.full((), index, arg_dtype), arg)
     return best, arg, out

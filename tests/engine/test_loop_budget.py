@@ -167,3 +167,19 @@ async def test_the_implicit_gradient_has_the_roots_dtype_and_device(device, dtyp
     assert g.dtype == dtype and g.device == x.device and g.requires_grad and g.tolist() == [0.75, 6.75]
     (gg,) = await ag.grad(g.sum(), x)
     assert gg.dtype == dtype and gg.tolist() == [3.0, -9.0]
+
+
+async def test_set_loop_budget_sets_what_every_slice_uses():
+    before = ag.get_loop_budget()
+    try:
+        ag.set_loop_budget(0.0005)
+        assert ag.get_loop_budget() == budget_module.YIELD_AFTER_S == 0.0005
+        graphs = _graphs(10)
+        await asyncio.gather(*(loss.backward() for _, loss in graphs))
+        assert all(x.grad is not None for x, _ in graphs)
+        for bad in (-1.0, float("nan"), "1", True, None):
+            with pytest.raises(ValueError, match="set_loop_budget"):
+                ag.set_loop_budget(bad)
+        assert ag.get_loop_budget() == 0.0005
+    finally:
+        ag.set_loop_budget(before)

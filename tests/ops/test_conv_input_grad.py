@@ -107,3 +107,34 @@ def test_strided_input_gradient_by_phase_is_the_columns_fold(case, op_device):
     assert by_phase.shape == x_shape
     np.testing.assert_allclose(by_phase, columns, rtol=1e-12, atol=1e-12)
     assert np.array_equal(backend.to_host(windows.conv_input_grad(g, w, x_shape, params)), by_phase)  # picked
+
+
+
+SHIFTED = {  # x shape, w shape, conv2d keywords: stride and dilation 1 along the last dim
+    "plain": ((2, 3, 6, 6), (4, 3, 3, 3), {}),
+    "padding_groups_row_stride": ((2, 4, 7, 6), (6, 2, 3, 2), dict(padding=1, groups=2, stride=(2, 1),
+                                                                  dilation=(2, 1))),
+}
+
+
+@pytest.mark.parametrize("case", SHIFTED)
+async def test_shifted_rows_through_conv2d_first_and_second_order(case, op_device, monkeypatch):
+    """conv2d's gradients and their second order (finite differences and torch, float64) with
+    every input gradient taken by the shifted rows (Note [Shifted gradient rows])."""
+    from helpers import check_gradgrad, check_op
+
+    x_shape, w_shape, kw = SHIFTED[case]
+    calls = []
+
+    def shifted_only(g, w, shape, params):
+        calls.append(params)
+        return windows.shifted_rows_input_grad(g, w, shape, params)
+
+    monkeypatch.setattr(windows, "conv_input_grad", shifted_only)
+
+    def conv(lib, *tensors):
+        return (lib.F if lib.name == "torch" else ag.nn.functional).conv2d(*tensors, **kw)
+
+    await check_op(conv, x_shape, w_shape, (w_shape[0],), name="ConvolutionBackward0")
+    assert calls
+    await check_gradgrad(conv, x_shape, w_shape)
