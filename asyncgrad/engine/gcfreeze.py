@@ -61,6 +61,14 @@ from asyncgrad.graph.node import nodes_recorded
 # graph: a pass of the youngest generation that found them there would walk the whole graph, and
 # another one in the middle generation. So ``compute_dependencies`` and ``init_to_execute`` call
 # ``settle`` once they have sharded their maps: while busy, it freezes them at once.
+#
+# Note [Middle passes while busy]: a thousand graph tasks started at once are alive together, each a
+# few dozen tracked objects (its scope, futures, task, buffers), so a pass of the middle generation,
+# which walks what survived the youngest one since the last such pass, walks tens of thousands of
+# them in the middle of an engine slice. While busy, such a pass freezes its generations as it starts,
+# as a full pass does: it walks nothing, and the youngest generation's passes still collect the cycles
+# that die young. What it would have collected (cycles that outlived one young pass while busy) waits,
+# as with full passes, for the busy spell's end or the next pass that walks everything.
 GROWING_NODES = 2_000
 """Nodes recorded since the last busy spell past which a recording counts as a huge graph growing
 (Note [Full passes while busy])."""
@@ -139,7 +147,17 @@ class FrozenWhileBusy:
     def _collecting(cls, phase: str, info: dict) -> None:
         """``gc.callbacks``: a full pass that starts while busy or while a huge graph grows walks
         nothing, except one every ``WALK_EVERY_S`` (Note [Full passes while busy])."""
-        if info["generation"] != 2 or not cls.enabled:
+        generation = info["generation"]
+        if generation == 1:
+            if phase == "start" and cls._loops and cls._frozen and cls.enabled:
+                if cls._lock.acquire(blocking=False):  # Note [Middle passes while busy]
+                    try:
+                        if cls._loops and cls._frozen:
+                            gc.freeze()
+                    finally:
+                        cls._lock.release()
+            return
+        if generation != 2 or not cls.enabled:
             return
         if not cls._lock.acquire(blocking=False):
             return

@@ -89,7 +89,8 @@ class _Call:
     """What an ``EngineCall`` and a ``HandedCall`` share: one object, whose class changes when asyncio
     is handed it as a future (Note [Handed to asyncio as a future])."""
 
-    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where", "_budget", "_callbacks")
+    __slots__ = ("kind", "_coro", "_loop", "_state", "_task", "_value", "_driver", "_where", "_offset", "_budget",
+                 "_callbacks")
 
     def __repr__(self) -> str:
         state = self._state
@@ -182,7 +183,7 @@ class _Call:
 
     def _place(self) -> tuple[str, int]:
         """The file and line of the call."""
-        code, offset = self._where
+        code, offset = self._where, self._offset
         line = next((line for start, end, line in code.co_lines() if start <= offset < end), None)
         return code.co_filename, line if line is not None else code.co_firstlineno
 
@@ -219,7 +220,8 @@ class EngineCall(_Call, Coroutine[Any, Any, _T]):
             self._where = None
         else:
             frame = _getframe(depth + 1)  # the caller's line, for the messages: no frame kept alive
-            self._where = (frame.f_code, frame.f_lasti)  # its line is looked up only for a message
+            self._where = frame.f_code  # with the offset, its line is looked up only for a message
+            self._offset = frame.f_lasti
             self._state = FRESH
             pending.add(self)
             _fresh_on[loop] = _fresh_on.get(loop, 0) + 1  # Note [Fresh calls are counted]

@@ -320,6 +320,44 @@ async def test_full_passes_while_busy_freeze_what_the_backward_made(eager_collec
     Hoard.kept = []
 
 
+async def test_middle_passes_while_busy_freeze_instead_of_walking():
+    """Note [Middle passes while busy]: with full passes made rare, the survivors made during the
+    backward are frozen by the middle generation's passes; a cycle that outlived them is collected
+    after the backward ends."""
+    before_threshold = gc.get_threshold()
+    gc.set_threshold(100, 2, 1_000_000)  # middle passes often, full passes never
+    try:
+        class Cycle:
+            pass
+
+        class Hoard1(ag.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 1
+
+            @staticmethod
+            async def backward(ctx, g):
+                before = gc.get_freeze_count()
+                a, b = Cycle(), Cycle()
+                a.other, b.other = b, a
+                Hoard1.alive = weakref.ref(a)
+                del a, b
+                Hoard1.kept = [[i] for i in range(5_000)]
+                Hoard1.seen = (before, gc.get_freeze_count())
+                return g
+
+        x = ag.ones(2, requires_grad=True)
+        await Hoard1.apply(x).sum().backward()
+        before, after = Hoard1.seen
+        assert after > before + 2_000, "the new lists were frozen by a middle pass"
+        assert gc.get_freeze_count() == 0
+        Hoard1.kept = []
+        gc.collect()
+        assert Hoard1.alive() is None, "the cycle made while busy is collected after it"
+    finally:
+        gc.set_threshold(*before_threshold)
+
+
 async def test_an_explicit_collect_while_busy_still_collects_new_cycles(eager_collector):
     class Cycle:
         pass
