@@ -40,6 +40,10 @@ CHAIN_STEP = True
 """Whether the cpu worker takes its chain step (Note [One evaluate path]); False only in the test
 that pins it to ``call_function`` and ``route``. Read at each graph-task switch."""
 
+FALLBACK, RAN = object(), object()
+"""What ``_sink_beside`` returns when it does not take the sink (route it all), and when it ran it with no
+consumer to chain."""
+
 _AS_TASK, _IN_EXECUTOR = range(2)
 """How ``_spawn`` runs a node that leaves the worker's own iteration (``_LANES``: its profiler lane)."""
 _LANES = ("task", "executor")
@@ -269,7 +273,6 @@ class DeviceWorker:
                     # as it ends], Note [A failed backward frees its graph] in scope.py: its frame may be in a
                     # traceback); and current is None after every await: a helper looks at its reentry again
                     entry = node = inputs = graph_task = current = profile = outputs = fns = fn = counts = None
-                    sink = sink_counts = None
                     dependencies = shards = None
                     not_ready = {}
                     if reentry is None:
@@ -365,56 +368,16 @@ class DeviceWorker:
                     elif not fns and not outputs:  # a sink: nothing to route (route's checks all pass)
                         outputs = None
                     elif (len(fns) == 2 and not heap and profile is None and len(outputs) == 2
-                          and fns[1].__class__ is AccumulateGrad and not not_ready
-                          and (fn is None or len(fn._input_meta) == 1 and fn._input_meta[0][2] is device)
-                          and fns[1]._hooks is None and fns[1]._input_meta[0][2] is device):
-                        # Note [A leaf's sink beside the chain]: a node whose second edge is a leaf's
-                        # AccumulateGrad (a layer's weight or bias beside its input), both consumers ready
-                        # with this gradient, the heap empty: route would queue the two, and the sink pops
-                        # first (Note [Leaves run first] in variable/accumulate.py). It is run here instead,
-                        # as the worker runs a popped sink (validated as route validates, apply, nothing to
-                        # release, nothing to route), then the first consumer, if any, is chained (a first
-                        # layer's input needs no gradient: its edge is None). Only a sink that
-                        # runs no user code (no hooks, no post-accumulate hooks) and cannot fail on its own
-                        # is taken, so no error is ever attributed to the wrong node. What it buys: two queue
-                        # entries per layer parameter (W3, ``python -m benchmarks.interleaved --only W3``).
-                        sink = fns[1]
-                        if shards is None:
-                            counts = sink_counts = dependencies
-                        else:
-                            counts = None if fn is None else shards[SHARD_OF[fn.sequence_nr % SPREAD]]
-                            sink_counts = shards[SHARD_OF[sink.sequence_nr % SPREAD]]
-                        if ((fn is None or counts.get(fn) == 1) and sink_counts.get(sink) == 1
-                                and outputs[1] is not None and not sink.call_on_undefined):
-                            grad, sink_grad = outputs
-                            # the buffers' references must stay the only ones (see owned_by): a gradient passed
-                            # through (a node returning its own input) is held by this node's buffer too
-                            outputs = entry = inputs = None
-                            if grad is not None and fn is not None:
-                                meta = fn._input_meta[0]
-                                if grad.shape != meta[0] or grad.dtype is not meta[1]:
-                                    grad = validate_grad(node, 0, grad, meta, create_graph)
-                            meta = sink._input_meta[0]
-                            if sink_grad.shape != meta[0] or sink_grad.dtype is not meta[1]:
-                                sink_grad = validate_grad(node, 1, sink_grad, meta, create_graph)
-                            if fn is not None:
-                                del counts[fn]
-                                if not counts and shards is not None:
-                                    shards[SHARD_OF[fn.sequence_nr % SPREAD]] = {}
-                            del sink_counts[sink]
-                            if not sink_counts and shards is not None:
-                                shards[SHARD_OF[sink.sequence_nr % SPREAD]] = {}
-                            sink_inputs = [sink_grad]
-                            sink_grad = None
-                            sink.apply(sink_inputs, create_graph)
-                            sink_inputs = None
+                          and fns[1].__class__ is AccumulateGrad and not not_ready):
+                        held = [outputs]  # handed over whole: this frame keeps no reference (see owned_by)
+                        entry = inputs = outputs = None
+                        chained = self._sink_beside(graph_task, node, held, dependencies, shards, create_graph)
+                        if chained is not FALLBACK:
                             spent += NODE_CLOCK_COST  # the sink's own step (Note [Reading the clock])
-                            if fn is not None:
-                                chained = (fn, [grad])  # it inherits this node's outstanding count
-                            grad = None
+                            if chained is RAN:
+                                chained = None
                         else:
-                            chained = route(graph_task, node, outputs, queue)
-                            outputs = None
+                            chained = route(graph_task, node, held.pop(), queue)
                     else:
                         chained = route(graph_task, node, outputs, queue)
                         outputs = None
@@ -444,9 +407,58 @@ class DeviceWorker:
                     # freed as its caller resumes (its gradients' buffers go back to their cache), and a
                     # running one's fields are read again at the next switch (``current`` is None)
                     entry = node = inputs = graph_task = current = profile = outputs = fns = fn = counts = None
-                    sink = sink_counts = dependencies = shards = None
+                    dependencies = shards = None
                     not_ready = {}
                     await loop_budget.give_way()
+
+    def _sink_beside(self, graph_task: GraphTask, node: Node, held: list, dependencies: Any, shards: Any,
+                     create_graph: bool) -> Any:
+        """Note [A leaf's sink beside the chain]: a node whose second edge is a leaf's AccumulateGrad (a
+        layer's weight or bias beside its input), both consumers ready with this gradient, the heap empty
+        and no buffer begun: route would queue the two, and the sink pops first (Note [Leaves run first]
+        in variable/accumulate.py). The sink is run here instead, as the worker runs a popped sink
+        (validated as route validates, apply, nothing to release, nothing to route), and the first
+        consumer, if any, is returned to be chained (a first layer's input needs no gradient: its edge
+        is None): ``RAN`` when there is none. Only a sink that runs no user code (no hooks, no
+        post-accumulate hooks) and cannot fail on its own is taken, so no error is ever attributed to
+        the wrong node; else ``FALLBACK``, and ``held`` still holds the outputs for route. The outputs
+        come in ``held`` alone, so that the gradients' only references are their buffers' when the
+        sink and the consumer take them (``owned_by``). What it buys: two queue entries per layer
+        parameter (W3, ``python -m benchmarks.interleaved --only W3``)."""
+        fns = node.edge_fns
+        fn, sink = fns
+        device = self.device
+        outputs = held[0]
+        if (sink._hooks is not None or sink._input_meta[0][2] is not device or outputs[1] is None
+                or fn is not None and (len(fn._input_meta) != 1 or fn._input_meta[0][2] is not device)):
+            return FALLBACK
+        if shards is None:
+            counts = sink_counts = dependencies
+        else:
+            counts = None if fn is None else shards[SHARD_OF[fn.sequence_nr % SPREAD]]
+            sink_counts = shards[SHARD_OF[sink.sequence_nr % SPREAD]]
+        if (fn is not None and counts.get(fn) != 1) or sink_counts.get(sink) != 1 or sink.call_on_undefined:
+            return FALLBACK
+        grad, sink_grad = held.pop()
+        outputs = None
+        if grad is not None and fn is not None:
+            meta = fn._input_meta[0]
+            if grad.shape != meta[0] or grad.dtype is not meta[1]:
+                grad = validate_grad(node, 0, grad, meta, create_graph)
+        meta = sink._input_meta[0]
+        if sink_grad.shape != meta[0] or sink_grad.dtype is not meta[1]:
+            sink_grad = validate_grad(node, 1, sink_grad, meta, create_graph)
+        if fn is not None:
+            del counts[fn]
+            if not counts and shards is not None:
+                shards[SHARD_OF[fn.sequence_nr % SPREAD]] = {}
+        del sink_counts[sink]
+        if not sink_counts and shards is not None:
+            shards[SHARD_OF[sink.sequence_nr % SPREAD]] = {}
+        sink_inputs = [sink_grad]
+        sink_grad = None
+        sink.apply(sink_inputs, create_graph)
+        return RAN if fn is None else (fn, [grad])  # the consumer inherits the node's outstanding count
 
     def add_blocked(self, delta: int) -> None:
         """A kernel thread of this device started (+1) or stopped (-1) waiting on a reentrant backward."""

@@ -237,9 +237,9 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
         out = backend.sum(picked) / n if reduction == "mean" else backend.sum(picked) if reduction == "sum" else (
             picked if input.ndim == 2 else xp.reshape(picked, ()))
         coef = None
-        if recording(input):
-            scale = backend.full((n,), -1 / n if reduction == "mean" else -1.0, dtype)
-            coef = backend.index_add(logp.shape, (rows, tgt), True, scale)
+        if recording(input):  # one row per target, none repeated: the scale written in, a number cast on assignment
+            coef = backend.zeros(logp.shape, dtype)
+            backend.setitem(coef, (rows, tgt), -1 / n if reduction == "mean" else -1.0)
             coef = plain(coef if input.ndim == 2 else xp.reshape(coef, input.shape), dev)
         return record(NllLossBackward0, (input,), out, dev, reduction, n, saved=(coef,), work=math.prod(logp.shape))
     valid = tgt != ignore_index
