@@ -67,6 +67,17 @@ def _isolated_settings():
 
 
 @pytest.fixture
+def collector_off():
+    """The cyclic collector off for the test: what it frees, reference counting alone freed."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(1234)
 

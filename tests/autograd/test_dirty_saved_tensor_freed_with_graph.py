@@ -6,7 +6,6 @@ the cyclic collector off, both go as soon as the caller's scope ends, as torch's
 
 from __future__ import annotations
 
-import gc
 import weakref
 
 import numpy as np
@@ -42,16 +41,6 @@ class DirtyWithNonDifferentiable(ag.Function):
     @staticmethod
     def backward(ctx, g, _):
         return g * 2.0
-
-
-@pytest.fixture
-def collector_off():
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _record(as_view: bool, function: type) -> tuple[weakref.ref, weakref.ref]:

@@ -4,7 +4,6 @@ raised, at every place user code or the engine can raise, or that was cancelled,
 as the caller lets go of the exception, as torch's are."""
 
 import asyncio
-import gc
 import weakref
 
 import numpy as np
@@ -198,16 +197,6 @@ async def _fail(site):
         # this step ends (asyncio's own: any cancelled task is kept so by whoever awaited it)
         await asyncio.sleep(0)
     return refs, caught
-
-
-@pytest.fixture
-def collector_off():
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 @pytest.mark.parametrize("site", SITES)

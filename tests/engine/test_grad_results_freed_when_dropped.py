@@ -6,24 +6,12 @@ that frees the graph they lead to, anomaly mode's parent links included, as torc
 
 from __future__ import annotations
 
-import gc
 import warnings
 import weakref
 
 import numpy as np
-import pytest
 
 import asyncgrad as ag
-
-
-@pytest.fixture
-def collector_off():
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class Double(ag.Function):
