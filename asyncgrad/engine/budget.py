@@ -58,7 +58,6 @@ to ``CLOCK_BUDGET`` (Note [Reading the clock] in worker.py), so a run of expensi
 cannot hold the loop for more than about ``CLOCK_BUDGET`` element-operations past this."""
 
 
-
 def set_loop_budget(seconds: float) -> None:
     """How long the engine may hold the event loop before it gives it back (default 0.002 s).
 
@@ -141,9 +140,7 @@ class LoopBudget:
                 self.batch //= 2
         else:
             self.line.append(turn)
-        if not self.closed:
-            self.closed = True
-            turn.get_loop().call_soon(self._hop, 1)
+        self._close()
         return turn
 
     def start_soon(self, start: Callable[[], bool]) -> None:
@@ -154,6 +151,10 @@ class LoopBudget:
             start()
             return
         self.line.append(start)
+        self._close()
+
+    def _close(self) -> None:
+        """The budget is spent: everyone parks until the loop has run without the engine (``_hop``)."""
         if not self.closed:
             self.closed = True
             asyncio.get_running_loop().call_soon(self._hop, 1)

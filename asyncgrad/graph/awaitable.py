@@ -195,8 +195,6 @@ class _Call:
         self._coro.close()
 
 
-
-
 class EngineCall(_Call, Coroutine[Any, Any, _T]):
     """The result of ``backward()``/``grad()``: await it (Note [Await or not]); typed by what the
     await gives (``EngineCall[None]`` for backward, a tuple of tensors for grad)."""
