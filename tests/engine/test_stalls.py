@@ -76,10 +76,11 @@ async def test_concurrent_backwards_unfreeze_when_the_last_one_ends():
     assert x.grad.tolist() == [3.0, 3.0]
 
 
-async def test_cyclic_garbage_from_before_the_backward_is_collected_after_it():
-    class Cycle:
-        pass
+class Cycle:
+    """Two of them pointing at each other: garbage only the cyclic collector frees."""
 
+
+async def test_cyclic_garbage_from_before_the_backward_is_collected_after_it():
     a, b = Cycle(), Cycle()
     a.other, b.other = b, a
     alive = weakref.ref(a)
@@ -293,7 +294,7 @@ def eager_collector():
 
 class Hoard(ag.Function):
     """An async backward that keeps many new objects alive and reports the permanent generation
-    before and after making them."""
+    before and after making them; it also drops a reference cycle (``Hoard.cycle``: alive or not)."""
 
     kept: list = []
 
@@ -304,6 +305,10 @@ class Hoard(ag.Function):
     @staticmethod
     async def backward(ctx, g):
         before = gc.get_freeze_count()
+        a, b = Cycle(), Cycle()
+        a.other, b.other = b, a
+        Hoard.cycle = weakref.ref(a)
+        del a, b
         Hoard.kept = [[i] for i in range(20_000)]
         Hoard.seen = (before, gc.get_freeze_count())
         return g
@@ -327,41 +332,19 @@ async def test_middle_passes_while_busy_freeze_instead_of_walking():
     before_threshold = gc.get_threshold()
     gc.set_threshold(100, 2, 1_000_000)  # middle passes often, full passes never
     try:
-        class Cycle:
-            pass
-
-        class Hoard1(ag.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 1
-
-            @staticmethod
-            async def backward(ctx, g):
-                before = gc.get_freeze_count()
-                a, b = Cycle(), Cycle()
-                a.other, b.other = b, a
-                Hoard1.alive = weakref.ref(a)
-                del a, b
-                Hoard1.kept = [[i] for i in range(5_000)]
-                Hoard1.seen = (before, gc.get_freeze_count())
-                return g
-
         x = ag.ones(2, requires_grad=True)
-        await Hoard1.apply(x).sum().backward()
-        before, after = Hoard1.seen
-        assert after > before + 2_000, "the new lists were frozen by a middle pass"
+        await Hoard.apply(x).sum().backward()
+        before, after = Hoard.seen
+        assert after > before + 10_000, "the new lists were frozen by a middle pass"
         assert gc.get_freeze_count() == 0
-        Hoard1.kept = []
+        Hoard.kept = []
         gc.collect()
-        assert Hoard1.alive() is None, "the cycle made while busy is collected after it"
+        assert Hoard.cycle() is None, "the cycle made while busy is collected after it"
     finally:
         gc.set_threshold(*before_threshold)
 
 
 async def test_an_explicit_collect_while_busy_still_collects_new_cycles(eager_collector):
-    class Cycle:
-        pass
-
     seen = []
 
     class Collect(ag.Function):
