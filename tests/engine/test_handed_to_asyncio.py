@@ -37,14 +37,15 @@ class Slow(ag.autograd.Function):
         return g, None
 
 
-async def test_gather_gives_each_call_its_gradients_and_no_task_in_the_callers_step():
+async def test_gather_gives_each_call_its_gradients_and_no_task_in_the_callers_step(monkeypatch):
+    monkeypatch.setattr(budget_module, "YIELD_AFTER_S", 0.0)  # the calls spend the budget: all wait their turn
     graphs = [_loss(0.1 * (i + 1)) for i in range(50)]
     alone = [_loss(0.1 * (i + 1)) for i in range(50)]
     tasks_before = len(asyncio.all_tasks())
     calls = [loss.backward() for _, loss in graphs]
     together = asyncio.gather(*calls)
     assert all(type(call) is HandedCall for call in calls)
-    assert len(asyncio.all_tasks()) - tasks_before <= 50  # started on the budget: at most one task each
+    assert len(asyncio.all_tasks()) == tasks_before  # waiting in the budget's line: no task made in this step
     assert not awaitable.pending  # handed over: none of them counts as un-awaited
     assert await together == [None] * 50
     for _, loss in alone:
