@@ -102,8 +102,8 @@ class LoopBudget:
         self.batch = 8
         """How many parked callers the next wake-up wakes."""
         self.bursting = False
-        """Whether a burst is open: a step of the running loop iteration charged the budget with the
-        collector on (Note [A caller's burst is frozen] in gcfreeze.py)."""
+        """Whether a step of the running loop iteration charged the budget: its burst is open, if the
+        collector is on (Note [A caller's burst is frozen] in gcfreeze.py)."""
 
     def due(self) -> bool:
         """Whether the caller must ``await give_way()`` before it goes on."""
@@ -121,10 +121,10 @@ class LoopBudget:
     def charge(self) -> None:
         """A graph task was started in the running step (Note [A caller's step is on the budget])."""
         if not self.bursting:  # the first of this loop iteration: Note [A caller's burst is frozen]
+            self.bursting = True
             loop = asyncio.get_running_loop()
-            if FrozenWhileBusy.burst(loop):
-                self.bursting = True
-                loop.call_soon(self._burst_over, loop)
+            FrozenWhileBusy.burst(loop)
+            loop.call_soon(self._burst_over, loop)
         if not self.ticking:
             self.ticking = True
             self.start = _clock()

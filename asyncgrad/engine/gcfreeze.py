@@ -125,17 +125,16 @@ class FrozenWhileBusy:
             cls._exit(id(graph_task.future.get_loop()), 0)
 
     @classmethod
-    def burst(cls, loop: Any) -> bool:
+    def burst(cls, loop: Any) -> None:
         """The running step of ``loop`` charged its budget: young passes freeze until ``burst_over``
-        (Note [A caller's burst is frozen]). False, and nothing opened, while the collector is off."""
+        (Note [A caller's burst is frozen]). Nothing opens while the collector is off."""
         if not cls.enabled or not gc.isenabled():
-            return False
+            return
         with cls._lock:
             entry = cls._enter(loop)
             if not entry[2]:
                 entry[2] = 1
                 cls._bursts += 1
-        return True
 
     @classmethod
     def burst_over(cls, loop: Any) -> None:

@@ -409,6 +409,15 @@ async def test_a_callers_burst_ends_after_errors_cancellation_and_closed_calls(y
     assert _burst_over()
 
 
+async def test_no_burst_opens_while_the_collector_is_off(collector_off):
+    calls = [loss.backward() for loss in _losses(10)]
+    assert FrozenWhileBusy._bursts == 0 and not FrozenWhileBusy._loops
+    for call in calls:
+        call.close()
+    await asyncio.sleep(0)
+    assert _burst_over()
+
+
 def test_a_burst_left_on_a_closed_loop_does_not_keep_the_process_frozen(young_passes_often):
     """The loop stopped in the step that made the calls and was closed before its next iteration: the
     young passes that follow forget it and hand back what it left frozen."""
