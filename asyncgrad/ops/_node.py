@@ -680,16 +680,17 @@ class ArrayMath:
     @staticmethod
     def solve(a: Any, b: Any) -> Any:
         """``a⁻¹ b`` for a batch of matrices ``b`` (never a vector: the caller makes it a column)."""
-        return backend_of(a).xp.linalg.solve(a, b)
+        return backend_of(a).solve(a, b)
 
     @staticmethod
     def cholesky_solve(b: Any, L: Any, upper: bool) -> Any:
         """(T Tᵀ)⁻¹ b (Tᵀ T with ``upper``), T the triangle of ``L`` a Cholesky factor keeps: two
         solves, batch dims broadcast (torch's ``cholesky_solve``, which reads only that triangle)."""
-        xp = backend_of(L).xp
+        backend = backend_of(L)
+        xp = backend.xp
         T = xp.triu(L) if upper else xp.tril(L)
         first, second = (xp.matrix_transpose(T), T) if upper else (T, xp.matrix_transpose(T))
-        return xp.linalg.solve(second, xp.linalg.solve(first, b))
+        return backend.solve(second, backend.solve(first, b))
 
     @staticmethod
     def einsum(equation: str, *operands: Any) -> Any:

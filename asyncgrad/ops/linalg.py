@@ -887,7 +887,7 @@ def _solve(A: Tensor, B: Tensor, vector: bool) -> Tensor:
     except ValueError:
         raise broadcast_error(A.shape[:-2], b.shape[:-2]) from None
     try:
-        out = xp.linalg.solve(A.data, b)
+        out = dev.backend.solve(A.data, b)
     except Exception as exc:
         if "singular" not in str(exc).lower():
             raise
