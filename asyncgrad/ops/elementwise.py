@@ -2203,6 +2203,26 @@ class NotImplementedBackward(OpNode):
         raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
 
 
+def _floor_divide_floats(dev: Any, a: Any, b: Any, like: Any) -> Any:
+    """``a / b`` rounded down for floats as torch computes it (c10's ``div_floor_floating``: the
+    truncated quotient from ``fmod``, one down where the remainder's sign differs from the divisor's,
+    rounded to the nearest integer, a signed zero for a zero quotient, IEEE's ``a / b`` for a zero
+    divisor), so that every device gives torch's values: CuPy's ``floor_divide`` gives inf for
+    ``inf // 2``, where torch and numpy give NaN. ``like``: the array operand (a number takes its dtype)."""
+    xp = dev.xp
+    if a.__class__ in _PLAIN_NUMBERS:
+        a = dev.asarray(a, _dtype_of(like))
+    if b.__class__ in _PLAIN_NUMBERS:
+        b = dev.asarray(b, _dtype_of(like))
+    mod = dev.backend.fmod(a, b)
+    div = (a - mod) / b
+    div = xp.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    floored = xp.floor(div)
+    floored = xp.where(div - floored > 0.5, floored + 1, floored)
+    out = xp.where(div != 0, floored, xp.copysign(xp.zeros_like(div), a / b))
+    return xp.where(b == 0, a / b, out)
+
+
 def _rounded_div(a: Any, b: Any, rounding_mode: str, name: str) -> Tensor:
     """``a / b`` rounded toward zero (``"trunc"``) or down (``"floor"``, Python's ``//``), in the
     operands' promoted dtype (integers stay integers); an integer division by zero is refused."""
@@ -2220,7 +2240,9 @@ def _rounded_div(a: Any, b: Any, rounding_mode: str, name: str) -> Tensor:
         raise RuntimeError("ZeroDivisionError")
     with dev.backend.quiet():
         try:
-            if rounding_mode == "floor":
+            if rounding_mode == "floor" and not integral:
+                out = _floor_divide_floats(dev, da, db, array)
+            elif rounding_mode == "floor":
                 out = xp.floor_divide(da, db)
             elif not integral:
                 out = xp.trunc(da / db)
