@@ -398,6 +398,7 @@ class MulBackward0(OpNode):
     kept as a field."""
 
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 4
 
     def backward(self, F, g):
@@ -430,6 +431,7 @@ def _mul(a: Any, b: Any) -> Tensor:
 
 class DivBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 9
 
     def backward(self, F, g):
@@ -484,6 +486,7 @@ class PowBackward0(OpNode):
     """tensor ** number"""
 
     __slots__ = ("exponent",)
+    saved_names = ("self",)  # Note [Saved tensors read by name] in _node.py
     work_per_element = 4
 
     def backward(self, F, g):
@@ -500,6 +503,7 @@ class PowBackward1(OpNode):
     from a > 0), and ``inf * log(0) = -inf`` for b < 0 (the limit as a -> +0), never nan there."""
 
     __slots__ = ("a_shape", "b_shape", "a_const")
+    saved_names = ("self", "exponent")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 20  # a ** (b - 1) and log(a): two transcendentals
     saves_result = True
 
@@ -752,6 +756,7 @@ def _generate(name: str, node_name: str, forward: Callable | str, to_float: bool
         "__doc__": f"The backward of ``{name}`` (generated from its row in ``_UNARY``).",
         "backward": backward, "apply": apply, "work_per_element": work,
         "same_meta": True,  # elementwise: the input's shape; record checks the dtype
+        "saved_names": ("self",) if saves == "input" else (),  # Note [Saved tensors read by name] in _node.py
     })
     save_input = saves == "input"
     default_float = dtypes.get_default_dtype
@@ -988,6 +993,7 @@ class MaximumBackward0(OpNode):
     other side strictly wins, so a NaN (which compares False both ways) passes it to both."""
 
     __slots__ = ("a_shape", "b_shape")
+    saved_names = (None, None, "self", "other")  # the shares first (Note [Saved tensors read by name] in _node.py)
 
     def backward(self, F, g):
         share_a, share_b = F.unpack(self)[:2]
@@ -999,6 +1005,7 @@ class MaximumBackward0(OpNode):
 
 class MinimumBackward0(OpNode):
     __slots__ = MaximumBackward0.__slots__
+    saved_names = MaximumBackward0.saved_names
     backward = MaximumBackward0.backward
 
 
@@ -1029,6 +1036,7 @@ class HypotBackward0(OpNode):
     """hypot(a, b) = sqrt(a² + b²): d/da = a / out, d/db = b / out (torch's formula)."""
 
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 6
     saves_result = True
 
@@ -1051,7 +1059,8 @@ def hypot(a: Tensor, b: Tensor) -> Tensor:
         out = dev.xp.hypot(da, db)
     except ValueError:
         raise broadcast_error(_shape_of(da), _shape_of(db)) from None
-    return record(HypotBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db), saved=(ta, tb))
+    return record(HypotBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db),
+                  saved=(ta if ta._requires_grad else None, tb if tb._requires_grad else None))  # as torch
 
 
 def maximum(a: Any, b: Any) -> Tensor:
@@ -1274,6 +1283,7 @@ class _TwoSided(OpNode):
 
 class Atan2Backward0(_TwoSided):
     __slots__ = ()
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 6
 
     def grads(self, F, g, a, b):

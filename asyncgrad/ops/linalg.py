@@ -73,18 +73,22 @@ class _Matmul(OpNode):
 
 class MmBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "mat2")  # Note [Saved tensors read by name] in _node.py
 
 
 class DotBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "tensor")  # Note [Saved tensors read by name] in _node.py
 
 
 class MvBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "vec")  # Note [Saved tensors read by name] in _node.py
 
 
 class BmmBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "mat2")  # Note [Saved tensors read by name] in _node.py
 
 
 def _check(a: Tensor, b: Tensor) -> None:
