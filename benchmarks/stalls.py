@@ -9,7 +9,9 @@ of each run's worst delay.
 On a loaded machine the operating system also takes the loop thread away, which a wall-clock
 heartbeat counts as lateness; ``cpu`` counts only the CPU time the loop thread spent on others
 (the engine, the collector) while a beat slept, minus the beat's 1 ms: the stall an idle machine
-would show. ``wall`` is the plain lateness. ``--no-freeze`` turns Note [Frozen while busy] off.
+would show. ``wall`` is the plain lateness. ``--no-freeze`` turns Note [Frozen while busy] off. ``--trace`` prints,
+per run with the collector on, the loop's longest iteration in the loop thread's CPU time and the collector's
+passes that started in it (generation and CPU ms each): which collections a stall is made of.
 
 Workloads (``--scale`` multiplies every count, never an array's size):
 * ``sin``: one backward through a chain of 300 ``sin`` nodes on 150k elements (each runs inline:
@@ -79,17 +81,22 @@ class CPUHeartbeat(Heartbeat):
 
 
 class GCPauses:
-    """Durations of the collector's runs while the block is open (``gc.callbacks``)."""
+    """Durations of the collector's runs while the block is open (``gc.callbacks``), and for ``--trace``
+    each run's generation and start (``passes``: (the loop thread's CPU time at its start, generation, CPU
+    seconds))."""
 
     def __init__(self) -> None:
         self.pauses: list[float] = []
+        self.passes: list[tuple[float, int, float]] = []
         self._start = 0.0
 
     def _callback(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._start = time.thread_time()  # CPU time: on a loaded machine, preemption is not the collector
         else:
-            self.pauses.append(time.thread_time() - self._start)
+            pause = time.thread_time() - self._start
+            self.pauses.append(pause)
+            self.passes.append((self._start, info["generation"], pause))
 
     def __enter__(self) -> GCPauses:
         gc.callbacks.append(self._callback)
@@ -290,8 +297,43 @@ WORKLOADS: dict[str, tuple[str, Callable[[float], Prepared], Any]] = {
 }
 
 
-async def measure(name: str, scale: float, collector: bool) -> dict[str, float]:
-    """One run of workload ``name``, the collector on or off from its preparation to its end."""
+class Iterations:
+    """``--trace``: the loop thread's CPU time as each iteration of the running loop started (``starts``; CPU
+    time, so that a loaded machine's preemption is not counted), read by wrapping the loop's ``_run_once``
+    (asyncio's own event loops; other loops are left alone and give no trace)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+
+    def __enter__(self) -> Iterations:
+        self._loop = asyncio.get_running_loop()
+        run_once = getattr(self._loop, "_run_once", None)
+        if run_once is not None:
+            starts, clock = self.starts, time.thread_time
+
+            def traced() -> None:
+                starts.append(clock())
+                run_once()
+            self._loop._run_once = traced  # type: ignore[attr-defined]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._loop.__dict__.pop("_run_once", None)
+        self.starts.append(time.thread_time())
+
+    def worst(self, passes: list[tuple[float, int, float]]) -> dict[str, Any]:
+        """The longest iteration (CPU ms) and the collector's passes that started in it (generation, CPU ms)."""
+        spans = [(b - a, a, b) for a, b in zip(self.starts, self.starts[1:])]
+        if not spans:
+            return {"iteration_ms": 0.0, "passes": []}
+        took, a, b = max(spans)
+        return {"iteration_ms": round(took * 1e3, 2),
+                "passes": [(generation, round(pause * 1e3, 3)) for at, generation, pause in passes if a <= at < b]}
+
+
+async def measure(name: str, scale: float, collector: bool, trace: bool = False) -> dict[str, Any]:
+    """One run of workload ``name``, the collector on or off from its preparation to its end; ``trace``:
+    also the longest loop iteration and the collector's passes in it (``Iterations.worst``)."""
     _, prepare, around = WORKLOADS[name]
     gc.collect()
     if collector:
@@ -301,7 +343,7 @@ async def measure(name: str, scale: float, collector: bool) -> dict[str, float]:
     try:
         with around() if around is not None else contextlib.nullcontext():
             run = prepare(scale)
-            with GCPauses() as pauses:
+            with GCPauses() as pauses, Iterations() if trace else contextlib.nullcontext() as iterations:
                 async with CPUHeartbeat() as hb:
                     t0 = time.perf_counter()
                     result = await run()
@@ -309,8 +351,11 @@ async def measure(name: str, scale: float, collector: bool) -> dict[str, float]:
             del run, result
     finally:
         gc.enable()
-    return {"wall_ms": max(hb.lateness) * 1e3, "cpu_ms": hb.worst_cpu_ms(),
-            "gc_ms": max(pauses.pauses, default=0.0) * 1e3, "run_ms": took * 1e3}
+    out: dict[str, Any] = {"wall_ms": max(hb.lateness) * 1e3, "cpu_ms": hb.worst_cpu_ms(),
+                           "gc_ms": max(pauses.pauses, default=0.0) * 1e3, "run_ms": took * 1e3}
+    if trace:
+        out["worst_iteration"] = iterations.worst(pauses.passes)
+    return out
 
 
 def summary(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -329,7 +374,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         per = {"gc_off": [], "gc_on": []}
         for _ in range(args.runs):
             per["gc_off"].append(await measure(name, args.scale, False))
-            per["gc_on"].append(await measure(name, args.scale, True))
+            per["gc_on"].append(await measure(name, args.scale, True, args.trace))
+            if args.trace:
+                worst = per["gc_on"][-1].pop("worst_iteration")
+                print(f"{name}, GC on: longest iteration {worst['iteration_ms']} ms (CPU), collector passes in it "
+                      f"(generation, CPU ms): {worst['passes']}", flush=True)
         results[name] = {mode: summary(runs) for mode, runs in per.items()}
         print(f"{name}: {json.dumps(results[name])}", flush=True)
     return results
@@ -366,6 +415,9 @@ if __name__ == "__main__":
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every workload's counts")
     parser.add_argument("--no-freeze", action="store_true", help="turn Note [Frozen while busy] off")
     parser.add_argument("--json", action="store_true", help="print the results as JSON, not a table")
+    parser.add_argument("--trace", action="store_true",
+                        help="per run with the collector on, print the longest loop iteration and the collector's "
+                             "passes that started in it")
     arguments = parser.parse_args()
     outcome = asyncio.run(main(arguments))
     print(json.dumps(outcome, indent=1) if arguments.json else table(outcome))
