@@ -81,8 +81,8 @@ from asyncgrad.graph.node import nodes_recorded
 # nothing. The burst ends in the loop's next iteration (``burst_over``, queued by the budget as it opens
 # the burst), whatever became of the calls (awaited, failed, cancelled or closed): the loop leaves the busy
 # spell as a graph task's end leaves it, and once nothing is busy the frozen objects go back to the oldest
-# generation (``gc.unfreeze``), where only full passes walk them. An awaited backward spans at least two
-# iterations, so its burst is over when the await returns. A loop closed with its burst (or a graph task)
+# generation (``gc.unfreeze``), where only full passes walk them; until then an explicit ``gc.collect()``
+# does not walk what was frozen, as during a backward. A loop closed with its burst (or a graph task)
 # still open is forgotten by the next pass that would freeze for it, and by the next busy spell's start.
 # The collector's thresholds are never changed, so nothing of this can leak to the program but the
 # moment at which its objects reach the oldest generation.
