@@ -343,16 +343,15 @@ class _Frame:
     Note [Non-reentrant checkpoint]: as torch's ``_checkpoint_without_reentrant_generator``, the
     forward's pack hook keeps a ``_Handle`` (its position) per saved tensor and the tensor's
     metadata, nothing else. The first unpack within a backward (keyed by its graph task, so that a
-    retained graph recomputes once per backward) reruns ``fn`` on detached inputs, with grad
-    enabled and the forward's RNG state, under a pack hook that collects the detached values in
-    order; torch's CheckpointErrors report a different count or metadata. Each value is handed out
-    once and dropped (a second unpack is torch's error), and what a backward did not use goes with
-    its graph task (a final callback). A nested checkpoint in ``fn`` works as in the forward: its
-    own hooks are innermost, so it keeps its own handles, and its values are recomputed when its
-    own nodes unpack them. The recomputation runs where the unpack happens, inside a node, where
-    nothing can be awaited: for an ``async def fn`` an identity node on the outputs (its backward
-    is an ``async def``, which runs before any node of the region) awaits the recomputation first.
-    """
+    retained graph recomputes once per backward; outside any backward, a node's ``_saved_result``
+    read, each unpack is its own key, as torch's temporary graph task id) reruns ``fn`` on detached
+    inputs, with grad enabled and the forward's RNG state, under a pack hook that collects the
+    detached values in order; torch's CheckpointErrors report a different count or metadata. Each
+    value is handed out once and dropped (a second unpack is torch's error); what a backward did not
+    use goes with its graph task (a final callback). A nested checkpoint in ``fn`` keeps its own
+    handles (its hooks are innermost) and recomputes when its own nodes unpack. The recomputation
+    runs where the unpack happens, inside a node, where nothing can be awaited: for an ``async def
+    fn`` an identity node on the outputs (an ``async def`` backward, run first) awaits it first."""
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng_state: Any, recompute_context: ContextManager,
                  check_metadata: bool, early_stop: bool = False,
@@ -388,11 +387,14 @@ class _Frame:
 
     def _unpack(self, handle: _Handle) -> Tensor:
         key = self._key()
+        alone = key is None
+        if alone:  # read outside any backward: a recomputation of its own, kept for no one after
+            key = object()
         values = self.recomputed.get(key)
         if values is None:
             with self.recomputing(key) as (inputs, kwargs):
                 _call_now(self.fn, inputs, kwargs)
-            values = self.recomputed[key]
+            values = self.recomputed.pop(key) if alone else self.recomputed[key]
         value = values.pop(handle.index, None)
         if value is None:
             extra = ("Performing two backward calls that overlap (i.e. require the same saved activation in order to "
@@ -407,7 +409,7 @@ class _Frame:
     @staticmethod
     def _key() -> Any:
         """Whose recomputation an unpack uses: the running backward's GraphExecGroup, else the backward's
-        own (None outside any backward)."""
+        own (None outside any backward: the unpack's own, as torch's temporary graph task id)."""
         graph_task = current_graph_task.get()
         group = current_exec_group.get() if graph_task is None else graph_task.exec_group
         if group is not None:

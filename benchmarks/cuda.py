@@ -219,8 +219,13 @@ async def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one W1 backward on cuda:0")
+    parser.add_argument("--inline-threshold", type=int,
+                        help="cuda:0's inline threshold for this run (ag.set_inline_threshold), default: as set")
     args = parser.parse_args(argv)
-    out: dict = {"w1_nodes": args.w1_nodes, "w4_n": args.w4_n, "dtype": args.dtype}
+    if args.inline_threshold is not None:
+        ag.set_inline_threshold("cuda:0", args.inline_threshold)
+    out: dict = {"w1_nodes": args.w1_nodes, "w4_n": args.w4_n, "dtype": args.dtype,
+                 "cuda_inline_threshold": ag.device("cuda:0").inline_threshold}
     # each device's chain is measured twice, interleaved, and the better median kept: the first
     # backwards of a process pay one-time costs (imports, allocator growth) that are not per node
     cpu_us, cuda_us = [], []

@@ -6,7 +6,8 @@ of ``python -m benchmarks`` are graphs with a hand-written numpy reference; a la
 none, so this step is measured on its own, with the same rules: BLAS at one thread
 (``runner.THREAD_ENV``, ``torch.set_num_threads(1)``), warm-up steps untimed, the minimum of
 several timed steps reported (the least disturbed run on a shared machine), the two frameworks'
-steps interleaved.
+steps interleaved. ``--device cuda:0`` runs asyncgrad's step on CuPy and torch's on CUDA (each
+step ends with the loss read on the host, which waits for the GPU).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--activation", choices=("relu", "gelu"), default="relu")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cpu",
+                        help="asyncgrad's device (cpu, sim:N, cuda:N); torch runs on cuda for cuda:N, else on cpu")
     args = parser.parse_args(argv)
 
     import torch
@@ -99,14 +102,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     reference = torch.nn.TransformerEncoderLayer(**shape, dtype=torch.float32)
     layer = ag.nn.TransformerEncoderLayer(**shape, dtype=ag.float32)
     layer.load_state_dict({k: ag.tensor(v.detach().numpy().copy()) for k, v in reference.state_dict().items()})
+    torch_device = args.device if args.device.startswith("cuda") else "cpu"
+    reference.to(torch_device)
+    layer.to(args.device)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((args.batch, args.seq, args.d_model)).astype(np.float32)
     target = rng.standard_normal(x.shape).astype(np.float32)
 
     t_opt = torch.optim.SGD(reference.parameters(), lr=1e-3)
     a_opt = ag.optim.SGD(layer.parameters(), lr=1e-3)
-    tx, tt = torch.tensor(x), torch.tensor(target)
-    ax, at = ag.tensor(x), ag.tensor(target)
+    tx, tt = torch.tensor(x, device=torch_device), torch.tensor(target, device=torch_device)
+    ax, at = ag.tensor(x, device=args.device), ag.tensor(target, device=args.device)
     with _one_blas_thread() as blas_threads:
         times = _time({"torch": lambda: _torch_step(torch, reference, t_opt, tx, tt),
                        "asyncgrad": lambda: _ag_step(ag, layer, a_opt, ax, at)}, args.repeats, args.warmup)
@@ -114,6 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     t_best, a_best = min(t_all), min(a_all)
     print(f"TransformerEncoderLayer step: d_model {args.d_model}, {args.heads} heads, seq {args.seq}, "
           f"batch {args.batch}, ff {args.ff}, {args.activation}, dropout {args.dropout}, float32, "
+          f"asyncgrad on {args.device}, torch on {torch_device}, "
           f"BLAS threads {blas_threads}; "
           f"min of {args.repeats} after {args.warmup} warm-up")
     print(f"  torch     {t_best * 1e3:8.2f} ms  (median {np.median(t_all) * 1e3:.2f})")

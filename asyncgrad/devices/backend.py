@@ -289,6 +289,18 @@ class ArrayBackend:
         ``remainder`` has the divisor's). ``b`` is an array or a Python number."""
         return np.fmod(a, b)
 
+    def solve(self, a: Any, b: Any) -> Any:
+        """``a⁻¹ b`` for (batches of) square matrices ``a`` and matrices ``b``, batch dims broadcast as
+        torch's: numpy's ``linalg.solve`` broadcasts them, CuPy's wants them equal, so both are
+        broadcast first (views, no copy)."""
+        xp = self.xp
+        a_batch, b_batch = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+        if a_batch != b_batch:
+            batch = np.broadcast_shapes(a_batch, b_batch)
+            a = xp.broadcast_to(a, batch + tuple(a.shape[-2:]))
+            b = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+        return xp.linalg.solve(a, b)
+
     def einsum(self, equation: str, *arrays: Any) -> Any:
         """``einsum`` with explicit subscripts and output (no ellipsis), kept an array."""
         return self.array(np.einsum(equation, *arrays, optimize=len(arrays) > 2))

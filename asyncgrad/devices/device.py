@@ -10,6 +10,7 @@ array backend per device] in ``backend.py``).
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,14 @@ malloc arena instead of the main one, which glibc trims after every free (W3's m
 backwards: 1.4 ms in threads against 2.5 ms inline).
 """
 
+_ASYNC_LAUNCH_INLINE_THRESHOLD = sys.maxsize
+"""cuda:N runs every kernel inline on the loop by default: a CuPy call queues the kernel on the
+stream and returns, so the loop is held for the launch alone whatever the kernel's size, while a
+kernel thread adds its round trip to every node and orders nothing the stream does not already
+order (``python -m benchmarks.cuda --inline-threshold N`` compares; benchmarks/HISTORY.md). A
+formula that waits for the GPU (a host read) still holds the loop while it waits, as torch's
+device thread is held; ``ag.set_inline_threshold("cuda:0", n)`` sends large kernels to threads."""
+
 
 class Device:
     """A device: ``cpu`` (numpy), ``sim:N`` (a simulated accelerator on ``array_api_strict``) or
@@ -43,7 +52,7 @@ class Device:
         self.backend = backend
         self.xp = backend.xp
         """The device's Array API namespace (``backend.xp``), read on every op."""
-        self.inline_threshold = _DEFAULT_INLINE_THRESHOLD
+        self.inline_threshold = _ASYNC_LAUNCH_INLINE_THRESHOLD if type == "cuda" else _DEFAULT_INLINE_THRESHOLD
         self.num_workers = max(1, os.cpu_count() or 1)
         self._name = type if index is None else f"{type}:{index}"
 

@@ -293,13 +293,12 @@ def default_stream(device: str | Device) -> Stream:
     """The device's default stream (CuPy's null stream on cuda)."""
     global _CPU_STREAM
     dev = _dev(device)
-    if dev.type == "cuda":
-        cupy = dev.backend.cupy
-        return Stream(dev, _native=cupy.cuda.Stream.null)
     found = _DEFAULTS.get(dev)
     if found is None:
         if dev.type == "cpu":
             found = _CPU_STREAM = Stream(dev, _cpu=True)
+        elif dev.type == "cuda":
+            found = Stream(dev, _native=dev.backend.cupy.cuda.Stream.null)  # one object for every thread
         else:
             found = Stream(dev)
         found = _DEFAULTS.setdefault(dev, found)

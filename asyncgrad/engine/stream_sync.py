@@ -20,7 +20,8 @@
 #   callback, the current stream of each leaf stream's device (in the thread finishing it: the
 #   engine's loop) waits for it, so ``.grad`` and captured gradients are safe to read there.
 #
-# The cpu worker never comes here (Note [Per-node cost] in worker.py): cpu streams are no-ops.
+# The cpu worker never comes here (Note [Per-node cost] in worker.py): cpu streams are no-ops; nor does
+# a non-cpu worker's chain step while streams are plain (Note [Plain streams] below).
 #
 # Where this differs from torch, and why:
 # * an ``async def`` custom backward (OWN_TASK) awaits on the loop: its stream cannot stay
@@ -45,7 +46,16 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad.devices import cpu
-from asyncgrad.devices.streams import Event, Stream, current_stream, enter, forward_stream, leave, streams_in_use
+from asyncgrad.devices.streams import (
+    Event,
+    Stream,
+    current_stream,
+    default_stream,
+    enter,
+    forward_stream,
+    leave,
+    streams_in_use,
+)
 from asyncgrad.engine.input_buffer import buffer_device
 
 if TYPE_CHECKING:
@@ -119,6 +129,51 @@ def sync_leaves(graph_task: GraphTask) -> None:
         if caller != s:
             caller.wait_event(s.record_event())
         caller.ready()
+
+
+# Note [Plain streams]: while no live node was recorded on a side stream (``streams_in_use``), the
+# loop thread's current stream of a device is that device's default (and, on cuda, that device the
+# current one), and no event is kept for a graph task (none of its gradients crossed streams or
+# devices), every node of that graph task on that device runs on the default stream, which is
+# current already, and needs no event before it: its worker may take the cpu worker's chain step
+# (Note [One evaluate path] in worker.py) instead of ``evaluate_on_stream``. What must still happen
+# is ``after``'s work for what the chain step hands to ``route`` (consumers on other devices, which
+# get their events, and the leaves, whose streams are synced at the end): ``router`` does it. The
+# first two conditions are checked when the worker switches to a graph task (``on_defaults``), the
+# others before each node (``plain``), since a cross-device gradient may add an event at any time.
+# What it buys: the per-node cost of a non-cpu device (``python -m benchmarks.cuda``, sim:0's op suite
+# runs the same code in CI).
+
+
+def on_defaults(device: Device) -> bool:
+    """Whether this thread runs ``device``'s default stream now (Note [Plain streams]), its queued work done."""
+    if streams_in_use():
+        return False
+    s = default_stream(device)
+    if current_stream(device) != s:
+        return False
+    if s._native is not None and device.backend.cupy.cuda.runtime.getDevice() != device.index:
+        return False
+    s.ready()
+    return True
+
+
+def plain(graph_task: GraphTask) -> bool:
+    """Whether the next node of ``graph_task`` may take the chain step (Note [Plain streams])."""
+    return not streams_in_use() and not _PENDING.get(graph_task)
+
+
+def router(engine: EngineRole, device: Device) -> Callable:
+    """``engine.route`` followed by ``after`` on ``device``'s default stream (Note [Plain streams])."""
+    route = engine.route
+    s = default_stream(device)
+
+    def route_on_default(graph_task: GraphTask, node: Node, outputs: Any, chain: Any = None) -> tuple | None:
+        chained = route(graph_task, node, outputs, chain)
+        after(graph_task, node, s)
+        return chained
+
+    return route_on_default
 
 
 def evaluator(engine: EngineRole, device: Device) -> Callable[[GraphTask, Node, list], None]:

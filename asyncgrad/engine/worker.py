@@ -242,7 +242,9 @@ class DeviceWorker:
         device = self.device
         # Note [Streaming backwards] in stream_sync.py: chosen once per worker, so cpu pays nothing per node
         evaluate = None if device.is_cpu else stream_sync.evaluator(engine, device)
-        route = engine.route
+        # Note [Plain streams] in stream_sync.py: a non-cpu worker takes the chain step while ``plain``
+        plain = None if device.is_cpu else stream_sync.plain
+        route = engine.route if device.is_cpu else stream_sync.router(engine, device)
         current: GraphTask | None = None
         profile = None
         threshold = device.inline_threshold
@@ -307,7 +309,8 @@ class DeviceWorker:
                     profile = graph_task.profile
                     threshold = device.inline_threshold if graph_task.threads else NEVER
                     budget = CLOCK_BUDGET if profile is None else -1  # profiled: every node is timed
-                    fast = CHAIN_STEP and evaluate is None and graph_task.exec_info is None and not graph_task.check_nan
+                    fast = (CHAIN_STEP and graph_task.exec_info is None and not graph_task.check_nan
+                            and (evaluate is None or stream_sync.on_defaults(device)))
                     keep_graph, create_graph = graph_task.keep_graph, graph_task.create_graph
                     dependencies, shards = graph_task.dependencies, graph_task.dependency_shards
                     not_ready = graph_task.not_ready
@@ -337,7 +340,8 @@ class DeviceWorker:
                     # a PORTAL node below the threshold runs here too: this server is a portal
             start = clock() if profile is not None else 0.0
             try:
-                if fast:  # Note [One evaluate path]: call_function's first branch, then route's for one edge
+                # Note [One evaluate path]: call_function's first branch, then route's for one edge
+                if fast and (plain is None or plain(graph_task)):
                     if node._hooks is None and not node.call_on_undefined and inputs and inputs[0] is not None:
                         outputs = node.apply(inputs, create_graph)
                         if not keep_graph and (node.saved or node.saves_variables):
@@ -367,7 +371,9 @@ class DeviceWorker:
                             outputs = None
                     elif not fns and not outputs:  # a sink: nothing to route (route's checks all pass)
                         outputs = None
-                    elif (len(fns) == 2 and not heap and profile is None and len(outputs) == 2
+                        if plain is not None:
+                            route(graph_task, node, ())  # its stream is a leaf stream (Note [Plain streams])
+                    elif (len(fns) == 2 and not heap and profile is None and len(outputs) == 2 and plain is None
                           and fns[1].__class__ is AccumulateGrad and not not_ready):
                         held = [outputs]  # handed over whole: this frame keeps no reference (see owned_by)
                         entry = inputs = outputs = None

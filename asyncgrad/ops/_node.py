@@ -29,7 +29,7 @@ from asyncgrad.graph.recorder import PROFILING, note_op
 from asyncgrad.ops import windows
 from asyncgrad.tensor import INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 from asyncgrad.variable.accumulate import gradient_edge
-from asyncgrad.variable.saved import SavedTensor, unpack_arrays
+from asyncgrad.variable.saved import SavedTensor, saved_variable, unpack_arrays
 
 _new = object.__new__
 _make = Tensor._make
@@ -76,6 +76,11 @@ class OpNode(Node):
     fields: tuple[str, ...] = ()
     """The slots the class and its op bases add to Node, bases' first: what ``record`` fills."""
 
+    saved_names: tuple[str | None, ...] = ()
+    """torch's names of the first entries of ``saved`` (its node's argument names: ``("self",
+    "other")``), in the order ``record`` is given them, None for an entry torch does not name; a
+    saved result needs none (Note [Saved tensors read by name])."""
+
     __init__ = object.__init__
     """Note [An op node made by calling its class]: ``record``'s ``make`` makes the node as
     ``cls()``, which CPython runs in C (``type_call``: ``object_new``, then this ``object_init``)
@@ -96,6 +101,7 @@ class OpNode(Node):
                 names += [slots] if isinstance(slots, str) else list(slots)
         cls.fields = tuple(names)
         cls._recipe = (cls.same_meta, _node_maker(cls))
+        _name_saved(cls)
 
     def apply(self, grads: list, create_graph: bool) -> Any:
         if create_graph:
@@ -107,6 +113,27 @@ class OpNode(Node):
 
     def needs(self, index: int) -> bool:
         return self.edge_fns[index] is not None
+
+
+# Note [Saved tensors read by name]: torch's generated nodes give each saved argument as a
+# property, ``_saved_<name>`` after the argument of the op's signature (``MulBackward0._saved_self``
+# and ``_saved_other``, ``ExpBackward0._saved_result``): the saved tensor unpacked as the backward
+# would unpack it, so a version change, freed saved tensors and saved-tensor hooks (a checkpointed
+# region recomputes) act as in a backward. Here a class names the entries of its ``saved`` in
+# ``saved_names`` and ``__init_subclass__`` makes the properties from that, one per name, plus
+# ``_saved_result`` for a class that saves its result (the last entry); every property reads the
+# node's saved-variable record through ``saved_variable`` (variable/saved.py). A class without
+# names has no such properties, as a torch node has none for what it does not save.
+def _name_saved(cls: type[OpNode]) -> None:
+    """The ``_saved_<name>`` properties of ``cls`` (Note [Saved tensors read by name])."""
+    names = [(name, index) for index, name in enumerate(cls.saved_names) if name is not None]
+    if cls.saves_result:
+        names.append(("result", -1))
+    for name, index in names:
+        attr = "_saved_" + name
+        if attr not in cls.__dict__:
+            setattr(cls, attr, property(lambda node, index=index: saved_variable(node, index),
+                                        doc=f"torch's ``{attr}``: the saved tensor, unpacked as the backward would."))
 
 
 # Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node
@@ -653,16 +680,17 @@ class ArrayMath:
     @staticmethod
     def solve(a: Any, b: Any) -> Any:
         """``a⁻¹ b`` for a batch of matrices ``b`` (never a vector: the caller makes it a column)."""
-        return backend_of(a).xp.linalg.solve(a, b)
+        return backend_of(a).solve(a, b)
 
     @staticmethod
     def cholesky_solve(b: Any, L: Any, upper: bool) -> Any:
         """(T Tᵀ)⁻¹ b (Tᵀ T with ``upper``), T the triangle of ``L`` a Cholesky factor keeps: two
         solves, batch dims broadcast (torch's ``cholesky_solve``, which reads only that triangle)."""
-        xp = backend_of(L).xp
+        backend = backend_of(L)
+        xp = backend.xp
         T = xp.triu(L) if upper else xp.tril(L)
         first, second = (xp.matrix_transpose(T), T) if upper else (T, xp.matrix_transpose(T))
-        return xp.linalg.solve(second, xp.linalg.solve(first, b))
+        return backend.solve(second, backend.solve(first, b))
 
     @staticmethod
     def einsum(equation: str, *operands: Any) -> Any:

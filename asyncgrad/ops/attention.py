@@ -12,7 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from asyncgrad.factories import arange, tensor, zeros
+import numpy as np
+
+from asyncgrad.devices import Device
+from asyncgrad.dtypes import numpy_dtype
+from asyncgrad.ops._node import plain
 from asyncgrad.ops.dropout import dropout
 from asyncgrad.ops.elementwise import where
 from asyncgrad.ops.linalg import matmul
@@ -24,6 +28,11 @@ from asyncgrad.tensor import Tensor, scalar_type_name
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
 
+def _full(shape: tuple[int, ...], value: float, dtype: Any, device: Device) -> Tensor:
+    """A constant tensor on ``device`` (no grad), made through the device's backend."""
+    return plain(device.backend.full(shape, value, numpy_dtype(dtype)), device)
+
+
 def _additive(mask: Tensor, masked_when: bool, dtype: Any) -> Tensor:
     """A bool mask as 0 / -inf scores of ``dtype`` (-inf where it equals ``masked_when``); a float one as is."""
     if mask.dtype.kind != "b":
@@ -31,8 +40,8 @@ def _additive(mask: Tensor, masked_when: bool, dtype: Any) -> Tensor:
             raise AssertionError(f"only bool and floating types of masks are supported, got "
                                  f"{scalar_type_name(mask.dtype)}")
         return mask
-    zero = tensor(0.0, dtype=dtype, device=mask.device)
-    ninf = tensor(-math.inf, dtype=dtype, device=mask.device)
+    zero = _full((), 0.0, dtype, mask.device)
+    ninf = _full((), -math.inf, dtype, mask.device)
     return where(mask, ninf, zero) if masked_when else where(mask, zero, ninf)
 
 
@@ -40,7 +49,7 @@ def _one_more_key(mask: Tensor | None) -> Tensor | None:
     """torch's ``pad(mask, (0, 1))``: one more key position, not masked."""
     if mask is None:
         return None
-    return cat([mask, zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype, device=mask.device)], -1)
+    return cat([mask, _full(tuple(mask.shape[:-1]) + (1,), 0, mask.dtype, mask.device)], -1)
 
 
 def _heads(x: Tensor, static: Tensor | None, name: str, batch_heads: int, head_dim: int) -> Tensor:
@@ -54,9 +63,11 @@ def _heads(x: Tensor, static: Tensor | None, name: str, batch_heads: int, head_d
     return static
 
 
-def _causal(rows: int, cols: int, device: Any) -> Tensor:
+def _causal(rows: int, cols: int, device: Device) -> Tensor:
     """True on and below the diagonal (torch's ``ones(L, S).tril()``)."""
-    return arange(rows, device=device).reshape(rows, 1) >= arange(cols, device=device).reshape(1, cols)
+    backend = device.backend
+    positions = plain(backend.arange(max(rows, cols), np.dtype(np.int64)), device)
+    return positions[:rows].reshape(rows, 1) >= positions[:cols].reshape(1, cols)
 
 
 def _repeat_heads(t: Tensor, heads: int) -> Tensor:
@@ -176,8 +187,8 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     k = _heads(k, static_k, "static_k", bsz * num_heads, head_dim)
     v = _heads(v, static_v, "static_v", bsz * num_heads, head_dim)
     if add_zero_attn:
-        k = cat([k, zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], 1)
-        v = cat([v, zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], 1)
+        k = cat([k, _full((bsz * num_heads, 1, head_dim), 0, k.dtype, k.device)], 1)
+        v = cat([v, _full((bsz * num_heads, 1, head_dim), 0, v.dtype, v.device)], 1)
         mask, pad = _one_more_key(mask), _one_more_key(pad)
     src_len = k.shape[1]
 

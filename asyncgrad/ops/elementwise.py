@@ -398,6 +398,7 @@ class MulBackward0(OpNode):
     kept as a field."""
 
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 4
 
     def backward(self, F, g):
@@ -430,6 +431,7 @@ def _mul(a: Any, b: Any) -> Tensor:
 
 class DivBackward0(OpNode):
     __slots__ = ("a_shape", "b_shape", "a_const", "b_const")
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 9
 
     def backward(self, F, g):
@@ -484,6 +486,7 @@ class PowBackward0(OpNode):
     """tensor ** number"""
 
     __slots__ = ("exponent",)
+    saved_names = ("self",)  # Note [Saved tensors read by name] in _node.py
     work_per_element = 4
 
     def backward(self, F, g):
@@ -500,6 +503,7 @@ class PowBackward1(OpNode):
     from a > 0), and ``inf * log(0) = -inf`` for b < 0 (the limit as a -> +0), never nan there."""
 
     __slots__ = ("a_shape", "b_shape", "a_const")
+    saved_names = ("self", "exponent")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 20  # a ** (b - 1) and log(a): two transcendentals
     saves_result = True
 
@@ -752,6 +756,7 @@ def _generate(name: str, node_name: str, forward: Callable | str, to_float: bool
         "__doc__": f"The backward of ``{name}`` (generated from its row in ``_UNARY``).",
         "backward": backward, "apply": apply, "work_per_element": work,
         "same_meta": True,  # elementwise: the input's shape; record checks the dtype
+        "saved_names": ("self",) if saves == "input" else (),  # Note [Saved tensors read by name] in _node.py
     })
     save_input = saves == "input"
     default_float = dtypes.get_default_dtype
@@ -988,6 +993,7 @@ class MaximumBackward0(OpNode):
     other side strictly wins, so a NaN (which compares False both ways) passes it to both."""
 
     __slots__ = ("a_shape", "b_shape")
+    saved_names = (None, None, "self", "other")  # the shares first (Note [Saved tensors read by name] in _node.py)
 
     def backward(self, F, g):
         share_a, share_b = F.unpack(self)[:2]
@@ -999,6 +1005,7 @@ class MaximumBackward0(OpNode):
 
 class MinimumBackward0(OpNode):
     __slots__ = MaximumBackward0.__slots__
+    saved_names = MaximumBackward0.saved_names
     backward = MaximumBackward0.backward
 
 
@@ -1029,6 +1036,7 @@ class HypotBackward0(OpNode):
     """hypot(a, b) = sqrt(a² + b²): d/da = a / out, d/db = b / out (torch's formula)."""
 
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 6
     saves_result = True
 
@@ -1051,7 +1059,8 @@ def hypot(a: Tensor, b: Tensor) -> Tensor:
         out = dev.xp.hypot(da, db)
     except ValueError:
         raise broadcast_error(_shape_of(da), _shape_of(db)) from None
-    return record(HypotBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db), saved=(ta, tb))
+    return record(HypotBackward0, (ta, tb), out, dev, _shape_of(da), _shape_of(db),
+                  saved=(ta if ta._requires_grad else None, tb if tb._requires_grad else None))  # as torch
 
 
 def maximum(a: Any, b: Any) -> Tensor:
@@ -1274,6 +1283,7 @@ class _TwoSided(OpNode):
 
 class Atan2Backward0(_TwoSided):
     __slots__ = ()
+    saved_names = ("self", "other")  # Note [Saved tensors read by name] in _node.py
     work_per_element = 6
 
     def grads(self, F, g, a, b):
@@ -2193,6 +2203,26 @@ class NotImplementedBackward(OpNode):
         raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
 
 
+def _floor_divide_floats(dev: Any, a: Any, b: Any, like: Any) -> Any:
+    """``a / b`` rounded down for floats as torch computes it (c10's ``div_floor_floating``: the
+    truncated quotient from ``fmod``, one down where the remainder's sign differs from the divisor's,
+    rounded to the nearest integer, a signed zero for a zero quotient, IEEE's ``a / b`` for a zero
+    divisor), so that every device gives torch's values: CuPy's ``floor_divide`` gives inf for
+    ``inf // 2``, where torch and numpy give NaN. ``like``: the array operand (a number takes its dtype)."""
+    xp = dev.xp
+    if a.__class__ in _PLAIN_NUMBERS:
+        a = dev.asarray(a, _dtype_of(like))
+    if b.__class__ in _PLAIN_NUMBERS:
+        b = dev.asarray(b, _dtype_of(like))
+    mod = dev.backend.fmod(a, b)
+    div = (a - mod) / b
+    div = xp.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    floored = xp.floor(div)
+    floored = xp.where(div - floored > 0.5, floored + 1, floored)
+    out = xp.where(div != 0, floored, xp.copysign(xp.zeros_like(div), a / b))
+    return xp.where(b == 0, a / b, out)
+
+
 def _rounded_div(a: Any, b: Any, rounding_mode: str, name: str) -> Tensor:
     """``a / b`` rounded toward zero (``"trunc"``) or down (``"floor"``, Python's ``//``), in the
     operands' promoted dtype (integers stay integers); an integer division by zero is refused."""
@@ -2210,7 +2240,9 @@ def _rounded_div(a: Any, b: Any, rounding_mode: str, name: str) -> Tensor:
         raise RuntimeError("ZeroDivisionError")
     with dev.backend.quiet():
         try:
-            if rounding_mode == "floor":
+            if rounding_mode == "floor" and not integral:
+                out = _floor_divide_floats(dev, da, db, array)
+            elif rounding_mode == "floor":
                 out = xp.floor_divide(da, db)
             elif not integral:
                 out = xp.trunc(da / db)

@@ -73,18 +73,22 @@ class _Matmul(OpNode):
 
 class MmBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "mat2")  # Note [Saved tensors read by name] in _node.py
 
 
 class DotBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "tensor")  # Note [Saved tensors read by name] in _node.py
 
 
 class MvBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "vec")  # Note [Saved tensors read by name] in _node.py
 
 
 class BmmBackward0(_Matmul):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("self", "mat2")  # Note [Saved tensors read by name] in _node.py
 
 
 def _check(a: Tensor, b: Tensor) -> None:
@@ -883,7 +887,7 @@ def _solve(A: Tensor, B: Tensor, vector: bool) -> Tensor:
     except ValueError:
         raise broadcast_error(A.shape[:-2], b.shape[:-2]) from None
     try:
-        out = xp.linalg.solve(A.data, b)
+        out = dev.backend.solve(A.data, b)
     except Exception as exc:
         if "singular" not in str(exc).lower():
             raise

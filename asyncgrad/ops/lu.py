@@ -327,13 +327,10 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool, 
     A = P @ (L @ U)
     M = xp.matrix_transpose(A) if adjoint else A
     b = B.data
-    batch = np.broadcast_shapes(tuple(M.shape[:-2]), tuple(b.shape[:-2]))
-    M = xp.broadcast_to(M, batch + (n, n))
     if left:
-        X = xp.linalg.solve(M, xp.broadcast_to(b, batch + tuple(b.shape[-2:])))
+        X = backend.solve(M, b)
     else:
-        bt = xp.broadcast_to(xp.matrix_transpose(b), batch + (b.shape[-1], b.shape[-2]))
-        X = xp.matrix_transpose(xp.linalg.solve(xp.matrix_transpose(M), bt))
+        X = xp.matrix_transpose(backend.solve(xp.matrix_transpose(M), xp.matrix_transpose(b)))
     return record(LinalgLuSolveBackward0, (LU, B), X, dev, P, bool(left), bool(adjoint), tuple(LU.shape),
                   tuple(B.shape), saved=(LU,), work=_decomposition_work(LU))
 

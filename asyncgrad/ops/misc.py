@@ -498,6 +498,12 @@ def set_(x: Tensor, source: Tensor | None = None) -> Tensor:
                                "must match.")
         _store(x, source.data)
     x._vc[0] += 1
+    if x._extra is not None:
+        # torch resets the accumulator of a tensor that set_ gave new memory (its generated code's
+        # reset_grad_accumulator), in any grad mode: a leaf reaches a fresh AccumulateGrad from now
+        # on, so a graph recorded before does not count as using it (grad(out, x) says x was not
+        # used), while that graph still accumulates into x through the old one
+        x._extra.grad_accumulator = None
     if grad_enabled.get() and (x._requires_grad or (source is not None and source._requires_grad)):
         # torch records set_ as its NotImplemented node: a backward through x raises, instead of
         # flowing into x's old history, which no longer made its value (a silently wrong gradient)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from asyncgrad._validate import type_label
 from asyncgrad.graph.anomaly import is_anomaly_enabled
 from asyncgrad.graph.grad_mode import INFERENCE_SAVED, InferenceVersion, grad_enabled
-from asyncgrad.graph.node import hooks_in_use, saved_hooks
+from asyncgrad.graph.node import RELEASED, SECOND_BACKWARD, hooks_in_use, saved_hooks
 from asyncgrad.tensor import Tensor, type_name
 from asyncgrad.variable.accumulate import grad_accumulator
 
@@ -213,6 +213,21 @@ def unpack_arrays(node: Node) -> list[Any]:
 def unpack_tensors(node: Node) -> list[Tensor | None]:
     keep_result_as_saved(node)  # the recorded backward's path: one SavedTensor per entry
     return [saved.unpack_tensor(node) if saved is not None else None for saved in node.saved]
+
+
+def saved_variable(node: Node, index: int) -> Tensor | None:
+    """Entry ``index`` of ``node``'s saved tensors as a Tensor, unpacked as the recorded backward
+    unpacks it (version checked, through the unpack hook of a packed one), None for an entry the op
+    did not need to keep; freed ones raise torch's error (Note [Saved tensors read by name] in
+    ops/_node.py)."""
+    keep_result_as_saved(node)
+    saved = node.saved
+    if saved is RELEASED:
+        raise RuntimeError(SECOND_BACKWARD)
+    if not -len(saved) <= index < len(saved):
+        return None
+    entry = saved[index]
+    return None if entry is None else entry.unpack_tensor(node)
 
 
 def keep_result_as_saved(node: Node) -> None:

@@ -252,6 +252,36 @@ async def test_two_producers_on_two_streams_accumulate_in_order(monkeypatch):
     assert (a, b) in waits or (b, a) in waits
 
 
+async def test_plain_streams_take_the_chain_step(monkeypatch):
+    """Note [Plain streams]: with no node recorded on a side stream, a sim:0 backward runs every node on
+    the default stream without entering it (the chain step); once one is, its nodes enter their streams."""
+    entered, waits = _spy(monkeypatch)
+    x_np = np.linspace(-1.0, 1.0, 5)
+    x = ag.tensor(x_np, device="sim:0", requires_grad=True)
+    await ((x * 3).tanh().exp() + x.sin()).sum().backward()
+    expected = _torch_grads(x_np, lambda t: ((t * 3).tanh().exp() + t.sin()).sum())
+    np.testing.assert_allclose(x.grad.cpu().numpy(), expected, rtol=1e-12)
+    assert entered == [] and waits == []
+    side = ag.Stream("sim:0")
+    with ag.stream(side):
+        y = (x * 3).tanh()
+    await y.exp().sum().backward()
+    assert side in {s for s, _ in entered}
+
+
+async def test_plain_streams_across_devices_wait_for_the_producer(monkeypatch):
+    """Default streams only, sim:0 -> sim:1: the gradient crossing back to sim:0 gets its event, and
+    the sim:0 node consuming it waits for it, although both workers take the chain step otherwise."""
+    entered, waits = _spy(monkeypatch)
+    x_np = np.array([0.5, -1.5, 2.0])
+    x = ag.tensor(x_np, device="sim:0", requires_grad=True)
+    z = (x.tanh().to("sim:1") * 2).exp().sum()
+    await z.backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), _torch_grads(x_np, lambda t: (t.tanh() * 2).exp().sum()),
+                               rtol=1e-12)
+    assert any(src.device is ag.device("sim:1") and dst.device is ag.device("sim:0") for src, dst in waits)
+
+
 async def test_cpu_backward_touches_no_stream(monkeypatch):
     entered, waits = _spy(monkeypatch)
     x = ag.tensor(np.ones(3), requires_grad=True)

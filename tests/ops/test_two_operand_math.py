@@ -174,6 +174,31 @@ def test_div_rounding_modes_values(torch, mode):
                  NotImplementedError, f"\"div_{mode}_cpu\" not implemented for 'Bool'")
 
 
+EDGES = [7.0, -7.0, 7.5, -7.5, 0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 0.5, 3.0, -3.0]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_floor_division_of_floats_is_torchs_on_every_pair(torch, dtype):
+    """Every pair of edge values (signed zeros, infinities, NaN, huge and tiny), tensor by tensor and
+    with a number on either side: torch's values and zero signs, on every device (CuPy's own
+    floor_divide gives inf for inf // 2, where torch gives NaN)."""
+    info = np.finfo(dtype)
+    edges = np.array(EDGES + [float(info.max), -float(info.tiny), float(info.smallest_subnormal)], dtype=dtype)
+    a, b = np.meshgrid(edges, edges)
+    pairs = [(ag.div(ag_tensor(a), ag_tensor(b), rounding_mode="floor"),
+              torch.div(torch.tensor(a), torch.tensor(b), rounding_mode="floor"))]
+    for number in (2.0, -3.0, 0.0, -0.0, 7):
+        pairs.append((ag_tensor(a).div(number, rounding_mode="floor"),
+                      torch.tensor(a).div(number, rounding_mode="floor")))
+        pairs.append((number // ag_tensor(b), number // torch.tensor(b)))
+    for got, expected in pairs:
+        got, expected = got.cpu().numpy(), expected.numpy()
+        assert got.dtype == expected.dtype
+        assert np.array_equal(got, expected, equal_nan=True)
+        numbers = ~np.isnan(expected)
+        assert np.array_equal(np.signbit(got)[numbers], np.signbit(expected)[numbers])
+
+
 def test_div_refuses_another_rounding_mode():
     check_raises(lambda lib: lib.div(lib.ones(2), 2, rounding_mode="round"), RuntimeError,
                  "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'")

@@ -163,6 +163,15 @@ def test_the_engine_and_the_graph_record_know_no_op():
             assert not above, (name, above)
 
 
+def test_the_ops_are_below_the_factories():
+    """Data flows tensor -> ops: the factories (``ag.zeros``, ``ag.tensor``, ...) record through the ops, so
+    an op makes its constants through its device's backend (``plain``), never through a factory."""
+    graph = _graph()
+    for name, imported in graph.items():
+        if name.startswith("asyncgrad.ops"):
+            assert "asyncgrad.factories" not in imported, name
+
+
 def test_no_module_installs_a_name_into_the_graph_record():
     """``graph.x = ...`` or ``setattr(graph_module, ...)`` from outside: a lower module's names are its own."""
     for path in PACKAGE.rglob("*.py"):

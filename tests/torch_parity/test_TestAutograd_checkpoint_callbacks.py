@@ -34,8 +34,6 @@ def _xfail(reason):
 checkpoint = ag.checkpoint
 
 
-@_xfail("nodes have no _saved_result (torch's codegen'd access to a saved tensor, which recomputes a "
-        "checkpointed region when read outside backward)")
 async def test_access_saved_tensor_twice_without_recomputation_works():
     """Port of TestAutograd.test_access_saved_tensor_twice_without_recomputation_works."""
     count = [0]

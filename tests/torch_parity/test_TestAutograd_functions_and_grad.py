@@ -803,10 +803,6 @@ async def test_grad_to_node():
     await check_matches(out, x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "x.set_() under no_grad leaves x's AccumulateGrad as its gradient edge: grad(out, x) still reaches it"
-    ' where torch says x was not used in the graph'
-))
 async def test_grad_to_node_set():
     """Port of TestAutograd.test_grad_to_node_set."""
     x = ag.rand(2, requires_grad=True)
