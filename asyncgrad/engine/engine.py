@@ -92,7 +92,7 @@ is made on the budget])."""
 def implicit_ones(root: Edge) -> Any:
     """The implicit gradient of ``root``: ones of its shape and dtype on its device. A 0-d root (a
     loss, nearly every call) gets the number 1 copied in, the same array without a fill's Python
-    (``python -m benchmarks.instructions W3 --tiny``)."""
+    (W3's step: ``python -m benchmarks.w3_breakdown``)."""
     fn, nr = root
     shape, dtype, device = fn._input_meta[nr]
     if not shape:
