@@ -275,6 +275,8 @@ class Function:
 
 MARK_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
                         "mutated should be passed to ctx.mark_dirty().")
+PURE_VIEW_ONE_TO_ONE = ("Pure view custom Function can only have one input Tensor and one output Tensor. Open an issue "
+                        "if you need to support more.")
 DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The inputs "
                       "that are modified inplace must all be outputs of the Function.")
 
@@ -310,6 +312,10 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
     for i, t in enumerate(node._dirty):
         if not isinstance(t, Tensor):
             raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type {type_label(t)}")
+    pure_view = bool(getattr(node, "_is_pure_view", False))  # Note [Views a Function returns]
+    if pure_view and (sum(isinstance(a, Tensor) for a in args) != 1
+                      or sum(isinstance(o, Tensor) for o in outputs) != 1):
+        raise RuntimeError(PURE_VIEW_ONE_TO_ONE)
     dirty = {id(t) for t in node._dirty}
     non_diff = {id(t) for t in node._non_differentiable}
     inputs = {id(a): a for a in args if isinstance(a, Tensor)}
@@ -359,7 +365,7 @@ def _wrap_outputs(node: FunctionNode, args: tuple, outputs: tuple, recording: bo
                 out.grad_fn = None
                 out._requires_grad = False
         wrapped.append(out)
-    _mark_views(node, wrapped, dirty, inputs)
+    _mark_views(node, wrapped, dirty, inputs, pure_view)
     # Note [One gradient slot per output]: as torch, a forward's outputs are numbered whether
     # Tensors or not (``(3, x * 2, "s")``: ``x * 2`` is output 1), and its backward gets one
     # gradient per output, None for one that is not a Tensor; its slot's metadata says so.
@@ -405,14 +411,17 @@ def _rebase_dirty_view(node: FunctionNode, args: tuple, view: Tensor) -> None:
     rebase_custom_view(view, node)  # Note [A custom Function's in-place op on a view] in ops/inplace.py
 
 
-def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: dict) -> None:
+def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: dict, pure_view: bool) -> None:
     """Note [Views a Function returns]: as torch, an output that is a view (of an input or of a
     temporary), except a dirty input returned as itself, may not be modified in place where the
     in-place op would record: autograd's rebase of the view would replace the custom backward by
     the view's own, silently giving wrong gradients. torch's CreationMeta is MULTI_OUTPUT_NODE
     when the Function has more than one differentiable output, else IN_CUSTOM_FUNCTION; the
     refusal (view_creation_error in ops/inplace.py) names the Function's node when the output has
-    it as grad_fn, and views of such an output inherit it (Note [View creation] in ops/_node.py)."""
+    it as grad_fn, and views of such an output inherit it (Note [View creation] in ops/_node.py).
+    A Function that sets ``ctx._is_pure_view`` (one tensor in, one out) says its output is a plain
+    view: in place on it is allowed, as on any view, and replays the view from its base, bypassing
+    the custom backward (torch's pure view)."""
     differentiable = sum(1 for o in outputs if isinstance(o, Tensor) and o.grad_fn is node)
     kind = MULTI_OUTPUT_VIEW if differentiable > 1 else IN_CUSTOM_FUNCTION
     for nr, out in enumerate(outputs):
@@ -420,7 +429,7 @@ def _mark_views(node: FunctionNode, outputs: list, dirty: set, inputs: dict) -> 
             continue
         extra = out._extra
         if extra is not None and extra.base is not None:
-            extra.creation = (kind, type(node).__name__ if out.grad_fn is node else None, nr)
+            extra.creation = None if pure_view else (kind, type(node).__name__ if out.grad_fn is node else None, nr)
 
 
 class InplaceFunction(Function):

@@ -61,10 +61,12 @@ def apply_inplace(x: Tensor, compute: Callable[..., Tensor], *args: Any, interna
     if grad_mode and base is not None and x._extra.creation is not None and (
             base._requires_grad or _recording(x, args)):
         raise RuntimeError(view_creation_error(x._extra.creation, "is being"))
+    # torch's check_inplace: a view that requires grad (a custom Function's pure view of a leaf
+    # that does not, too) of a leaf is refused first
+    if grad_mode and base is not None and (base._requires_grad or x._requires_grad) and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if grad_mode and x._requires_grad and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    if grad_mode and base is not None and base._requires_grad and base.grad_fn is None:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_overlap(x, args, internal_overlap)
     recording = _recording(x, args)
     if not recording:

@@ -225,6 +225,7 @@ class AddmmBackward0(OpNode):
     each matrix saved only if the other needs its gradient."""
 
     __slots__ = ("input_shape", "beta", "alpha")
+    saved_names = ("mat1", "mat2")  # Note [Saved tensors read by name] in _node.py
 
     def backward(self, F, g):
         m1, m2 = F.unpack(self)
@@ -237,8 +238,12 @@ class AddmmBackward0(OpNode):
         )
 
 
-class BaddbmmBackward0(AddmmBackward0):
-    __slots__ = ()
+class BaddbmmBackward0(OpNode):
+    """addmm's formula over a batch; torch names its saved tensors batch1 and batch2."""
+
+    __slots__ = AddmmBackward0.__slots__
+    saved_names = ("batch1", "batch2")  # Note [Saved tensors read by name] in _node.py
+    backward = AddmmBackward0.backward
 
 
 def _addmm(name: str, x: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any) -> Tensor:

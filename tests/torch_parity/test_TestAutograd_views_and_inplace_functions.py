@@ -104,8 +104,6 @@ async def test_inplace_not_requires_grad():
     a.select(1, 0).copy_(b)
 
 
-@_xfail("ctx._is_pure_view is ignored: an in-place op on the view a pure-view Function returns raises "
-        "where torch replays the view")
 async def test_autograd_simple_views_python():
     """Port of TestAutograd.test_autograd_simple_views_python (its double half)."""
     dtype = ag.double
