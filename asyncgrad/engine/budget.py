@@ -7,6 +7,8 @@ import time
 from collections import deque
 from typing import Callable
 
+from asyncgrad.engine.gcfreeze import FrozenWhileBusy
+
 # Note [One budget per loop]: the engine gives the loop back after holding it ``YIELD_AFTER_S``,
 # and that must hold for the loop, not for each thing the engine runs: a thousand backwards
 # started in one step are a thousand task steps in one loop iteration, each one short, and a
@@ -84,7 +86,7 @@ _clock = time.perf_counter
 class LoopBudget:
     """The engine's time budget on one event loop (Note [One budget per loop])."""
 
-    __slots__ = ("start", "ticking", "seen", "closed", "line", "batch")
+    __slots__ = ("start", "ticking", "seen", "closed", "line", "batch", "bursting")
 
     def __init__(self) -> None:
         self.start = 0.0
@@ -99,6 +101,9 @@ class LoopBudget:
         """The parked callers (a future each) and starts (``start_soon``), first in first out."""
         self.batch = 8
         """How many parked callers the next wake-up wakes."""
+        self.bursting = False
+        """Whether a step of the running loop iteration charged the budget: its burst is open, if the
+        collector is on (Note [A caller's burst is frozen] in gcfreeze.py)."""
 
     def due(self) -> bool:
         """Whether the caller must ``await give_way()`` before it goes on."""
@@ -115,11 +120,21 @@ class LoopBudget:
 
     def charge(self) -> None:
         """A graph task was started in the running step (Note [A caller's step is on the budget])."""
+        if not self.bursting:  # the first of this loop iteration: Note [A caller's burst is frozen]
+            self.bursting = True
+            loop = asyncio.get_running_loop()
+            FrozenWhileBusy.burst(loop)
+            loop.call_soon(self._burst_over, loop)
         if not self.ticking:
             self.ticking = True
             self.start = _clock()
             asyncio.get_running_loop().call_soon(self._tick)
         self.seen = True
+
+    def _burst_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop iteration after the charged one (Note [A caller's burst is frozen] in gcfreeze.py)."""
+        self.bursting = False
+        FrozenWhileBusy.burst_over(loop)
 
     async def give_way(self) -> None:
         """Park until the loop has run without the engine and this caller's turn has come."""

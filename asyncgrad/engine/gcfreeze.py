@@ -69,6 +69,23 @@ from asyncgrad.graph.node import nodes_recorded
 # as a full pass does: it walks nothing, and the youngest generation's passes still collect the cycles
 # that die young. What it would have collected (cycles that outlived one young pass while busy) waits,
 # as with full passes, for the busy spell's end or the next pass that walks everything.
+#
+# Note [A caller's burst is frozen]: ``asyncio.gather(*(loss.backward() for loss in losses))`` makes a
+# thousand calls and hands them to asyncio in one step, before any graph task starts: several thousand
+# new tracked objects (each call, its coroutine, its consumer's callback and context), all alive. Every
+# pass of the youngest generation in that step walks 700 of them and finds nothing to free, and the middle
+# pass walks them all again. So the step that first charges a loop's budget (Note [A caller's step is on
+# the budget] in budget.py) opens a *burst* on that loop (``burst``; none while the collector is off or
+# this is turned off): the loop counts as busy, as it does for a graph task (``enter``: what is alive is
+# frozen), and until the burst ends, a pass of either young generation freezes as it starts and walks
+# nothing. The burst ends in the loop's next iteration (``burst_over``, queued by the budget as it opens
+# the burst), whatever became of the calls (awaited, failed, cancelled or closed): the loop leaves the busy
+# spell as a graph task's end leaves it, and once nothing is busy the frozen objects go back to the oldest
+# generation (``gc.unfreeze``), where only full passes walk them. An awaited backward spans at least two
+# iterations, so its burst is over when the await returns. A loop closed with its burst (or a graph task)
+# still open is forgotten by the next pass that would freeze for it, and by the next busy spell's start.
+# The collector's thresholds are never changed, so nothing of this can leak to the program but the
+# moment at which its objects reach the oldest generation.
 GROWING_NODES = 2_000
 """Nodes recorded since the last busy spell past which a recording counts as a huge graph growing
 (Note [Full passes while busy])."""
@@ -84,7 +101,10 @@ class FrozenWhileBusy:
     enabled = True
     _lock = threading.Lock()
     _loops: dict[int, list] = {}
-    """``id(loop)``: ``[weak reference to the loop, graph tasks of it that entered and did not exit]``."""
+    """``id(loop)``: ``[weak reference to the loop, graph tasks and bursts of it that entered and did not exit,
+    bursts of it open (0 or 1)]``."""
+    _bursts = 0
+    """Bursts open, of all loops (Note [A caller's burst is frozen])."""
     _frozen = False
     _recorded = 0
     """``nodes_recorded()`` when the last busy spell ended (Note [Full passes while busy])."""
@@ -96,44 +116,87 @@ class FrozenWhileBusy:
 
     @classmethod
     def enter(cls, graph_task: Any) -> None:
-        loop = graph_task.future.get_loop()
         with cls._lock:
-            loops = cls._loops
-            entry = loops.get(id(loop))
-            if entry is None or entry[0]() is not loop:
-                for key, (ref, _) in list(loops.items()):
-                    other = ref()
-                    if other is None or other.is_closed():
-                        del loops[key]
-                entry = loops[id(loop)] = [weakref.ref(loop), 0]
-            entry[1] += 1
-            if entry[1] == 1 and len(loops) == 1:  # the process was not busy
-                if cls._frozen:  # left by graph tasks of loops closed before they ended
-                    gc.unfreeze()
-                    cls._frozen = False
-                if cls.enabled and gc.isenabled():
-                    if gc.get_freeze_count():
-                        cls.enabled = False  # the program freezes objects itself
-                    else:
-                        gc.freeze()
-                        cls._frozen = True
-                        cls._walked = time.monotonic()
+            cls._enter(graph_task.future.get_loop())
 
     @classmethod
     def exit(cls, graph_task: Any) -> None:
-        key = id(graph_task.future.get_loop())
         with cls._lock:
-            entry = cls._loops.get(key)
-            if entry is None:
-                return
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del cls._loops[key]
-                if not cls._loops:
-                    cls._recorded = nodes_recorded()
-                    if cls._frozen:
-                        gc.unfreeze()
-                        cls._frozen = False
+            cls._exit(id(graph_task.future.get_loop()), 0)
+
+    @classmethod
+    def burst(cls, loop: Any) -> None:
+        """The running step of ``loop`` charged its budget: young passes freeze until ``burst_over``
+        (Note [A caller's burst is frozen]). Nothing opens while the collector is off."""
+        if not cls.enabled or not gc.isenabled():
+            return
+        with cls._lock:
+            entry = cls._enter(loop)
+            if not entry[2]:
+                entry[2] = 1
+                cls._bursts += 1
+
+    @classmethod
+    def burst_over(cls, loop: Any) -> None:
+        """The loop's next iteration: its burst ends (Note [A caller's burst is frozen])."""
+        with cls._lock:
+            cls._exit(id(loop), 1)
+
+    @classmethod
+    def _enter(cls, loop: Any) -> list:
+        """One more graph task or burst of ``loop``; the lock is held."""
+        loops = cls._loops
+        entry = loops.get(id(loop))
+        if entry is None or entry[0]() is not loop:
+            cls._forget_closed()
+            entry = loops[id(loop)] = [weakref.ref(loop), 0, 0]
+        entry[1] += 1
+        if entry[1] == 1 and len(loops) == 1:  # the process was not busy
+            if cls._frozen:  # left by graph tasks of loops closed before they ended
+                gc.unfreeze()
+                cls._frozen = False
+            if cls.enabled and gc.isenabled():
+                if gc.get_freeze_count():
+                    cls.enabled = False  # the program freezes objects itself
+                else:
+                    gc.freeze()
+                    cls._frozen = True
+                    cls._walked = time.monotonic()
+        return entry
+
+    @classmethod
+    def _exit(cls, key: int, burst: int) -> None:
+        """One graph task (``burst`` 0) or the burst (1) of the loop ``key`` is over; the lock is held."""
+        entry = cls._loops.get(key)
+        if entry is None or entry[2] < burst:
+            return
+        if burst:
+            entry[2] = 0
+            cls._bursts -= 1
+        entry[1] -= 1
+        if entry[1] <= 0:  # not while its burst is open, which counts as one
+            del cls._loops[key]
+            if not cls._loops:
+                cls._idle()
+
+    @classmethod
+    def _idle(cls) -> None:
+        """No loop is busy any more: everything frozen goes back to the oldest generation (the lock is held)."""
+        cls._recorded = nodes_recorded()
+        if cls._frozen:
+            gc.unfreeze()
+            cls._frozen = False
+
+    @classmethod
+    def _forget_closed(cls) -> None:
+        """Forget the loops that were closed or collected with graph tasks or a burst still open (the
+        lock is held): nothing will end them (Note [Frozen while busy])."""
+        loops = cls._loops
+        for key, (ref, _, bursting) in list(loops.items()):
+            other = ref()
+            if other is None or other.is_closed():
+                del loops[key]
+                cls._bursts -= bursting
 
     @classmethod
     def settle(cls) -> None:
@@ -148,12 +211,18 @@ class FrozenWhileBusy:
         """``gc.callbacks``: a full pass that starts while busy or while a huge graph grows walks
         nothing, except one every ``WALK_EVERY_S`` (Note [Full passes while busy])."""
         generation = info["generation"]
-        if generation == 1:
+        if generation == 0 and not cls._bursts:
+            return
+        if generation < 2:  # Note [Middle passes while busy], Note [A caller's burst is frozen]
             if phase == "start" and cls._loops and cls._frozen and cls.enabled:
-                if cls._lock.acquire(blocking=False):  # Note [Middle passes while busy]
+                if cls._lock.acquire(blocking=False):
                     try:
-                        if cls._loops and cls._frozen:
-                            gc.freeze()
+                        cls._forget_closed()
+                        if cls._loops:
+                            if cls._frozen:
+                                gc.freeze()
+                        else:
+                            cls._idle()  # only loops closed while busy were left: this pass walks as usual
                     finally:
                         cls._lock.release()
             return
@@ -170,6 +239,7 @@ class FrozenWhileBusy:
                 return
             if gc.get_count()[0] <= gc.get_threshold()[0]:
                 return  # not the allocator's pass: ``gc.collect()`` walks as asked
+            cls._forget_closed()
             if cls._loops:
                 wanted = cls._frozen
             else:
@@ -201,6 +271,7 @@ class FrozenWhileBusy:
         """A forked child runs none of its parent's backwards."""
         cls._lock = threading.Lock()
         cls._loops = {}
+        cls._bursts = 0
         cls._walking = False
         if cls._frozen:
             gc.unfreeze()

@@ -450,11 +450,17 @@ def _store(x: Tensor, array: Any) -> None:
 
 def resize_(x: Tensor, *sizes: Any) -> Tensor:
     """torch's resize_: in place, the elements kept in memory order; refused on a tensor that
-    requires grad (torch's wording). Shrinking keeps sharing memory, growing reallocates. A new
-    shape bumps the version, as torch's does: a backward that saved ``x`` is refused."""
-    if x.requires_grad and grad_enabled.get():
+    requires grad, in any grad mode (torch's wording). Shrinking keeps sharing memory, growing
+    reallocates. A new shape bumps the version, as torch's does: a backward that saved ``x`` is
+    refused."""
+    if x.requires_grad:
         raise RuntimeError(_RESIZE_GRAD)
-    shape = _sizes(sizes, "resize_")
+    return resize_output(x, _sizes(sizes, "resize_"))
+
+
+def resize_output(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``x`` resized to ``shape`` for an ``out=`` result (torch's resize_output, which does not go
+    through resize_'s refusal: out= refuses a tensor that requires grad itself, in grad mode only)."""
     if shape != tuple(x.shape):  # torch's resize_ to its own shape is no in-place op at all
         _refuse_inference(x)
         _store(x, _resized(x, shape))

@@ -24,6 +24,7 @@ import numpy as np
 
 from asyncgrad.graph.grad_mode import is_grad_enabled, no_grad
 from asyncgrad.ops.inplace import check_overlap
+from asyncgrad.ops.misc import resize_output
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 
@@ -73,7 +74,7 @@ def _write_out(name: str, fn: Callable[..., Tensor], args: tuple, kwargs: dict, 
                     "is deprecated, and in a future PyTorch release outputs will not be resized unless "
                     "they have zero elements. You can explicitly reuse an out tensor t by resizing it, "
                     "inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
-            out.resize_(result.shape)
+            resize_output(out, tuple(result.shape))
         else:
             check_overlap(out, tuple(inputs), False)
         out.copy_(result)

@@ -344,6 +344,99 @@ async def test_middle_passes_while_busy_freeze_instead_of_walking():
         gc.set_threshold(*before_threshold)
 
 
+# --------------------------------------------------------------------------- a caller's burst
+def _losses(count: int) -> list[ag.Tensor]:
+    x = ag.ones(2, requires_grad=True)
+    return [(x * float(i)).sum() for i in range(count)]
+
+
+@pytest.fixture
+def young_passes_often():
+    """Passes of the youngest generation every 100 allocations, so that a step of a few hundred calls
+    has several; the thresholds are restored after."""
+    before = gc.get_threshold()
+    gc.set_threshold(100, 10, 10)
+    yield
+    gc.set_threshold(*before)
+
+
+def _burst_over() -> bool:
+    return not FrozenWhileBusy._loops and FrozenWhileBusy._bursts == 0 and gc.get_freeze_count() == 0
+
+
+async def test_young_passes_in_a_callers_burst_freeze_instead_of_walking(young_passes_often):
+    """Note [A caller's burst is frozen]: the objects of the calls made in one step are frozen by the
+    young passes of that step, not walked; the next loop iteration hands them back, and a cycle made in
+    the burst is collected once it ends."""
+    losses = _losses(300)
+    calls = [loss.backward(retain_graph=True) for loss in losses]
+    a, b = Cycle(), Cycle()
+    a.other, b.other = b, a
+    cycle = weakref.ref(a)
+    del a, b
+    [[i] for i in range(1_000)]  # noqa: B018  (allocations, so that young passes start)
+    walked = {id(obj) for obj in gc.get_objects()}  # every generation but the permanent one
+    assert not any(id(call) in walked for call in calls[:200]), "the calls made in this step were frozen"
+    assert gc.get_threshold() == (100, 10, 10), "the thresholds are left alone"
+    await asyncio.sleep(0)
+    assert _burst_over(), "the next iteration ends the burst"
+    for call in calls:
+        call.close()
+    gc.collect()
+    assert cycle() is None, "the cycle made in the burst is collected after it"
+
+
+async def test_a_callers_burst_ends_after_errors_cancellation_and_closed_calls(young_passes_often):
+    x = ag.ones(2, requires_grad=True)
+    calls = [Boom.apply(x).sum().backward() for _ in range(200)]
+    with pytest.raises(ValueError, match="boom in backward"):
+        await asyncio.gather(*calls)
+    await asyncio.gather(*calls, return_exceptions=True)  # the others end after the first error
+    assert _burst_over()
+
+    calls = [loss.backward() for loss in _losses(200)]
+    gathered = asyncio.gather(*calls)
+    gathered.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await gathered
+    await asyncio.gather(*calls, return_exceptions=True)
+    assert _burst_over()
+
+    for loss in _losses(200):
+        loss.backward().close()
+    assert FrozenWhileBusy._bursts == 1
+    await asyncio.sleep(0)
+    assert _burst_over()
+
+
+async def test_no_burst_opens_while_the_collector_is_off(collector_off):
+    calls = [loss.backward() for loss in _losses(10)]
+    assert FrozenWhileBusy._bursts == 0 and not FrozenWhileBusy._loops
+    for call in calls:
+        call.close()
+    await asyncio.sleep(0)
+    assert _burst_over()
+
+
+def test_a_burst_left_on_a_closed_loop_does_not_keep_the_process_frozen(young_passes_often):
+    """The loop stopped in the step that made the calls and was closed before its next iteration: the
+    young passes that follow forget it and hand back what it left frozen."""
+    losses = _losses(10)
+    loop = asyncio.new_event_loop()
+
+    def calls_then_stop():
+        for loss in losses:
+            loss.backward().close()
+        loop.stop()
+
+    loop.call_soon(calls_then_stop)
+    loop.run_forever()
+    loop.close()
+    assert FrozenWhileBusy._bursts == 1 and gc.get_freeze_count() > 0, "left open by the closed loop"
+    [[i] for i in range(1_000)]  # noqa: B018  (allocations, so that young passes start)
+    assert _burst_over()
+
+
 async def test_an_explicit_collect_while_busy_still_collects_new_cycles(eager_collector):
     seen = []
 
