@@ -3,15 +3,15 @@ class's end): reference cycles through Functions and hooks, saved-tensor hooks, 
 Functions with ``setup_context`` and default arguments, ``.grad`` across threads.
 
 Source: the same copy as part 1 (cyyever/pytorch at 0f3f4a53, test/test_autograd.py), characters
-400k-472k, torch's order kept; each test names the torch test it ports in its docstring. Checks that
-read the codegen'd ``grad_fn._saved_self``/``_saved_result`` are dropped from the tests that have them
-(said in their docstrings).
+400k-472k, torch's order kept; each test names the torch test it ports in its docstring. The
+codegen'd ``grad_fn._saved_self``/``_saved_result`` reads are asyncgrad's ``_saved_<name>`` properties
+(Note [Saved tensors read by name] in asyncgrad/ops/_node.py).
 
 Left out (not ported), one line per family:
 - ``test_input_buffer_accum``: sparse gradients;
-- ``test_no_unnecessary_unwrapping``, ``test_saved_variable_version_counter``,
-  ``test_saved_variable_packing_unpacking_saved_original_with_hooks``,
-  ``test_saved_variable_packing_unpacking_did_not_save_original_with_hooks``: ``_saved_*``/``_raw_saved_*``;
+- ``test_saved_variable_packing_unpacking_saved_original_with_hooks``,
+  ``test_saved_variable_packing_unpacking_did_not_save_original_with_hooks``: ``_raw_saved_*`` (a saved
+  variable's own ``register_hooks``);
 - ``test_node_creation_hook*``: ``torch.autograd.graph.node_creation_hook``, newer than torch 2.13;
 - ``test_graph_save_on_cpu_cuda``, ``test_scalar_grad_mixed_device``,
   ``test_gradcheck_default_device_placement_context``: CUDA;
@@ -199,6 +199,40 @@ async def test_full_backward_hook_double_backward():
     assert counter[0] == 1
 
 
+async def test_no_unnecessary_unwrapping():
+    """Port of TestAutograd.test_no_unnecessary_unwrapping."""
+    a = ag.randn(5, requires_grad=True)
+    a_orig = a.detach().clone()
+    b = a * a
+    c = a * b
+    d = ag.exp(a)
+
+    assert b.grad_fn._saved_self is a  # a is a leaf
+    assert b.grad_fn._saved_other is a
+    assert c.grad_fn._saved_self is a
+    assert c.grad_fn._saved_other is b  # b is not an output
+    assert_equal(d.grad_fn._saved_result, d)  # d is an output: unpacked anew
+    assert d.grad_fn._saved_result is not d
+
+    await c.sum().backward()
+    with pytest.raises(RuntimeError, match="after they have already been freed"):
+        c.grad_fn._saved_self  # noqa: B018
+    assert_equal(a, a_orig)
+
+
+async def test_saved_variable_version_counter():
+    """Port of TestAutograd.test_saved_variable_version_counter."""
+    a = ag.rand(2, requires_grad=True)
+    b = ag.exp(a)
+    b_unpacked = b.grad_fn._saved_result
+    assert_equal(b, b_unpacked)
+    assert b._version == b_unpacked._version
+    with ag.no_grad():
+        b += 1
+    assert_equal(b, b_unpacked)
+    assert b._version == b_unpacked._version
+
+
 async def test_saved_variable_saved_original_inplace_detach():
     """Port of TestAutograd.test_saved_variable_saved_original_inplace_detach."""
     a = ag.tensor(1.0, requires_grad=True).clone()
@@ -214,8 +248,7 @@ async def test_saved_variable_saved_original_inplace_detach():
 
 
 async def test_saved_variable_packing_unpacking_saved_original_with_default_hooks():
-    """Port of TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_default_hooks
-    (without its reads of grad_fn._saved_self/_saved_other)."""
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_default_hooks."""
     def pack(x):
         warnings.warn("pack", stacklevel=2)
         return x
@@ -230,33 +263,41 @@ async def test_saved_variable_packing_unpacking_saved_original_with_default_hook
     with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
         a = ag.randn(5, requires_grad=True)
         y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        assert_equal(a, y.grad_fn._saved_other)
         await y.sum().backward()
         assert_equal(2 * a, a.grad)
 
     with graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x / 2):
         a = ag.randn(5, requires_grad=True)
         y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        assert_equal(a, y.grad_fn._saved_other)
         await y.sum().backward()
         assert_equal(2 * a, a.grad)
 
     with graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
         a = ag.randn(5, requires_grad=True)
         y = a * a
+        assert_equal(2 * a, y.grad_fn._saved_self)
+        assert_equal(2 * a, y.grad_fn._saved_other)
         await y.sum().backward()
         assert_equal(4 * a, a.grad)
 
     a = ag.randn(5, requires_grad=True)  # the hooks exited
     y = a * a
+    assert_equal(a, y.grad_fn._saved_self)
+    assert_equal(a, y.grad_fn._saved_other)
     await y.sum().backward()
     assert_equal(2 * a, a.grad)
 
 
 async def test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks():
-    """Port of TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks
-    (without its read of grad_fn._saved_result)."""
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks."""
     with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
         a = ag.randn(5, requires_grad=True)
         y = ag.exp(a)
+        assert_equal(y, y.grad_fn._saved_result)
         await y.sum().backward()
         assert_equal(a.grad, y)
 
@@ -450,7 +491,7 @@ async def test_pack_hook_with_inplace_modification_should_fail():
 
 
 async def test_saving_variable_to_disk():
-    """Port of TestAutograd.test_saving_variable_to_disk (without its read of grad_fn._saved_self)."""
+    """Port of TestAutograd.test_saving_variable_to_disk."""
     with tempfile.TemporaryDirectory() as tmp_dir:
         def pack(x):
             name = os.path.join(tmp_dir, str(uuid.uuid4()))
@@ -463,6 +504,7 @@ async def test_saving_variable_to_disk():
         with graph.saved_tensors_hooks(pack, unpack):
             a = ag.ones(5, requires_grad=True)
             y = a * a
+            assert_equal(a, y.grad_fn._saved_self)
             await y.sum().backward()
             assert_equal(2 * a, a.grad)
 
@@ -515,11 +557,14 @@ async def test_wrapped_number_saved_tensors_hooks():
 
 async def test_graph_save_on_cpu():
     """Port of TestAutograd.test_graph_save_on_cpu (cpu, pin_memory both ways, float and double; without
-    its sparse case and its reads of grad_fn._saved_self)."""
+    its sparse case)."""
     async def check(get_input, pin_memory):
         with graph.save_on_cpu(pin_memory):
             a = get_input()
             y = a * a
+            assert_equal(a, y.grad_fn._saved_self)
+            assert_equal(a, y.grad_fn._saved_other)
+            assert a.dtype == y.grad_fn._saved_self.dtype
             await y.sum().backward()
             assert_equal(2 * a, a.grad)
 
