@@ -9,9 +9,6 @@ codegen'd ``grad_fn._saved_self``/``_saved_result`` reads are asyncgrad's ``_sav
 
 Left out (not ported), one line per family:
 - ``test_input_buffer_accum``: sparse gradients;
-- ``test_saved_variable_packing_unpacking_saved_original_with_hooks``,
-  ``test_saved_variable_packing_unpacking_did_not_save_original_with_hooks``: ``_raw_saved_*`` (a saved
-  variable's own ``register_hooks``);
 - ``test_node_creation_hook*``: ``torch.autograd.graph.node_creation_hook``, newer than torch 2.13;
 - ``test_graph_save_on_cpu_cuda``, ``test_scalar_grad_mixed_device``,
   ``test_gradcheck_default_device_placement_context``: CUDA;
@@ -233,6 +230,76 @@ async def test_saved_variable_version_counter():
     assert b._version == b_unpacked._version
 
 
+@pytest.mark.parametrize("is_leaf", [True, False])
+async def test_saved_variable_packing_unpacking_saved_original_with_hooks(is_leaf):
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_hooks (its two
+    inputs, a leaf and a non-leaf, as parameters)."""
+    def get_input():
+        return ag.randn(5, requires_grad=True) if is_leaf else 1 + ag.randn(5, requires_grad=True)
+
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x / 2)
+    assert_equal(a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        await y.sum().backward()
+    else:
+        await y.sum().backward()
+        assert_equal(2 * a, a.grad)
+
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x)
+    assert_equal(2 * a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        await y.sum().backward()
+    else:
+        await y.sum().backward()
+        assert_equal(3 * a, a.grad)
+
+    a = get_input()  # double backward
+    grad_fn = a.grad_fn
+    y = a ** 3
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: x)
+    s = ag.sum(y)
+    (g,) = await ag.autograd.grad(s, (a,), create_graph=True)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        await g.sum().backward()
+    else:
+        await g.sum().backward()
+        assert_equal(6 * a, a.grad)
+
+    a = get_input()
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: 1)
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor"):
+        print(y.grad_fn._saved_self)
+
+    a = get_input()
+    y = a * a
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: x, lambda x: x)
+
+    a = get_input()
+    y = a * a
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: (x, b), lambda x: x)
+
+    def inplace_double(x):
+        x *= 2
+        return x
+
+    a = get_input()
+    t = a * a
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place."):
+        t.grad_fn._raw_saved_self.register_hooks(inplace_double, lambda x: x / 2)
+
+
 async def test_saved_variable_saved_original_inplace_detach():
     """Port of TestAutograd.test_saved_variable_saved_original_inplace_detach."""
     a = ag.tensor(1.0, requires_grad=True).clone()
@@ -245,6 +312,17 @@ async def test_saved_variable_saved_original_inplace_detach():
     b = a.exp()
     a.detach_()
     await b.backward()  # the saved output may be detached
+
+
+async def test_saved_variable_packing_unpacking_did_not_save_original_with_hooks():
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_hooks."""
+    a = ag.randn(5, requires_grad=True)
+    y = ag.exp(a)
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    assert_equal(y, y.grad_fn._saved_result)
+    assert y.grad_fn is y.grad_fn._saved_result.grad_fn
+    await y.sum().backward()
+    assert_equal(a.grad, y)
 
 
 async def test_saved_variable_packing_unpacking_saved_original_with_default_hooks():
