@@ -124,8 +124,8 @@ class OpNode(Node):
 # ``_saved_result`` for a class that saves its result (the last entry); every property reads the
 # node's saved-variable record through ``saved_variable`` (variable/saved.py), and each has its
 # ``_raw_saved_<name>`` twin, whose ``register_hooks`` packs the entry as saved-tensor hooks would
-# (``RawSavedTensor``). A class without
-# names has no such properties, as a torch node has none for what it does not save.
+# (``RawSavedTensor``). A class without names has no such properties, as a torch node has none for
+# what it does not save.
 def _name_saved(cls: type[OpNode]) -> None:
     """The ``_saved_<name>`` properties of ``cls`` (Note [Saved tensors read by name])."""
     names = [(name, index) for index, name in enumerate(cls.saved_names) if name is not None]
