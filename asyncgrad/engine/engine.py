@@ -90,9 +90,13 @@ is made on the budget])."""
 
 
 def implicit_ones(root: Edge) -> Any:
-    """The implicit gradient of ``root``: ones of its shape and dtype on its device."""
+    """The implicit gradient of ``root``: ones of its shape and dtype on its device. A 0-d root (a
+    loss, nearly every call) gets the number 1 copied in, the same array without a fill's Python
+    (W3's step: ``python -m benchmarks.w3_breakdown``)."""
     fn, nr = root
     shape, dtype, device = fn._input_meta[nr]
+    if not shape:
+        return device.backend.from_host(1, dtype)
     return device.backend.ones(shape, dtype)
 
 

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from asyncgrad._validate import int_arg, tensor_arg
-from asyncgrad.ops._node import OpNode, plain, record, recording, same_device
+from asyncgrad.graph.node import RELEASED, hooks_in_use, saved_hooks
+from asyncgrad.ops._node import ArrayMath, OpNode, SavesVariables, plain, record, recording, same_device
 from asyncgrad.ops.elementwise import broadcast_error, result_dtype
 from asyncgrad.ops.linalg import MATMUL_WORK_PER_MAC, matmul
-from asyncgrad.ops.reduction import log_softmax
+from asyncgrad.ops.reduction import LogSoftmaxBackward0, log_softmax, log_softmax_array
 from asyncgrad.tensor import Tensor, scalar_type_name
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -172,17 +173,53 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
                   reduction, (input.shape, target.shape), dtype if mixed else None, saved=(input, target), work=size)
 
 
-class NllLossBackward0(OpNode):
+class NllLossBackward0(SavesVariables):
     """The gradient lands on each row's target class, scaled by its weight (and 1/total for mean):
-    a saved coefficient per input element, zero off the targets and on ignored rows."""
+    ``coef``, a coefficient per input element, zero off the targets and on ignored rows.
 
-    __slots__ = ("reduction", "rows")
+    Closing cross_entropy, the node also carries log_softmax's backward: ``dim`` is the class dim (None
+    for nll_loss), ``logp`` the log-probabilities and ``logits`` the input (Note [cross_entropy is one
+    node]). The node keeps its arrays itself: they are its own, made by its forward, never a tensor a
+    caller holds, so there is no version to check and no saved-tensor hook to run (cross_entropy takes
+    the general path while one is set)."""
+
+    __slots__ = ("reduction", "rows", "dim", "coef", "logp", "logits")
 
     def backward(self, F, g):
-        (coef,) = F.unpack(self)
+        coef, logp = self.coef, self.logp
+        if F is not ArrayMath:  # the recorded backward: its constants as tensors (Note [cross_entropy is one node])
+            device = self._input_meta[0][2]
+            coef = plain(coef, device)
+            if logp is not None:
+                logp = record(LogSoftmaxBackward0, (self.logits,), logp, device, self.dim)
         if self.reduction == "none":
-            return (F.reshape(g, (self.rows, 1) if coef.ndim == 2 else ()) * coef,)
-        return (g * coef,)
+            g = F.reshape(g, (self.rows, 1) if coef.ndim == 2 else ())
+        grad = g * coef
+        if logp is None:
+            return (grad,)
+        return (grad - F.exp(logp) * F.sum(grad, self.dim, True),)  # log_softmax's backward: torch's formula
+
+    def release_variables(self) -> None:
+        self.saved = RELEASED
+        self.coef = self.logp = self.logits = None
+
+
+# Note [cross_entropy is one node]: cross_entropy with class indices over a (N, C) or (C,) input
+# and no label smoothing records one NllLossBackward0 where torch records NllLossBackward0 over
+# LogSoftmaxBackward0: the log-probabilities between them are no tensor the caller sees, so no hook,
+# retain_grad or in-place change can reach them, and the only visible difference is that the loss's
+# ``grad_fn.next_functions`` lead to the logits' node directly (as linear's AddmmBackward0 skips
+# torch's TBackward0). What must hold: the same values, bit for bit, as log_softmax's node followed
+# by nll_loss's (the general path; both agree with torch's to rounding): the log-probabilities are
+# log_softmax's own kernels (``log_softmax_array``), kept by the node, and its gradient is nll_loss's
+# coefficient times the incoming gradient, then log_softmax's formula on that (torch's,
+# ``g - exp(out) * g.sum(dim)``), the two nodes' operations in their order. The next order needs the
+# log-probabilities as a function of the logits: the recorded backward (``create_graph``) records
+# torch's LogSoftmaxBackward0 from the logits (kept in ``logits`` until the node releases what it
+# keeps) with the kept log-probabilities as its result, so the graph it builds is torch's. The other
+# forms (K-dim inputs, probabilities as target, label smoothing) and any call under saved-tensor hooks
+# take the general path: log_softmax's node, then the loss's. What it buys: one node and one op's
+# Python fewer in W3's step (``python -m benchmarks.w3_breakdown``).
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
@@ -210,10 +247,20 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     dev = same_device(input, target)
+    out, coef = _nll_arrays(input, input.data, target, weight, ignore_index, reduction, recording(input))
+    return record(NllLossBackward0, (input,), out, dev, reduction, input.shape[0] if input.ndim == 2 else 1, None,
+                  coef, None, None, work=math.prod(input.shape))
+
+
+def _nll_arrays(input: Tensor, data: Any, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
+                grad: bool) -> tuple[Any, Any]:
+    """nll_loss's result for the log-probabilities ``data`` (of ``input``'s shape, 1 or 2 dims) and, when
+    ``grad``, its node's coefficient (None otherwise); ``input`` names the dtype and device."""
+    dev = input.device
     xp = dev.xp
     backend = dev.backend
     dtype = input.dtype
-    logp = input.data if input.ndim == 2 else xp.reshape(input.data, (1, -1))
+    logp = data if data.ndim == 2 else xp.reshape(data, (1, -1))
     tgt = target.data if target.ndim == 1 else xp.reshape(target.data, (-1,))
     if logp.shape[0] != tgt.shape[0]:
         raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size ({tgt.shape[0]}).")
@@ -235,13 +282,14 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
         # arguments once, in ``_nll_loss`` (W3's loss: ``python -m benchmarks --only W3``).
         picked = -backend.getitem(logp, (rows, tgt))
         out = backend.sum(picked) / n if reduction == "mean" else backend.sum(picked) if reduction == "sum" else (
-            picked if input.ndim == 2 else xp.reshape(picked, ()))
+            picked if data.ndim == 2 else xp.reshape(picked, ()))
         coef = None
-        if recording(input):  # one row per target, none repeated: the scale written in, a number cast on assignment
+        if grad:  # one row per target, none repeated: the scale written in, a number cast on assignment
             coef = backend.zeros(logp.shape, dtype)
             backend.setitem(coef, (rows, tgt), -1 / n if reduction == "mean" else -1.0)
-            coef = plain(coef if input.ndim == 2 else xp.reshape(coef, input.shape), dev)
-        return record(NllLossBackward0, (input,), out, dev, reduction, n, saved=(coef,), work=math.prod(logp.shape))
+            if data.ndim != 2:
+                coef = xp.reshape(coef, data.shape)
+        return out, coef
     valid = tgt != ignore_index
     bad = xp.logical_and(valid, xp.logical_or(tgt < 0, tgt >= classes))
     if backend.any(bad):  # Note [Reductions without numpy's wrappers] in devices/backend.py
@@ -263,14 +311,14 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
         out = backend.sum(picked)
     else:
         total = None
-        out = picked if input.ndim == 2 else xp.reshape(picked, ())
+        out = picked if data.ndim == 2 else xp.reshape(picked, ())
     coef = None
-    if recording(input):  # -w / total at each row's target class (one per row: written, not added), 0 elsewhere
+    if grad:  # -w / total at each row's target class (one per row: written, not added), 0 elsewhere
         scale = -row_w if total is None else -row_w / total
         coef = backend.index_add(logp.shape, (rows, safe), True, scale)
-        coef = plain(coef if input.ndim == 2 else xp.reshape(coef, input.shape), dev)
-    return record(NllLossBackward0, (input,), out, dev, reduction, logp.shape[0], saved=(coef,),
-                  work=math.prod(logp.shape))
+        if data.ndim != 2:
+            coef = xp.reshape(coef, data.shape)
+    return out, coef
 
 
 def _nll_loss_kdim(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
@@ -314,6 +362,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(target.dtype)}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if (label_smoothing == 0 and input.ndim in (1, 2) and target.dtype.kind in "iu" and input.dtype.kind == "f"
+            and input.numel() and (not hooks_in_use[0] or saved_hooks.get() is None)):
+        return _log_softmax_nll(input, target, weight, ignore_index, reduction, dim)
     logp = log_softmax(input, dim)
     if label_smoothing > 0 and target.dtype.kind == "f":
         target = target * (1 - label_smoothing) + label_smoothing / input.shape[dim]
@@ -329,6 +380,25 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
             return losses.mean()
         return losses.sum() if reduction == "sum" else losses
     return _nll_loss(logp, target, weight, ignore_index, reduction)
+
+
+def _log_softmax_nll(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
+                     dim: int) -> Tensor:
+    """cross_entropy with class indices over a (N, C) or (C,) float input, no label smoothing: one node
+    (Note [cross_entropy is one node])."""
+    dev = same_device(input, target)
+    grad = recording(input)
+    logp = log_softmax_array(input.data, dim, dev.xp, dev.backend)
+    out, coef = _nll_arrays(input, logp, target, weight, ignore_index, reduction, grad)
+    if not grad:
+        return plain(out, dev)
+    return record(NllLossBackward0, (input,), out, dev, reduction, input.shape[0] if input.ndim == 2 else 1, dim,
+                  coef, logp, input, work=_FUSED_WORK * math.prod(input.shape))
+
+
+_FUSED_WORK = 4
+"""The fused node's backward per input element (Note [Cost classes] in ops/_node.py): nll_loss's product,
+then log_softmax's exp, product and difference."""
 
 
 def _label_smoothed(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,

@@ -361,9 +361,15 @@ def log_softmax(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     backend = dev.backend  # Note [Reductions without numpy's wrappers] in devices/backend.py
     if data.size == 0:
         return record(LogSoftmaxBackward0, (x,), backend.copy(data, "C"), dev, axis)
+    return record(LogSoftmaxBackward0, (x,), log_softmax_array(data, axis, xp, backend), dev, axis)
+
+
+def log_softmax_array(data: Any, axis: int, xp: Any, backend: Any) -> Any:
+    """log_softmax's kernels on a non-empty float array: ``x - max - log(sum(exp(x - max)))``, contiguous.
+    cross_entropy's fused node (ops/nn.py) computes its log-probabilities with this too, so both agree
+    bit for bit."""
     shifted = data - backend.max(data, axis=axis, keepdims=True)
-    out = _contiguous(shifted - xp.log(backend.sum(xp.exp(shifted), axis=axis, keepdims=True)), backend)
-    return record(LogSoftmaxBackward0, (x,), out, dev, axis)
+    return _contiguous(shifted - xp.log(backend.sum(xp.exp(shifted), axis=axis, keepdims=True)), backend)
 
 
 # --------------------------------------------------------------------------- scans, products, spread

@@ -127,13 +127,19 @@ async def test_the_implicit_gradient_is_made_when_the_graph_task_starts(monkeypa
     the engine makes the ones when the graph task starts."""
     backend = ag.device("cpu").backend
     made = []
-    ones = backend.ones
+    ones, from_host = backend.ones, backend.from_host
 
     def counted(shape, dtype):
         made.append((shape, dtype))
         return ones(shape, dtype)
 
+    def counted_host(host, dtype=None, copy=None):  # a 0-d root's ones: the number 1 copied in
+        out = from_host(host, dtype, copy)
+        made.append((out.shape, out.dtype))
+        return out
+
     monkeypatch.setattr(backend, "ones", counted)
+    monkeypatch.setattr(backend, "from_host", counted_host)
     x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
     calls = [(x * 3).sum().backward(), (x * x).sum().backward(), ag.grad((x * x * x).sum(), x, create_graph=True)]
     assert made == []
