@@ -29,7 +29,7 @@ from asyncgrad.graph.recorder import PROFILING, note_op
 from asyncgrad.ops import windows
 from asyncgrad.tensor import INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, Tensor
 from asyncgrad.variable.accumulate import gradient_edge
-from asyncgrad.variable.saved import SavedTensor, saved_variable, unpack_arrays
+from asyncgrad.variable.saved import RawSavedTensor, SavedTensor, saved_variable, unpack_arrays
 
 _new = object.__new__
 _make = Tensor._make
@@ -122,8 +122,10 @@ class OpNode(Node):
 # region recomputes) act as in a backward. Here a class names the entries of its ``saved`` in
 # ``saved_names`` and ``__init_subclass__`` makes the properties from that, one per name, plus
 # ``_saved_result`` for a class that saves its result (the last entry); every property reads the
-# node's saved-variable record through ``saved_variable`` (variable/saved.py). A class without
-# names has no such properties, as a torch node has none for what it does not save.
+# node's saved-variable record through ``saved_variable`` (variable/saved.py), and each has its
+# ``_raw_saved_<name>`` twin, whose ``register_hooks`` packs the entry as saved-tensor hooks would
+# (``RawSavedTensor``). A class without names has no such properties, as a torch node has none for
+# what it does not save.
 def _name_saved(cls: type[OpNode]) -> None:
     """The ``_saved_<name>`` properties of ``cls`` (Note [Saved tensors read by name])."""
     names = [(name, index) for index, name in enumerate(cls.saved_names) if name is not None]
@@ -134,6 +136,8 @@ def _name_saved(cls: type[OpNode]) -> None:
         if attr not in cls.__dict__:
             setattr(cls, attr, property(lambda node, index=index: saved_variable(node, index),
                                         doc=f"torch's ``{attr}``: the saved tensor, unpacked as the backward would."))
+            setattr(cls, "_raw" + attr, property(lambda node, index=index: RawSavedTensor(node, index),
+                                                 doc=f"torch's ``_raw{attr}``: the saved tensor, for its hooks."))
 
 
 # Note [A node made by its class's own code]: ``record`` stores a dozen slots into every node

@@ -230,6 +230,43 @@ def saved_variable(node: Node, index: int) -> Tensor | None:
     return None if entry is None else entry.unpack_tensor(node)
 
 
+HOOKS_ON_FREED = ("Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the "
+                  "graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you "
+                  "need to backward through the graph a second time or if you need to access saved variables after "
+                  "calling backward.")
+
+
+class RawSavedTensor:
+    """torch's ``_raw_saved_<name>``: entry ``index`` of a node's saved tensors as itself, whose pack
+    and unpack hooks may be set once (SavedVariable::register_hooks; Note [Saved tensors read by
+    name] in ops/_node.py, Note [Packed saved tensors] above)."""
+
+    __slots__ = ("node", "index")
+
+    def __init__(self, node: Node, index: int) -> None:
+        self.node = node
+        self.index = index
+
+    def register_hooks(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        """Pack the saved tensor now with ``pack_hook``; the backward (and ``_saved_<name>``) unpacks
+        it with ``unpack_hook``, as a saved tensor packed under ``saved_tensors_hooks``."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments: both hooks must be callable")
+        node = self.node
+        keep_result_as_saved(node)
+        saved = node.saved
+        if saved is RELEASED:
+            raise RuntimeError(HOOKS_ON_FREED)
+        entry = saved[self.index] if -len(saved) <= self.index < len(saved) else None
+        if entry is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+        if entry.__class__ is PackedSavedTensor:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. Hint: "
+                               "only one pair of hooks is allowed at a time.")
+        is_output = entry.tensor is None
+        _pack(entry, entry.unpack_tensor(node), is_output, (pack_hook, unpack_hook))
+
+
 def keep_result_as_saved(node: Node) -> None:
     """Move a result the node keeps itself into its ``saved``, as the SavedTensor ``record`` would
     have made (Note [A saved result kept in its node] in ops/_node.py); nothing for any other node."""

@@ -115,6 +115,7 @@ UNARY_NAMED_OTHERWISE = {"erfinv": ("result", "self")}
 """Rows whose node keeps another tensor than torch's: erfinv's formula reads its result, torch's recomputes it."""
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # acosh below 1: nan in both
 def test_the_unary_table_names_what_torch_names(torch):
     from asyncgrad.ops.elementwise import _UNARY
 
@@ -139,3 +140,44 @@ def test_the_unary_table_names_what_torch_names(torch):
                                            getattr(twin, "_saved_" + each).detach().numpy(), rtol=1e-12)
         checked += 1
     assert checked >= 40
+
+
+@pytest.mark.parametrize("case, words", [
+    ("none", "Calling register_hooks on a saved tensor with value None is forbidden"),
+    ("twice", "Calling register_hooks on a saved tensor whose hooks have already been set"),
+    ("freed", "Calling register_hooks on a saved tensor after it has been freed"),
+    ("packed", "Calling register_hooks on a saved tensor whose hooks have already been set"),
+])
+async def test_raw_saved_tensors_refuse_hooks_as_torch(torch, case, words):
+    for lib in (ag, torch):
+        a = lib.tensor(A, requires_grad=True)
+        if case == "packed":
+            with lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                y = a * a
+        else:
+            y = a * (lib.tensor(B) if case == "none" else a)
+        raw = y.grad_fn._raw_saved_self
+        if case == "twice":
+            raw.register_hooks(lambda x: x, lambda x: x)
+        if case == "freed":
+            done = y.sum().backward()
+            if lib is ag:
+                await done
+        with pytest.raises(RuntimeError, match=words):
+            raw.register_hooks(lambda x: x, lambda x: x)
+
+
+async def test_raw_saved_result_packed_by_its_hooks(torch):
+    """The kept result (Note [A saved result kept in its node]) packed by register_hooks: the
+    backward unpacks it through the hook, as torch's."""
+    results = []
+    for lib in (ag, torch):
+        a = lib.tensor(A, requires_grad=True)
+        y = a.exp()
+        y.grad_fn._raw_saved_result.register_hooks(lambda x: x * 2, lambda x: x)
+        done = y.sum().backward()
+        if lib is ag:
+            await done
+        results.append(a.grad.tolist())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+    np.testing.assert_allclose(results[0], 2 * np.exp(A), rtol=1e-12)

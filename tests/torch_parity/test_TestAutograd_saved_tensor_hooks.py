@@ -3,15 +3,12 @@ class's end): reference cycles through Functions and hooks, saved-tensor hooks, 
 Functions with ``setup_context`` and default arguments, ``.grad`` across threads.
 
 Source: the same copy as part 1 (cyyever/pytorch at 0f3f4a53, test/test_autograd.py), characters
-400k-472k, torch's order kept; each test names the torch test it ports in its docstring. Checks that
-read the codegen'd ``grad_fn._saved_self``/``_saved_result`` are dropped from the tests that have them
-(said in their docstrings).
+400k-472k, torch's order kept; each test names the torch test it ports in its docstring. The
+codegen'd ``grad_fn._saved_self``/``_saved_result`` reads are asyncgrad's ``_saved_<name>`` properties
+(Note [Saved tensors read by name] in asyncgrad/ops/_node.py).
 
 Left out (not ported), one line per family:
 - ``test_input_buffer_accum``: sparse gradients;
-- ``test_no_unnecessary_unwrapping``, ``test_saved_variable_version_counter``,
-  ``test_saved_variable_packing_unpacking_saved_original_with_hooks``,
-  ``test_saved_variable_packing_unpacking_did_not_save_original_with_hooks``: ``_saved_*``/``_raw_saved_*``;
 - ``test_node_creation_hook*``: ``torch.autograd.graph.node_creation_hook``, newer than torch 2.13;
 - ``test_graph_save_on_cpu_cuda``, ``test_scalar_grad_mixed_device``,
   ``test_gradcheck_default_device_placement_context``: CUDA;
@@ -199,6 +196,110 @@ async def test_full_backward_hook_double_backward():
     assert counter[0] == 1
 
 
+async def test_no_unnecessary_unwrapping():
+    """Port of TestAutograd.test_no_unnecessary_unwrapping."""
+    a = ag.randn(5, requires_grad=True)
+    a_orig = a.detach().clone()
+    b = a * a
+    c = a * b
+    d = ag.exp(a)
+
+    assert b.grad_fn._saved_self is a  # a is a leaf
+    assert b.grad_fn._saved_other is a
+    assert c.grad_fn._saved_self is a
+    assert c.grad_fn._saved_other is b  # b is not an output
+    assert_equal(d.grad_fn._saved_result, d)  # d is an output: unpacked anew
+    assert d.grad_fn._saved_result is not d
+
+    await c.sum().backward()
+    with pytest.raises(RuntimeError, match="after they have already been freed"):
+        c.grad_fn._saved_self  # noqa: B018
+    assert_equal(a, a_orig)
+
+
+async def test_saved_variable_version_counter():
+    """Port of TestAutograd.test_saved_variable_version_counter."""
+    a = ag.rand(2, requires_grad=True)
+    b = ag.exp(a)
+    b_unpacked = b.grad_fn._saved_result
+    assert_equal(b, b_unpacked)
+    assert b._version == b_unpacked._version
+    with ag.no_grad():
+        b += 1
+    assert_equal(b, b_unpacked)
+    assert b._version == b_unpacked._version
+
+
+@pytest.mark.parametrize("is_leaf", [True, False])
+async def test_saved_variable_packing_unpacking_saved_original_with_hooks(is_leaf):
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_hooks (its two
+    inputs, a leaf and a non-leaf, as parameters)."""
+    def get_input():
+        return ag.randn(5, requires_grad=True) if is_leaf else 1 + ag.randn(5, requires_grad=True)
+
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x / 2)
+    assert_equal(a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        await y.sum().backward()
+    else:
+        await y.sum().backward()
+        assert_equal(2 * a, a.grad)
+
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x)
+    assert_equal(2 * a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        await y.sum().backward()
+    else:
+        await y.sum().backward()
+        assert_equal(3 * a, a.grad)
+
+    a = get_input()  # double backward
+    grad_fn = a.grad_fn
+    y = a ** 3
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: x)
+    s = ag.sum(y)
+    (g,) = await ag.autograd.grad(s, (a,), create_graph=True)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        await g.sum().backward()
+    else:
+        await g.sum().backward()
+        assert_equal(6 * a, a.grad)
+
+    a = get_input()
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: 1)
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor"):
+        print(y.grad_fn._saved_self)
+
+    a = get_input()
+    y = a * a
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: x, lambda x: x)
+
+    a = get_input()
+    y = a * a
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: (x, b), lambda x: x)
+
+    def inplace_double(x):
+        x *= 2
+        return x
+
+    a = get_input()
+    t = a * a
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place."):
+        t.grad_fn._raw_saved_self.register_hooks(inplace_double, lambda x: x / 2)
+
+
 async def test_saved_variable_saved_original_inplace_detach():
     """Port of TestAutograd.test_saved_variable_saved_original_inplace_detach."""
     a = ag.tensor(1.0, requires_grad=True).clone()
@@ -213,9 +314,19 @@ async def test_saved_variable_saved_original_inplace_detach():
     await b.backward()  # the saved output may be detached
 
 
+async def test_saved_variable_packing_unpacking_did_not_save_original_with_hooks():
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_hooks."""
+    a = ag.randn(5, requires_grad=True)
+    y = ag.exp(a)
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    assert_equal(y, y.grad_fn._saved_result)
+    assert y.grad_fn is y.grad_fn._saved_result.grad_fn
+    await y.sum().backward()
+    assert_equal(a.grad, y)
+
+
 async def test_saved_variable_packing_unpacking_saved_original_with_default_hooks():
-    """Port of TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_default_hooks
-    (without its reads of grad_fn._saved_self/_saved_other)."""
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_default_hooks."""
     def pack(x):
         warnings.warn("pack", stacklevel=2)
         return x
@@ -230,33 +341,41 @@ async def test_saved_variable_packing_unpacking_saved_original_with_default_hook
     with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
         a = ag.randn(5, requires_grad=True)
         y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        assert_equal(a, y.grad_fn._saved_other)
         await y.sum().backward()
         assert_equal(2 * a, a.grad)
 
     with graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x / 2):
         a = ag.randn(5, requires_grad=True)
         y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        assert_equal(a, y.grad_fn._saved_other)
         await y.sum().backward()
         assert_equal(2 * a, a.grad)
 
     with graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
         a = ag.randn(5, requires_grad=True)
         y = a * a
+        assert_equal(2 * a, y.grad_fn._saved_self)
+        assert_equal(2 * a, y.grad_fn._saved_other)
         await y.sum().backward()
         assert_equal(4 * a, a.grad)
 
     a = ag.randn(5, requires_grad=True)  # the hooks exited
     y = a * a
+    assert_equal(a, y.grad_fn._saved_self)
+    assert_equal(a, y.grad_fn._saved_other)
     await y.sum().backward()
     assert_equal(2 * a, a.grad)
 
 
 async def test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks():
-    """Port of TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks
-    (without its read of grad_fn._saved_result)."""
+    """Port of TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks."""
     with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
         a = ag.randn(5, requires_grad=True)
         y = ag.exp(a)
+        assert_equal(y, y.grad_fn._saved_result)
         await y.sum().backward()
         assert_equal(a.grad, y)
 
@@ -450,7 +569,7 @@ async def test_pack_hook_with_inplace_modification_should_fail():
 
 
 async def test_saving_variable_to_disk():
-    """Port of TestAutograd.test_saving_variable_to_disk (without its read of grad_fn._saved_self)."""
+    """Port of TestAutograd.test_saving_variable_to_disk."""
     with tempfile.TemporaryDirectory() as tmp_dir:
         def pack(x):
             name = os.path.join(tmp_dir, str(uuid.uuid4()))
@@ -463,6 +582,7 @@ async def test_saving_variable_to_disk():
         with graph.saved_tensors_hooks(pack, unpack):
             a = ag.ones(5, requires_grad=True)
             y = a * a
+            assert_equal(a, y.grad_fn._saved_self)
             await y.sum().backward()
             assert_equal(2 * a, a.grad)
 
@@ -515,11 +635,14 @@ async def test_wrapped_number_saved_tensors_hooks():
 
 async def test_graph_save_on_cpu():
     """Port of TestAutograd.test_graph_save_on_cpu (cpu, pin_memory both ways, float and double; without
-    its sparse case and its reads of grad_fn._saved_self)."""
+    its sparse case)."""
     async def check(get_input, pin_memory):
         with graph.save_on_cpu(pin_memory):
             a = get_input()
             y = a * a
+            assert_equal(a, y.grad_fn._saved_self)
+            assert_equal(a, y.grad_fn._saved_other)
+            assert a.dtype == y.grad_fn._saved_self.dtype
             await y.sum().backward()
             assert_equal(2 * a, a.grad)
 
