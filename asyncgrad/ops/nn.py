@@ -178,12 +178,12 @@ class NllLossBackward0(SavesVariables):
     ``coef``, a coefficient per input element, zero off the targets and on ignored rows.
 
     Closing cross_entropy, the node also carries log_softmax's backward: ``dim`` is the class dim (None
-    for nll_loss), ``logp`` the log-probabilities and ``logits`` the input (Note [cross_entropy is one
+    for nll_loss) and ``logp`` the log-probabilities (Note [cross_entropy is one
     node]). The node keeps its arrays itself: they are its own, made by its forward, never a tensor a
     caller holds, so there is no version to check and no saved-tensor hook to run (cross_entropy takes
     the general path while one is set)."""
 
-    __slots__ = ("reduction", "rows", "dim", "coef", "logp", "logits")
+    __slots__ = ("reduction", "rows", "dim", "coef", "logp")
 
     def backward(self, F, g):
         coef, logp = self.coef, self.logp
@@ -191,7 +191,9 @@ class NllLossBackward0(SavesVariables):
             device = self._input_meta[0][2]
             coef = plain(coef, device)
             if logp is not None:
-                logp = record(LogSoftmaxBackward0, (self.logits,), logp, device, self.dim)
+                # from the node's own edge: the logits as the forward saw them, whatever in place made of them since
+                logits = Tensor._make(logp, device, True, self.edge_fns[0], self.edge_nrs[0], [0])
+                logp = record(LogSoftmaxBackward0, (logits,), logp, device, self.dim)
         if self.reduction == "none":
             g = F.reshape(g, (self.rows, 1) if coef.ndim == 2 else ())
         grad = g * coef
@@ -201,7 +203,7 @@ class NllLossBackward0(SavesVariables):
 
     def release_variables(self) -> None:
         self.saved = RELEASED
-        self.coef = self.logp = self.logits = None
+        self.coef = self.logp = None
 
 
 # Note [cross_entropy is one node]: cross_entropy with class indices over a (N, C) or (C,) input
@@ -215,8 +217,9 @@ class NllLossBackward0(SavesVariables):
 # coefficient times the incoming gradient, then log_softmax's formula on that (torch's,
 # ``g - exp(out) * g.sum(dim)``), the two nodes' operations in their order. The next order needs the
 # log-probabilities as a function of the logits: the recorded backward (``create_graph``) records
-# torch's LogSoftmaxBackward0 from the logits (kept in ``logits`` until the node releases what it
-# keeps) with the kept log-probabilities as its result, so the graph it builds is torch's. The other
+# torch's LogSoftmaxBackward0 from the node's own edge to the logits (the one the forward recorded, so
+# an in-place change of the logits since then does not move it, as torch's saved-result node does not
+# move) with the kept log-probabilities as its result, so the graph it builds is torch's. The other
 # forms (K-dim inputs, probabilities as target, label smoothing) and any call under saved-tensor hooks
 # take the general path: log_softmax's node, then the loss's. What it buys: one node and one op's
 # Python fewer in W3's step (``python -m benchmarks.w3_breakdown``).
@@ -249,7 +252,7 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     dev = same_device(input, target)
     out, coef = _nll_arrays(input, input.data, target, weight, ignore_index, reduction, recording(input))
     return record(NllLossBackward0, (input,), out, dev, reduction, input.shape[0] if input.ndim == 2 else 1, None,
-                  coef, None, None, work=math.prod(input.shape))
+                  coef, None, work=math.prod(input.shape))
 
 
 def _nll_arrays(input: Tensor, data: Any, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
@@ -393,7 +396,7 @@ def _log_softmax_nll(input: Tensor, target: Tensor, weight: Tensor | None, ignor
     if not grad:
         return plain(out, dev)
     return record(NllLossBackward0, (input,), out, dev, reduction, input.shape[0] if input.ndim == 2 else 1, dim,
-                  coef, logp, input, work=_FUSED_WORK * math.prod(input.shape))
+                  coef, logp, work=_FUSED_WORK * math.prod(input.shape))
 
 
 _FUSED_WORK = 4

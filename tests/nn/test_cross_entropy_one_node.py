@@ -106,12 +106,12 @@ async def test_one_node_releases_what_it_saved():
     logits = ag.tensor(RNG.standard_normal((6, 5)), requires_grad=True)
     loss = F.cross_entropy(logits, ag.tensor(TARGETS))
     node = loss.grad_fn
-    assert node.logits is logits
+    assert node.logp is not None and node.coef is not None
     await loss.backward(retain_graph=True)
     first = logits.grad.numpy().copy()
     await loss.backward()
     assert np.array_equal(logits.grad.numpy(), 2 * first)
-    assert node.logits is None  # the logits go with the saved tensors
+    assert node.logp is None and node.coef is None  # they go with the saved tensors
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         await loss.backward()
 
@@ -159,3 +159,23 @@ async def test_saved_tensor_hooks_take_the_general_path():
     plain_logits = ag.tensor(logits.detach().numpy(), requires_grad=True)
     await F.cross_entropy(plain_logits, ag.tensor(TARGETS)).backward()
     assert np.array_equal(logits.grad.numpy(), plain_logits.grad.numpy())
+
+
+async def test_second_order_after_the_logits_changed_in_place(torch):
+    """The recorded backward starts from the edge the forward recorded: the logits changed in place
+    after the loss (their grad_fn is now the in-place op's) leave the Hessian torch's."""
+    w_np, x_np, y = RNG.standard_normal((4, 3)), RNG.standard_normal((2, 4)), np.array([0, 2])
+    w = ag.tensor(w_np, requires_grad=True)
+    logits = ag.tensor(x_np) @ w
+    loss = F.cross_entropy(logits, ag.tensor(y))
+    logits.mul_(2.0)
+    (g,) = await ag.grad(loss, w, create_graph=True)
+    (gg,) = await ag.grad((g * g).sum(), w)
+    tw = torch.tensor(w_np, requires_grad=True)
+    tlogits = torch.tensor(x_np) @ tw
+    tloss = torch.nn.functional.cross_entropy(tlogits, torch.tensor(y))
+    tlogits.mul_(2.0)
+    (tg,) = torch.autograd.grad(tloss, tw, create_graph=True)
+    (tgg,) = torch.autograd.grad((tg * tg).sum(), tw)
+    np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gg.numpy(), tgg.numpy(), rtol=1e-12)
