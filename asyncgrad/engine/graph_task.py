@@ -45,7 +45,7 @@ class GraphTask:
         "outstanding_tasks", "has_error", "dependencies", "not_ready", "exec_info",
         "captured_vars", "future", "reentrant_depth", "keep_graph", "create_graph",
         "final_callbacks", "anomaly", "check_nan", "profile", "threads", "root", "nodes_in_graph",
-        "dependency_shards", "scope", "exec_group", "__weakref__",
+        "dependency_shards", "scope", "exec_group", "stream_events", "leaf_streams", "__weakref__",
     )
 
     def __init__(self, future: asyncio.Future, keep_graph: bool, create_graph: bool, reentrant_depth: int,
@@ -80,6 +80,11 @@ class GraphTask:
         checkpointed regions recompute once per group rather than once per backward."""
         self.scope: Any = None
         """Its ``GraphTaskScope`` while the call runs (Note [One owner per graph task] in scope.py)."""
+        self.stream_events: dict[Node, list] | None = None
+        """Consumer node -> the events its stream waits for before it runs; None until a gradient crosses
+        streams or devices (Note [Streaming backwards] in stream_sync.py, which alone reads and writes it)."""
+        self.leaf_streams: set | None = None
+        """The streams of its leaves, synced with the caller's streams as it finishes (stream_sync.py)."""
 
     def shard_dependencies(self, shards: Any) -> None:
         """The counts moved into ``shards`` (a ``ShardedMap``: Note [Sharded counts] in counts.py)."""
@@ -102,6 +107,7 @@ class GraphTask:
         self.not_ready = {}
         self.final_callbacks = []
         self.captured_vars = []
+        self.stream_events = self.leaf_streams = None
 
     def will_execute(self, node: Node | None) -> bool:
         """Whether this graph task runs (or ran) ``node``: torch's ``_will_engine_execute_node``, for

@@ -42,7 +42,6 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from asyncgrad.devices import cpu
@@ -64,17 +63,10 @@ if TYPE_CHECKING:
     from asyncgrad.engine.roles import EngineRole
     from asyncgrad.graph.node import Node
 
-_PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""graph task -> {consumer node: events its stream must wait for before it runs}."""
-
-_LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""graph task -> the leaf streams to sync with the caller's current streams when it finishes."""
-
-
 def before(graph_task: GraphTask, node: Node, s: Stream) -> None:
     """Make ``s`` (``node``'s stream) wait for its producers and for its consumers' earlier producers;
     then wait for ``s``'s queued work, so the kernel may run here (Note [Streaming backwards])."""
-    table = _PENDING.get(graph_task)
+    table = graph_task.stream_events
     if table:
         for event in table.pop(node, ()):
             s.wait_event(event)
@@ -104,9 +96,9 @@ def after(graph_task: GraphTask, node: Node, s: Stream) -> None:
             continue
         if event is None:
             event = s.record_event()
-        table = _PENDING.get(graph_task)
+        table = graph_task.stream_events
         if table is None:
-            table = _PENDING[graph_task] = {}
+            table = graph_task.stream_events = {}
         waits = table.setdefault(fn, [])
         waits.append(event)
         if consumer_device is not s.device:  # route copied the gradient there on the current stream
@@ -114,9 +106,9 @@ def after(graph_task: GraphTask, node: Node, s: Stream) -> None:
 
 
 def _leaf(graph_task: GraphTask, s: Stream) -> None:
-    leaves = _LEAVES.get(graph_task)
+    leaves = graph_task.leaf_streams
     if leaves is None:
-        leaves = _LEAVES[graph_task] = set()
+        leaves = graph_task.leaf_streams = set()
         # first: final callbacks may read any gradient on their device's current stream
         graph_task.final_callbacks.insert(0, lambda: sync_leaves(graph_task))
     leaves.add(s)
@@ -124,7 +116,8 @@ def _leaf(graph_task: GraphTask, s: Stream) -> None:
 
 def sync_leaves(graph_task: GraphTask) -> None:
     """The caller's current stream of each leaf stream's device waits for that leaf stream."""
-    for s in _LEAVES.pop(graph_task, ()):
+    leaves, graph_task.leaf_streams = graph_task.leaf_streams, None
+    for s in leaves or ():
         caller = current_stream(s.device)
         if caller != s:
             caller.wait_event(s.record_event())
@@ -160,7 +153,7 @@ def on_defaults(device: Device) -> bool:
 
 def plain(graph_task: GraphTask) -> bool:
     """Whether the next node of ``graph_task`` may take the chain step (Note [Plain streams])."""
-    return not streams_in_use() and not _PENDING.get(graph_task)
+    return not streams_in_use() and not graph_task.stream_events
 
 
 def router(engine: EngineRole, device: Device) -> Callable:
