@@ -7,8 +7,10 @@ frameworks' steps alternate in one process (order swapped every step), each time
 ``time.process_time`` (the CPU time of every thread of the process, so work handed to kernel
 threads is counted), after warm-up steps; the medians and tenth percentiles of the timed steps and
 asyncgrad's ratio to torch are printed. W3 is the runner's step (fresh leaves, forward and
-backward, float64); W8 the runner's too (persistent parameters, forward, backward, SGD with
-momentum, float32, after one float64 step as the runner's check makes first).
+backward, float64), with the workload's hand-written numpy step beside them (no graph at all: the
+floor a Python autograd's step can approach, as a ratio to torch too); W8 the runner's too
+(persistent parameters, forward, backward, SGD with momentum, float32, after one float64 step as the
+runner's check makes first).
 
 ``--ab kept-columns`` interleaves asyncgrad with itself instead, W8 with its convolutions keeping
 their columns (Note [A convolution keeps its columns] in asyncgrad/ops/conv.py) against not.
@@ -39,7 +41,7 @@ WORKLOADS = ("W3", "W8")
 
 
 def _w3_steps() -> dict[str, Any]:
-    from .frameworks import Asyncgrad, Torch
+    from .frameworks import Asyncgrad, Numpy, Torch
     from .workloads.w3_mlp import mlp_graph
 
     graph = mlp_graph(64)
@@ -57,7 +59,7 @@ def _w3_steps() -> dict[str, Any]:
 
         return step
 
-    return {"asyncgrad": make(Asyncgrad()), "torch": make(Torch())}
+    return {"asyncgrad": make(Asyncgrad()), "torch": make(Torch()), "numpy": make(Numpy())}
 
 
 async def _w8_steps(frameworks: tuple[str, ...]) -> dict[str, Any]:
@@ -137,8 +139,10 @@ def report(workload: str, times: dict[str, np.ndarray]) -> dict[str, float]:
         parts = ", ".join(f"{phase} {np.median(t[:, j]) * 1e3:.3f}" for j, phase in enumerate(phases[:t.shape[1]]))
         print(f"  {workload} {name:22s} step median {medians[name]:.3f} ms, p10 {np.percentile(total, 10):.3f} "
               f"({parts})")
-    first, second = list(medians)
+    first, second, *others = list(medians)
     print(f"  {workload} {first} / {second}: {medians[first] / medians[second]:.3f} (medians)")
+    for other in others:
+        print(f"  {workload} {other} / {second}: {medians[other] / medians[second]:.3f} (medians)")
     return medians
 
 

@@ -42,3 +42,5 @@ def test_interleaved_steps_run(ab):
     results = interleaved.main(argv)
     assert set(results) == ({"W8"} if ab else {"W3", "W8"})
     assert all(ms > 0 for medians in results.values() for ms in medians.values())
+    if not ab:  # the graph-free numpy step is timed beside W3's two frameworks
+        assert set(results["W3"]) == {"asyncgrad", "torch", "numpy"}
